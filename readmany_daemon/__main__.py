@@ -1,0 +1,3 @@
+from readmany_daemon.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,137 @@
+"""One typed settings object (PROTOCOL §7).
+
+Sources, later wins: the defaults below, ``READMANY_*`` environment variables,
+``initializationOptions`` (per connection), CLI flags. A bad value is never fatal: it is
+reported as a warning and the previous value is kept (the jedi-language-server way).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+#: Files never listed and never read, whatever the request says (PROTOCOL §3, §7).
+#: Gitignore syntax; ``.git/`` internals are denied separately and always.
+DEFAULT_DENY_PATTERNS: tuple[str, ...] = (
+    ".env",
+    ".env.*",
+    "!.env.example",
+    "!.env.sample",
+    "!.env.template",
+    "*.pem",
+    "*.key",
+    "id_rsa*",
+)
+
+#: Folders that hold dependencies or tool output and are never source. Gitignore syntax,
+#: applied to expansions only, and never to a path git tracks. ``venv``-like folders are
+#: matched by content (a ``pyvenv.cfg`` inside), see ``ignore.DefaultExcludes``.
+DEFAULT_EXCLUDES: tuple[str, ...] = (
+    "node_modules/",
+    "bower_components/",
+    "jspm_packages/",
+    "__pycache__/",
+    "*.pyc",
+    "*.pyo",
+    ".tox/",
+    ".nox/",
+    ".mypy_cache/",
+    ".pytest_cache/",
+    ".ruff_cache/",
+    ".hypothesis/",
+    ".ipynb_checkpoints/",
+    ".eggs/",
+    "*.egg-info/",
+    ".gradle/",
+    ".next/",
+    ".nuxt/",
+    ".svelte-kit/",
+    ".parcel-cache/",
+    ".turbo/",
+    ".cache/",
+    ".terraform/",
+    ".hg/",
+    ".svn/",
+    ".bzr/",
+    ".DS_Store",
+)
+
+
+class Settings(msgspec.Struct, rename="camel", forbid_unknown_fields=False, kw_only=True):
+    """Every setting, each with its default. Wire names are camelCase.
+
+    Sizes are bytes; ``idle_timeout_seconds`` is seconds.
+    """
+
+    ignore_file_names: list[str] = msgspec.field(default_factory=lambda: [".readmanyignore"])
+    deny_patterns: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_DENY_PATTERNS))
+    default_excludes: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_EXCLUDES))
+    max_file_bytes: int = 20 * 1024 * 1024
+    cache_bytes: int = 256 * 1024 * 1024
+    idle_timeout_seconds: float = 1800.0
+    share_overlays: bool = True
+    log_level: str = "WARNING"
+
+    def merged(self, overrides: Mapping[str, Any], source: str, warnings: list[str]) -> Settings:
+        """A copy with ``overrides`` (camelCase or snake_case keys) applied one by one.
+
+        A key that is unknown or whose value has the wrong type is skipped, and a line
+        naming ``source`` and the key is appended to ``warnings``.
+        """
+        current = msgspec.to_builtins(self)
+        fields = {f.encode_name: f.name for f in msgspec.structs.fields(Settings)}
+        by_snake = {v: k for k, v in fields.items()}
+        for key, value in overrides.items():
+            wire = key if key in fields else by_snake.get(key)
+            if wire is None:
+                continue  # other clients' options (authToken, budgets) live here too
+            trial = dict(current, **{wire: value})
+            try:
+                msgspec.convert(trial, Settings)
+            except msgspec.ValidationError as exc:
+                warnings.append(f"{source}: ignoring setting {wire}: {exc}")
+                continue
+            current = trial
+        return msgspec.convert(current, Settings)
+
+
+_DEFAULTS = Settings()
+
+
+def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
+    """``READMANY_MAX_FILE_BYTES=100`` → ``{"maxFileBytes": 100}``; values parsed as JSON,
+    else taken as a string; list settings also accept a comma-separated string."""
+    out: dict[str, Any] = {}
+    for f in msgspec.structs.fields(Settings):
+        raw = environ.get("READMANY_" + f.name.upper())
+        if raw is None:
+            continue
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw
+        if isinstance(getattr(_DEFAULTS, f.name), list) and isinstance(value, str):
+            value = [part for part in value.split(",") if part]
+        out[f.encode_name] = value
+    return out
+
+
+def load_settings(
+    init_options: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[Settings, list[str]]:
+    """Settings from defaults, then the environment, then ``init_options``.
+
+    Returns ``(settings, warnings)``; warnings name each setting that was ignored.
+    """
+    warnings: list[str] = []
+    settings = Settings().merged(
+        _env_overrides(os.environ if environ is None else environ), "environment", warnings
+    )
+    if init_options:
+        settings = settings.merged(init_options, "initializationOptions", warnings)
+    return settings, warnings
