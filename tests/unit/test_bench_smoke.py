@@ -1,0 +1,120 @@
+"""Smoke test of the benchmark tooling: a tiny generated tree and one run of bench_files.py.
+
+No timing is asserted: the benchmark's numbers are reported, never tested.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def _load(name: str) -> ModuleType:
+    """Import ``bench/<name>.py`` under a private module name (bench/ isn't a package)."""
+    spec = importlib.util.spec_from_file_location(f"readmany_bench_{name}", BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up here
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def gen_tree() -> ModuleType:
+    """The ``bench/gen_tree.py`` module."""
+    return _load("gen_tree")
+
+
+@pytest.fixture(scope="module")
+def tree(gen_tree: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A 300-file tree (``TreeInfo``)."""
+    return gen_tree.build_tree(tmp_path_factory.mktemp("bench") / "tree", files=300)
+
+
+def _git(root: Path, *args: str) -> str:
+    """stdout of a git command in ``root``."""
+    return subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def test_tree_layout(tree: Any) -> None:
+    root: Path = tree.root
+    assert tree.files_on_disk == 300
+    on_disk = [p for p in root.rglob("*") if p.is_file() and ".git" not in p.parts]
+    assert len(on_disk) == 300
+    for folder in ("node_modules", ".venv", "build", "dist", "copy00", "tmp"):
+        assert (root / folder).is_dir(), folder
+    assert (root / ".venv" / "pyvenv.cfg").is_file()
+    assert (root / ".env").is_file()
+    assert list(root.glob("*.log"))
+    nested = [p for p in root.rglob(".gitignore") if len(p.relative_to(root).parts) >= 3]
+    assert nested, "no .gitignore below the first level"
+
+    assert _git(root, "rev-list", "--count", "HEAD").strip() == "1"
+    tracked = _git(root, "ls-files").splitlines()
+    assert len(tracked) == tree.files_visible
+    assert 0 < len(tracked) < 300
+    for top in (".venv/", "build/", "dist/", "tmp/", "copy00/tmp/"):
+        assert not any(p.startswith(top) for p in tracked), top
+    for anywhere in ("node_modules/", "__pycache__/"):
+        assert not any(p.startswith(anywhere) or f"/{anywhere}" in p for p in tracked), anywhere
+    assert ".env" not in tracked and ".env.example" in tracked
+    assert "build/keep.txt" not in tracked  # excluded folder: the negation can't apply
+    assert not any(p.endswith(".log") and not p.endswith("/audit.log") for p in tracked)
+    assert _git(root, "status", "--porcelain") == ""
+
+
+def test_tree_is_reused(gen_tree: ModuleType, tree: Any) -> None:
+    again = gen_tree.build_tree(tree.root, files=300)
+    assert again.reused
+    assert (again.files_on_disk, again.files_visible) == (tree.files_on_disk, tree.files_visible)
+
+
+def test_bench_files_runs(tree: Any, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "bench_files.py"),
+            "--tree",
+            str(tree.root),
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--results-dir",
+            str(results),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "| command" in out and "| median ms |" in out and "ratio to rg" in out
+    assert re.search(r"target readmany ≤ 1\.5x rg: (PASS|FAIL|SKIP)", out)
+    assert "readmany set differences:" in out
+    saved = json.loads((results / "files-latest.json").read_text(encoding="utf-8"))
+    assert saved["tree"]["files_on_disk"] == 300
+
+    if not (BENCH.parent / "readmany_daemon" / "cli.py").is_file():
+        pytest.skip("readmany_daemon.cli doesn't exist yet: readmany row not checked")
+    row = re.search(r"^\| readmany files --no-daemon +\| +([\d.,]+) \|", out, re.MULTILINE)
+    assert row is not None, out
+    assert re.search(r"readmany set differences: \d+ \(\d+ unexpected", out), out
+    assert any(t["label"] == "readmany" and t["returncode"] == 0 for t in saved["timings"])
