@@ -1,0 +1,408 @@
+"""The ``readmany`` command line: parses, dispatches, prints (PROTOCOL §1).
+
+Exit codes: 0 answered (per-file problems never change it); 2 usage errors and invalid
+params, one line on stderr; 1 the answer could not be produced.
+
+This module stays light: the one-shot path imports neither pygls nor watchdog.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from readmany_daemon import __version__
+from readmany_daemon.errors import InvalidParams, ReadManyError, UsageError
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_NO_DAEMON = 3  # ``readmany status`` when no daemon runs (PROTOCOL §1)
+
+#: READMANY_* variables that are not settings and never travel to the daemon.
+_NOT_SETTINGS = frozenset({"READMANY_TOKEN", "READMANY_NO_DAEMON"})
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage and exiting, so every usage error
+    becomes one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _add_filter_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--root", metavar="DIR", help="workspace folder (default: the current directory)")
+    p.add_argument("--no-default-excludes", action="store_true", help="do not apply the default excludes (node_modules, .venv, …)")
+    p.add_argument("--no-gitignore", action="store_true", help="ignore .gitignore, .git/info/exclude and core.excludesFile")
+    p.add_argument("--no-ignore-files", action="store_true", help="ignore .readmanyignore and the configured ignore files")
+    p.add_argument("--no-daemon", action="store_true", help="answer in this process")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every subcommand."""
+    parser = _Parser(prog="readmany", description="Read many files at once, exactly, within budgets.")
+    parser.add_argument("--version", action="version", version=f"readmany {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    r = sub.add_parser("read", help="read files, folders and globs; print llmContent")
+    r.add_argument("paths", nargs="*", metavar="PATH", help="paths, folders or glob patterns")
+    _add_filter_flags(r)
+    r.add_argument("--include", action="append", default=None, metavar="GLOB", help="more patterns (repeatable)")
+    r.add_argument("--exclude", action="append", default=None, metavar="GLOB", help="gitignore-syntax patterns removed from expansions (repeatable)")
+    r.add_argument("--no-recursive", action="store_true", help="a folder gives only its own files; ** acts as *")
+    r.add_argument("--per-file-max-lines", type=int, metavar="N")
+    r.add_argument("--per-file-max-chars", type=int, metavar="N")
+    r.add_argument("--max-total-files", type=int, metavar="N")
+    r.add_argument("--max-total-chars", type=int, metavar="N")
+    r.add_argument("--prefer-full-read", action="store_true", help="lift the per-file limits (the totals still hold)")
+    r.add_argument("--packing", metavar="S", help="auto | request-order | smallest-first")
+    r.add_argument("--stop-on-error", action="store_true")
+    r.add_argument("--format", metavar="F", help="separator | heredoc | xml | json")
+    r.add_argument("--line-numbers", action="store_true")
+    r.add_argument("--absolute-paths", action="store_true")
+    r.add_argument("--params", metavar="JSON", help="a raw ReadManyParams object; flags override it")
+    r.add_argument("--json", action="store_true", help="print the whole ReadManyResult as JSON")
+    r.add_argument("--cursor", metavar="TOKEN", help="continue an answer whose budget omitted files")
+
+    f = sub.add_parser("files", help="list the visible files, sorted by bytes")
+    f.add_argument("patterns", nargs="*", metavar="PATTERN", help="globs, folders or paths (default: everything)")
+    _add_filter_flags(f)
+    f.add_argument("-0", "--null", action="store_true", help="separate paths with NUL instead of newline")
+
+    s = sub.add_parser(
+        "serve", help="serve JSON-RPC (LSP framing) on stdio, the shared socket or loopback TCP"
+    )
+    mode = s.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--stdio", action="store_true", help="one client on stdin/stdout")
+    mode.add_argument(
+        "--socket", nargs="?", const="", metavar="PATH",
+        help="the shared per-user daemon (default: $XDG_RUNTIME_DIR/readmany/daemon.sock)",
+    )
+    mode.add_argument(
+        "--tcp", metavar="HOST:PORT",
+        help="loopback TCP; clients send READMANY_TOKEN as initializationOptions.authToken",
+    )
+    s.add_argument("--log-file", metavar="PATH", help="log here, not stderr (never file contents)")
+
+    lsp = sub.add_parser("lsp", help="bridge stdio to the shared daemon, starting it if none runs")
+    st = sub.add_parser("status", help="print the shared daemon's status (exit 3 when none runs)")
+    st.add_argument("--json", action="store_true", help="print the readMany/status result as JSON")
+    stop = sub.add_parser("stop", help="stop the shared daemon")
+    for p in (lsp, st, stop):
+        p.add_argument("--socket", metavar="PATH", help="the daemon's socket (default: per-user)")
+    return parser
+
+
+def _read_params(args: argparse.Namespace) -> dict[str, Any]:
+    """ReadManyParams (canonical names) from ``--params`` overridden by flags."""
+    params: dict[str, Any] = {}
+    if args.params:
+        from readmany_daemon.messages import fold_read_params
+
+        try:
+            raw = json.loads(args.params)
+        except ValueError as exc:
+            raise InvalidParams(f"invalid params: --params is not JSON: {exc}", "$") from None
+        params = fold_read_params(raw)
+    if args.paths:
+        params["paths"] = list(params.get("paths", [])) + list(args.paths)
+    flags: dict[str, Any] = {
+        "include": args.include,
+        "exclude": args.exclude,
+        "perFileMaxLines": args.per_file_max_lines,
+        "perFileMaxChars": args.per_file_max_chars,
+        "maxTotalFiles": args.max_total_files,
+        "maxTotalChars": args.max_total_chars,
+        "packing": args.packing,
+        "format": args.format,
+        "cursor": args.cursor,
+    }
+    for name, value in flags.items():
+        if value is not None:
+            params[name] = value
+    for name, on in (
+        ("preferFullRead", args.prefer_full_read),
+        ("stopOnError", args.stop_on_error),
+        ("lineNumbers", args.line_numbers),
+        ("absolutePaths", args.absolute_paths),
+    ):
+        if on:
+            params[name] = True
+    if args.no_recursive:
+        params["recursive"] = False
+    if args.no_default_excludes:
+        params["useDefaultExcludes"] = False
+    ffo = dict(params.get("fileFilteringOptions") or {})
+    if args.no_gitignore:
+        ffo["respectGitIgnore"] = False
+    if args.no_ignore_files:
+        ffo["respectIgnoreFiles"] = False
+    if ffo:
+        params["fileFilteringOptions"] = ffo
+    return params
+
+
+def _workspace(args: argparse.Namespace) -> Any:
+    from readmany_daemon.errors import RootNotFound
+    from readmany_daemon.settings import load_settings
+    from readmany_daemon.workspace import Workspace
+
+    settings, warnings = load_settings()
+    for w in warnings:
+        print(f"readmany: warning: {w}", file=sys.stderr)
+    root = args.root or os.getcwd()
+    try:
+        return Workspace.open(root, settings)
+    except OSError as exc:
+        raise RootNotFound(f"--root: {exc}", "root") from None
+
+
+def _write(text: str) -> None:
+    out = sys.stdout.buffer
+    out.write(text.encode("utf-8", "surrogateescape"))
+    out.flush()
+
+
+def cmd_read(args: argparse.Namespace) -> int:
+    """``readmany read``: print ``llmContent`` (or the whole result with ``--json``)."""
+    raw = _read_params(args)
+    answer = _daemon_answer(args, "readMany/read", raw)
+    if answer is not None:
+        if args.json:
+            _write(json.dumps(answer, ensure_ascii=False, separators=(",", ":")) + "\n")
+        else:
+            text = answer["llmContent"]
+            _write(text if text.endswith("\n") else text + "\n")
+        return EXIT_OK
+
+    from readmany_daemon import request
+    from readmany_daemon.messages import decode_read_params, to_builtins
+
+    params = decode_read_params(raw)
+    ws = _workspace(args)
+    result = request.answer(ws, params)
+    if args.json:
+        import msgspec
+
+        _write(msgspec.json.encode(to_builtins(result)).decode("utf-8", "surrogateescape") + "\n")
+    else:
+        text = result.llm_content
+        _write(text if text.endswith("\n") else text + "\n")
+    _autostart(args)
+    return EXIT_OK
+
+
+def cmd_files(args: argparse.Namespace) -> int:
+    """``readmany files``: one workspace-relative POSIX path a line, sorted by bytes."""
+    sep = "\0" if args.null else "\n"
+    files_params = {
+        "patterns": list(args.patterns),
+        "useDefaultExcludes": not args.no_default_excludes,
+        "fileFilteringOptions": {
+            "respectGitIgnore": not args.no_gitignore,
+            "respectIgnoreFiles": not args.no_ignore_files,
+        },
+    }
+    listed = _daemon_answer(args, "readMany/files", files_params)
+    if listed is not None:
+        _write("".join(f["path"] + sep for f in listed["files"]))
+        return EXIT_OK
+
+    from readmany_daemon import request
+    from readmany_daemon.ignore import Filters
+
+    ws = _workspace(args)
+    filters = Filters(
+        respect_gitignore=not args.no_gitignore,
+        respect_ignore_files=not args.no_ignore_files,
+        use_default_excludes=not args.no_default_excludes,
+    )
+    paths = request.list_paths(ws, args.patterns, filters)
+    _write("".join(p + sep for p in paths))
+    _autostart(args)
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------- the shared daemon
+# The warm path below imports neither pygls nor watchdog nor msgspec: client.py speaks
+# JSON-RPC with the stdlib (the whole call must stay within two `python -c pass`).
+
+
+def _no_autostart(args: argparse.Namespace) -> bool:
+    """``--no-daemon``, or ``READMANY_NO_DAEMON`` set to anything but "" or "0"."""
+    disabled = os.environ.get("READMANY_NO_DAEMON", "") not in ("", "0")
+    return bool(getattr(args, "no_daemon", False)) or disabled
+
+
+def _daemon_answer(args: argparse.Namespace, method: str, params: dict[str, Any]) -> Any | None:
+    """The warm daemon's answer to ``method``, or None when it should be answered in
+    this process (``--no-daemon``, no daemon, a daemon of another version — which is
+    stopped so that ``_autostart`` replaces it — a connection lost midway, or an
+    internal error of the daemon, reported on stderr).
+
+    The connection's workspace folder is ``--root`` (default: the current directory);
+    its settings come from this process's ``READMANY_*`` variables
+    (``initializationOptions.environment``), so the answer is the one this process
+    would give. Raises ``InvalidParams`` for -32602 (exit 2, as in process)."""
+    if args.no_daemon or os.name != "posix":
+        return None
+    root = os.path.abspath(args.root or os.getcwd())
+    if not os.path.isdir(root):
+        return None  # the in-process path reports the bad root
+    from readmany_daemon.client import ConnectionClosed, RpcError, connect, default_socket_path
+
+    path = default_socket_path()
+    env = {k: v for k, v in os.environ.items() if k.startswith("READMANY_")}
+    for name in _NOT_SETTINGS:
+        env.pop(name, None)
+    client = connect(path, root, {"environment": env})
+    if client is None:
+        return None
+    try:
+        if client.server_version != __version__:
+            from readmany_daemon import daemon
+            from readmany_daemon.errors import DaemonError
+
+            client.exit()
+            try:
+                daemon.stop(path)
+            except DaemonError as exc:
+                print(f"readmany: warning: {exc}", file=sys.stderr)
+            return None
+        try:
+            answer = client.request(method, params)
+        except RpcError as exc:
+            if exc.code == -32602:
+                field = exc.data.get("field", "") if isinstance(exc.data, dict) else ""
+                raise InvalidParams(exc.message, field) from None
+            _say(f"warning: the daemon failed ({exc.message}); answering in this process")
+            args.no_daemon = True  # one runs: do not start another after answering
+            return None
+        except ConnectionClosed:
+            return None
+        for _, note in client.notifications:
+            if isinstance(note, dict) and note.get("type", 4) <= 2:
+                print(str(note.get("message", "")), file=sys.stderr)
+        return answer
+    finally:
+        client.exit()
+
+
+def _autostart(args: argparse.Namespace) -> None:
+    """After an in-process answer, start the daemon in the background for the next
+    call, unless ``--no-daemon`` or ``READMANY_NO_DAEMON``."""
+    if _no_autostart(args) or os.name != "posix":
+        return
+    from readmany_daemon import daemon
+
+    try:
+        daemon.spawn(daemon.default_socket_path())
+    except OSError as exc:
+        print(f"readmany: warning: could not start the daemon: {exc}", file=sys.stderr)
+
+
+def _say(message: str) -> None:
+    print(f"readmany: {message}", file=sys.stderr, flush=True)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``readmany serve --stdio | --socket [PATH] | --tcp HOST:PORT``."""
+    from readmany_daemon.settings import load_settings
+
+    settings, warnings = load_settings()
+    for w in warnings:
+        _say(f"warning: {w}")
+    if args.stdio:
+        from readmany_daemon.server import serve_stdio
+
+        return serve_stdio(settings, args.log_file)
+    from readmany_daemon import daemon
+
+    if args.tcp is not None:
+        token = os.environ.get("READMANY_TOKEN")
+        return daemon.serve_tcp(args.tcp, settings, token, log_file=args.log_file, on_ready=_say)
+    return daemon.serve_socket(
+        args.socket or None, settings, log_file=args.log_file, on_ready=_say, on_running=_say
+    )
+
+
+def cmd_lsp(args: argparse.Namespace) -> int:
+    """``readmany lsp``: stdio bridge to the shared daemon (started if none runs)."""
+    from readmany_daemon import bridge
+
+    return bridge.run(args.socket)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """``readmany status``: the daemon's ``readMany/status``; exit 3 when none runs."""
+    from readmany_daemon import daemon
+
+    path = args.socket or daemon.default_socket_path()
+    client = daemon.connect(path)
+    if client is None:
+        _say(f"no daemon runs at {path}")
+        return EXIT_NO_DAEMON
+    try:
+        status = client.request("readMany/status")
+    finally:
+        client.exit()
+    if args.json:
+        _write(json.dumps(status, ensure_ascii=False, indent=2) + "\n")
+        return EXIT_OK
+    cache = status.get("cache", {})
+    lines = [
+        f"readmany {status.get('version')} daemon: pid {status.get('pid')}, "
+        f"up {status.get('uptime')} s, {status.get('connections')} connection(s)",
+        f"socket: {path}",
+        f"cache: {cache.get('bytes')} bytes, hit rate {cache.get('hitRate')}",
+        f"watcher: {status.get('watcher', {}).get('state')}",
+    ]
+    for r in status.get("roots", []):
+        lines.append(
+            f"root {r.get('root')}: {r.get('files')} files, clock {r.get('clock')}, "
+            f"{r.get('connections')} connection(s)"
+        )
+    _write("\n".join(lines) + "\n")
+    return EXIT_OK
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    """``readmany stop``: stop the shared daemon (exit 0 also when none ran)."""
+    from readmany_daemon import daemon
+
+    path = args.socket or daemon.default_socket_path()
+    pid = daemon.stop(path)
+    _say(f"stopped the daemon (pid {pid})" if pid is not None else f"no daemon runs at {path}")
+    return EXIT_OK
+
+
+COMMANDS = {
+    "read": cmd_read,
+    "files": cmd_files,
+    "serve": cmd_serve,
+    "lsp": cmd_lsp,
+    "status": cmd_status,
+    "stop": cmd_stop,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except (UsageError, InvalidParams) as exc:
+        print(f"readmany: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ReadManyError as exc:
+        print(f"readmany: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except BrokenPipeError:
+        # The reader went away (``| head``): not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK

@@ -1,0 +1,94 @@
+"""A workspace folder as the engine sees it: root, settings, rules, index, cache, overlays.
+
+The one-shot CLI builds a ``Workspace`` per call (its index walked lazily, only when a
+glob or folder needs it); the daemon keeps one per root, current through the watcher.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from readmany_daemon.content import ContentCache
+from readmany_daemon.ignore import Filters, IgnoreRules, Verdict
+from readmany_daemon.index import Index
+from readmany_daemon.settings import Settings
+
+_instances = itertools.count(1)
+
+
+@dataclass
+class Overlay:
+    """An open editor buffer: its full text and LSP document version."""
+
+    text: str
+    version: int
+
+
+@dataclass
+class Workspace:
+    """One workspace folder (``root`` is an absolute, symlink-resolved path).
+
+    ``overlay`` maps an absolute path to the open buffer that wins over disk (PROTOCOL §6),
+    ``cache`` holds whole-file reads validated by stat; both are optional.
+    """
+
+    root: str
+    settings: Settings
+    cache: ContentCache | None = None
+    overlay: Callable[[str], Overlay | None] | None = None
+    name: str = ""
+    instance: str = field(default_factory=lambda: f"{os.getpid():x}.{next(_instances)}")
+
+    @classmethod
+    def open(cls, path: str, settings: Settings, **kw: object) -> Workspace:
+        """A workspace for folder ``path``; raises ``FileNotFoundError`` or
+        ``NotADirectoryError`` when it is not an existing folder."""
+        root = os.path.realpath(path)
+        if not os.path.isdir(root):
+            if os.path.exists(root):
+                raise NotADirectoryError(f"not a folder: {path}")
+            raise FileNotFoundError(f"no such folder: {path}")
+        return cls(root=root, settings=settings, name=os.path.basename(root), **kw)  # type: ignore[arg-type]
+
+    @cached_property
+    def index(self) -> Index:
+        """The index of this folder, walked on first use."""
+        return Index.build(self.root, self.settings)
+
+    @cached_property
+    def rules(self) -> IgnoreRules:
+        """The ignore rules; shared with the index once it has been built."""
+        if "index" in self.__dict__:
+            return self.index.rules
+        return IgnoreRules(self.root, self.settings)
+
+    def clock(self) -> str:
+        """An opaque clock naming this workspace instance and the index generation."""
+        generation = self.index.clock if "index" in self.__dict__ else 0
+        return f"{self.instance}:{generation}"
+
+    def explain(self, rel: str, is_dir: bool, filters: Filters) -> Verdict | None:
+        """Why ``rel`` would be hidden under ``filters``: the verdict of its nearest hidden
+        ancestor folder, else its own; None when visible."""
+        parts = rel.split("/")
+        for i in range(1, len(parts)):
+            verdict = self.rules.check("/".join(parts[:i]), True, filters)
+            if verdict is not None:
+                return verdict
+        return self.rules.check(rel, is_dir, filters)
+
+    def abspath(self, rel: str) -> str:
+        """The absolute path of workspace-relative ``rel`` ("" is the root)."""
+        return posixpath.join(self.root, rel) if rel else self.root
+
+    def relpath(self, path: str) -> str | None:
+        """``path`` (absolute, normalized) relative to the root, or None when outside."""
+        if path == self.root:
+            return ""
+        prefix = self.root.rstrip("/") + "/"
+        return path[len(prefix) :] if path.startswith(prefix) else None

@@ -1,0 +1,286 @@
+"""Differential test: readmany's own ignore engine against git itself.
+
+Each case builds a random tree in a fresh repository (nested ``.gitignore`` files at
+several depths, ``.git/info/exclude``, ``core.excludesFile`` both set explicitly and at
+git's default path, files tracked with ``git add -f``, symlinks, odd names) and random
+patterns (negations, anchors, ``**``, ``[!x]``/``[^x]``/ranges/``[[:alpha:]]`` classes,
+trailing spaces with and without ``\\ ``, escaped ``#`` and ``!``, folder-only patterns,
+CRLF lines, a BOM). It asserts
+
+    set(Index.build(root, Settings(default_excludes=[], deny_patterns=[]))
+        .files(Filters(use_default_excludes=False)))
+    == set(git ls-files -z --cached --others --exclude-standard)   (files on disk)
+
+The index walks the tree itself with its own rules (git is asked only for the tracked set
+and core.excludesFile). A failure prints the seed and the case; rerun one case with
+``READMANY_DIFF_SEED=<seed> pytest tests/unit/test_git_differential.py -k one``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from readmany_daemon.ignore import Filters
+from readmany_daemon.index import Index
+from readmany_daemon.settings import Settings
+
+NAMES = [
+    "a",
+    "b",
+    "ab",
+    "ba",
+    "a.log",
+    "b.log",
+    "x.txt",
+    "keep.txt",
+    "c d",
+    "x#y",
+    "#h",
+    "!bang",
+    "sp ",
+    "[br]",
+    "q?",
+    "st*r",
+    "Ab",
+    "B",
+    "a1",
+    "9",
+    "\u00e9t\u00e9",
+    "back\\sl",
+    "d.d",
+    "-",
+    "build",
+    "node",
+    "tab\tx",
+]
+DIRNAMES = ["a", "b", "sub", "build", "ab", "x.d", "Deep", "\u00e9", "n m"]
+
+LITERALS = ["a", "b", "ab", "log", "txt", "build", "sub", "d", "x", "keep", "B", "1", "\u00e9"]
+CLASSES = [
+    "[ab]",
+    "[!a]",
+    "[^b]",
+    "[a-c]",
+    "[c-a]",
+    "[[:alpha:]]",
+    "[[:digit:]]",
+    "[[:upper:]]",
+    "[[:space:]]",
+    "[[:punct:]]",
+    "[]a]",
+    "[!]]",
+    "[a-]",
+    "[\\]]",
+    "[[:alnum:]x]",
+    "[/]",
+]
+RARE = ["[a", "[[:bogus:]]", "\\", "[[:alpha:]", "[!"]
+
+
+def _segment(rng: random.Random) -> str:
+    r = rng.random()
+    if r < 0.12:
+        return "**"
+    if r < 0.2:
+        return "*"
+    parts: list[str] = []
+    for _ in range(rng.randint(1, 3)):
+        k = rng.random()
+        if k < 0.45:
+            parts.append(rng.choice(LITERALS))
+        elif k < 0.6:
+            parts.append("*")
+        elif k < 0.7:
+            parts.append("?")
+        elif k < 0.85:
+            parts.append(rng.choice(CLASSES))
+        elif k < 0.9:
+            parts.append(rng.choice(["\\#", "\\!", "\\*", "\\a", "\\ ", "#", "!", " "]))
+        elif k < 0.95:
+            parts.append("**")
+        else:
+            parts.append(rng.choice(RARE) if rng.random() < 0.3 else ".")
+    return "".join(parts)
+
+
+def _pattern(rng: random.Random, names: list[str]) -> str:
+    if rng.random() < 0.3:
+        # a name from the tree, so that patterns hit
+        body = rng.choice(names)
+        body = "".join("\\" + c if c in "*?[\\" and rng.random() < 0.7 else c for c in body)
+        if body.startswith(("#", "!")) and rng.random() < 0.8:
+            body = "\\" + body
+    else:
+        body = "/".join(_segment(rng) for _ in range(rng.choice([1, 1, 1, 2, 2, 3])))
+    if rng.random() < 0.2:
+        body = "/" + body
+    if rng.random() < 0.25:
+        body += "/"
+    if rng.random() < 0.25:
+        body = "!" + body
+    r = rng.random()
+    if r < 0.08:
+        body += "  "
+    elif r < 0.12:
+        body += "\\ "
+    elif r < 0.14:
+        body += "\\  "
+    elif r < 0.16:
+        body += "\t"
+    return body
+
+
+def _ignore_text(rng: random.Random, names: list[str]) -> bytes:
+    lines: list[str] = []
+    for _ in range(rng.randint(1, 6)):
+        r = rng.random()
+        if r < 0.06:
+            lines.append("# comment " + rng.choice(names))
+        elif r < 0.1:
+            lines.append("")
+        else:
+            lines.append(_pattern(rng, names))
+    eol = "\r\n" if rng.random() < 0.1 else "\n"
+    text = eol.join(lines) + (eol if rng.random() < 0.8 else "")
+    data = text.encode("utf-8")
+    if rng.random() < 0.05:
+        data = b"\xef\xbb\xbf" + data
+    return data
+
+
+def _git(cwd: Path, *args: str) -> bytes:
+    return subprocess.run(
+        ["git", "-c", "core.fsmonitor=false", *args],
+        cwd=cwd,
+        check=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    ).stdout
+
+
+def make_case(seed: int, base: Path) -> tuple[Path, Path, str]:
+    """Build case ``seed`` under ``base``: returns ``(repo, root, description)``."""
+    rng = random.Random(seed)
+    repo = base / "repo"
+    home = base / "home"
+    repo.mkdir(parents=True)
+    home.mkdir()
+    os.environ["HOME"] = str(home)
+    desc: list[str] = [f"seed={seed}"]
+    dirs = [""]
+    files: list[str] = []
+    for _ in range(rng.randint(2, 7)):
+        parent = rng.choice(dirs)
+        if parent.count("/") >= 2:
+            continue
+        d = (parent + "/" if parent else "") + rng.choice(DIRNAMES)
+        if d not in dirs:
+            dirs.append(d)
+            (repo / d).mkdir(parents=True, exist_ok=True)
+    for _ in range(rng.randint(4, 16)):
+        d = rng.choice(dirs)
+        f = (d + "/" if d else "") + rng.choice(NAMES)
+        if f in files or f in dirs:
+            continue
+        (repo / f).write_bytes(b"x")
+        files.append(f)
+    if rng.random() < 0.15 and files:
+        ld = rng.choice(dirs)
+        link = (ld + "/" if ld else "") + "lnk"
+        if link not in files and link not in dirs:
+            target = rng.choice([*files, *dirs[1:]]) if len(dirs) > 1 else rng.choice(files)
+            os.symlink(os.path.relpath(repo / target, (repo / link).parent), repo / link)
+            files.append(link)
+            desc.append(f"symlink {link} -> {target}")
+    names = sorted({p.rpartition("/")[2] for p in files + dirs if p})
+    _git(repo, "init", "-q")
+    for d in dirs:
+        if rng.random() < (0.7 if d == "" else 0.35):
+            data = _ignore_text(rng, names)
+            (repo / d / ".gitignore").write_bytes(data)
+            desc.append(f"{d or '.'}/.gitignore: {data!r}")
+    if rng.random() < 0.4:
+        data = _ignore_text(rng, names)
+        (repo / ".git" / "info").mkdir(exist_ok=True)
+        (repo / ".git" / "info" / "exclude").write_bytes(data)
+        desc.append(f"info/exclude: {data!r}")
+    r = rng.random()
+    if r < 0.2:
+        data = _ignore_text(rng, names)
+        (home / "custom-ignore").write_bytes(data)
+        (home / ".gitconfig").write_text(f"[core]\n\texcludesFile = {home / 'custom-ignore'}\n")
+        desc.append(f"core.excludesFile (set): {data!r}")
+    elif r < 0.35:
+        data = _ignore_text(rng, names)
+        (home / ".config" / "git").mkdir(parents=True)
+        (home / ".config" / "git" / "ignore").write_bytes(data)
+        desc.append(f"core.excludesFile (default path): {data!r}")
+    tracked = [f for f in files if rng.random() < 0.25 and not os.path.islink(repo / f)]
+    if tracked:
+        _git(repo, "add", "-f", "--", *tracked)
+        desc.append(f"tracked: {tracked}")
+    root = repo
+    if rng.random() < 0.2 and len(dirs) > 1:
+        sub = rng.choice(dirs[1:])
+        root = repo / sub
+        desc.append(f"root below top: {sub}")
+    return repo, root, "\n".join(desc)
+
+
+def run_case(seed: int, base: Path) -> str | None:
+    """None if readmany agrees with git on case ``seed``, else a report."""
+    _, root, desc = make_case(seed, base)
+    out = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    want = {p for p in os.fsdecode(out).split("\0") if p and os.path.lexists(root / p)}
+    ix = Index.build(str(root), Settings(default_excludes=[], deny_patterns=[]))
+    got = set(ix.files(Filters(use_default_excludes=False)))
+    if got == want:
+        return None
+    return (
+        f"{desc}\nonly readmany: {sorted(got - want)}\nonly git: {sorted(want - got)}\n"
+        f"warnings: {ix.rules.warnings}"
+    )
+
+
+def _run_many(seeds: range, base: Path) -> None:
+    failures: list[str] = []
+    for seed in seeds:
+        case_dir = base / f"c{seed}"
+        try:
+            report = run_case(seed, case_dir)
+        finally:
+            shutil.rmtree(case_dir, ignore_errors=True)
+        if report is not None:
+            failures.append(report)
+            if len(failures) >= 3:
+                break
+    assert not failures, f"{len(failures)} case(s) differ from git:\n\n" + "\n\n".join(failures)
+
+
+def test_differential_default(git_env: Path) -> None:
+    """300 random cases (seeds 0-299) in the default suite."""
+    _run_many(range(300), git_env)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_differential_10k(git_env: Path) -> None:
+    """10,000 random cases (seeds 1000-10999)."""
+    _run_many(range(1000, 11000), git_env)
+
+
+def test_differential_one(git_env: Path) -> None:
+    """One case, chosen with READMANY_DIFF_SEED (default 7), for reproducing a failure."""
+    _run_many(
+        range(
+            int(os.environ.get("READMANY_DIFF_SEED", "7")),
+            int(os.environ.get("READMANY_DIFF_SEED", "7")) + 1,
+        ),
+        git_env,
+    )
