@@ -72,17 +72,20 @@ def djb2_hex6(label: str) -> str:
     return f"{h:X}".rjust(6, "0")[:6]
 
 
-def cut_notice(r: FileResult) -> str | None:
+def cut_notice(r: FileResult, cut_line: int | None = None) -> str | None:
     """The last content line of a cut file, e.g.
-    ``[Showing lines 1-200 of 2500. Continue with offset=201.]``; None when not cut."""
-    if r.next_offset is None or r.line_start is None or r.line_end is None:
+    ``[Showing lines 1-200 of 2500. Continue with offset=201.]``; ``cut_line`` names a
+    line shown only in part (longer than the character cap). None when nothing was cut."""
+    if r.line_start is None or r.line_end is None or (r.next_offset is None and cut_line is None):
         return None
     total = f" of {r.total_lines}" if r.total_lines is not None else ""
     why = " (budget)" if r.code == Code.BUDGET else ""
-    return (
-        f"[Showing lines {r.line_start}-{r.line_end}{total}{why}. "
-        f"Continue with offset={r.next_offset}.]"
-    )
+    text = f"[Showing lines {r.line_start}-{r.line_end}{total}{why}"
+    if cut_line is not None:
+        text += f", line {cut_line} cut short"
+    if r.next_offset is not None:
+        text += f". Continue with offset={r.next_offset}"
+    return text + ".]"
 
 
 def continuation_request(path: str, offset: int) -> str:

@@ -131,6 +131,19 @@ def _encode_cursor(params: dict[str, Any], remaining: Sequence[int], resume: dic
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+_DEFAULT_PARAMS: dict[str, Any] = msgspec.to_builtins(ReadManyParams())
+
+
+def _non_default(params: ReadManyParams) -> dict[str, Any]:
+    """The fields of ``params`` that differ from the defaults (``cursor`` aside), so a
+    cursor carries only what the request said."""
+    return {
+        k: v
+        for k, v in msgspec.to_builtins(params).items()
+        if k != "cursor" and v != _DEFAULT_PARAMS.get(k)
+    }
+
+
 def _decode_cursor(token: str) -> _Cursor:
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
@@ -483,7 +496,7 @@ def _finish(
         and window.cut_line is None
         and not budget_cut
     )
-    cut = window.next_offset is not None and not whole_window
+    cut = (window.next_offset is not None and not whole_window) or window.cut_line is not None
     if offset > 1 and window.total_lines < offset and not window.text:
         base.status, base.code = Status.ERROR, Code.NOT_FOUND
         base.message = (
@@ -497,7 +510,7 @@ def _finish(
         base.next_offset = window.next_offset
         if budget_cut:
             base.code = Code.BUDGET
-        notice = cut_notice(base)
+        notice = cut_notice(base, window.cut_line)
         if notice:
             shown = shown + ("" if not shown or shown.endswith("\n") else "\n") + notice
     return Loaded(item, base, text=shown, window=window, full=source_text)
@@ -580,7 +593,7 @@ def answer(ws: Workspace, params: ReadManyParams) -> ReadManyResult:
         selection = cursor.resume
         raw_params = base_params
     else:
-        raw_params = {k: v for k, v in msgspec.to_builtins(params).items() if k != "cursor"}
+        raw_params = _non_default(params)
     resolved = resolve(ws, params)
     all_items = resolved.items
     indexes = list(range(len(all_items)))

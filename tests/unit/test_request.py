@@ -1,0 +1,226 @@
+"""The engine (resolve → load → budget → pack → render) on real trees, in-process."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from readmany_daemon.errors import InvalidParams
+from readmany_daemon.messages import decode_read_params
+from readmany_daemon.request import answer
+from readmany_daemon.settings import Settings
+from readmany_daemon.workspace import Workspace
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+
+
+def tree(root: Path, files: dict[str, str | bytes]) -> Workspace:
+    for rel, data in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data if isinstance(data, bytes) else data.encode())
+    return Workspace.open(str(root), Settings())
+
+
+def ask(ws: Workspace, **params: Any) -> Any:
+    return answer(ws, decode_read_params(params))
+
+
+def statuses(result: Any) -> list[tuple[str, str, str | None]]:
+    return [(f.path, f.status, f.code) for f in result.files]
+
+
+def test_output_keeps_request_order_and_dedups(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {"b.py": "b\n", "a.py": "a\n", "d/c.py": "c\n"})
+    r = ask(ws, paths=["b.py", "*.py", "d/"], include=["a.py"])
+    assert [f.path for f in r.files] == ["b.py", "a.py", "d/c.py"]
+
+
+def test_window_replaces_line_cap_and_is_ok_when_whole(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {"f.txt": "".join(f"{i}\n" for i in range(1, 501))})
+    r = ask(ws, files=[{"path": "f.txt", "offset": 40, "limit": 300}])
+    f = r.files[0]
+    assert (f.status, f.line_start, f.line_end, f.total_lines) == ("ok", 40, 339, 500)
+    assert f.next_offset is None
+    assert r.llm_content.startswith("--- f.txt ---\n40\n41\n")
+
+
+def test_offset_past_end_is_an_error_not_an_exception(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {"f.txt": "a\nb\n"})
+    r = ask(ws, files=[{"path": "f.txt", "offset": 10}])
+    assert r.files[0].status == "error" and "past the end" in (r.files[0].message or "")
+
+
+def test_per_file_char_cap(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {"f.txt": "x" * 99 + "\n" + "y" * 99 + "\n"})
+    r = ask(ws, paths=["f.txt"], perFileMaxChars=150)
+    f = r.files[0]
+    assert (f.status, f.line_end, f.next_offset) == ("partial", 1, 2)
+    assert "Continue with offset=2." in r.llm_content
+
+
+def test_prefer_full_read_lifts_per_file_caps_not_totals(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {"a.txt": "a\n" * 1000, "b.txt": "b\n" * 1000})
+    r = ask(ws, paths=["a.txt", "b.txt"], preferFullRead=True, maxTotalChars=3000)
+    assert statuses(r) == [("a.txt", "ok", None), ("b.txt", "partial", "budget")]
+    assert r.summary.total_chars <= 3000
+    assert r.packing.partial_included_path == "b.txt"
+
+
+def test_auto_packing_switches_only_for_more_whole_files(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {"big.txt": "x" * 900 + "\n", "s1.txt": "1\n", "s2.txt": "2\n"})
+    r = ask(ws, paths=["big.txt", "s1.txt", "s2.txt"], maxTotalChars=500)
+    assert r.packing.strategy == "smallest-first" and r.packing.switched_for_coverage
+    assert [f.status for f in r.files] == ["partial", "ok", "ok"]  # still request order
+    r = ask(ws, paths=["s1.txt", "s2.txt", "big.txt"], maxTotalChars=500)
+    assert r.packing.strategy == "request-order" and not r.packing.switched_for_coverage
+
+
+def test_max_total_files_and_at_most_one_partial(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {f"f{i}.txt": "z" * 100 + "\n" for i in range(10)})
+    r = ask(ws, paths=["*.txt"], maxTotalFiles=3, maxTotalChars=250)
+    assert sum(f.status == "partial" for f in r.files) <= 1
+    assert sum(f.status in ("ok", "partial") for f in r.files) <= 3
+    assert r.summary.omitted == 10 - r.summary.read
+    assert r.next_cursor
+
+
+def test_cursor_walks_every_file_exactly_once(tmp_path: Path) -> None:
+    files = {f"src/m{i:03}.py": f"v = {i}\n" * (i % 7 + 1) for i in range(95)}
+    ws = tree(tmp_path, files)
+    seen: list[str] = []
+    r = ask(ws, paths=["src/**/*.py"], maxTotalFiles=20)
+    pages = 1
+    while True:
+        seen += [f.path for f in r.files if f.status == "ok"]
+        if not r.next_cursor:
+            break
+        r = ask(ws, cursor=r.next_cursor)
+        pages += 1
+    assert sorted(seen) == sorted(files) and len(seen) == len(set(seen))
+    assert pages == 5
+
+
+def test_cursor_resumes_a_budget_cut_file(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {"a.txt": "".join(f"a{i}\n" for i in range(100)), "b.txt": "b\n"})
+    r = ask(ws, paths=["a.txt", "b.txt"], maxTotalChars=50, packing="request-order")
+    assert statuses(r)[0] == ("a.txt", "partial", "budget")
+    nxt = r.files[0].next_offset
+    r2 = ask(ws, cursor=r.next_cursor)
+    assert r2.files[0].path == "a.txt" and r2.files[0].line_start == nxt
+
+
+def test_bad_cursor_is_invalid_params(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {"a.txt": "a"})
+    with pytest.raises(InvalidParams) as info:
+        ask(ws, cursor="not-a-cursor")
+    assert info.value.field == "$.cursor"
+
+
+def test_stop_on_error(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {"a.txt": "a\n", "c.txt": "c\n"})
+    r = ask(ws, paths=["a.txt", "missing.txt", "c.txt"], stopOnError=True)
+    assert statuses(r) == [("a.txt", "ok", None), ("missing.txt", "error", "not-found"), ("c.txt", "omitted", "stopped")]
+
+
+def test_images_attach_only_when_named(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {"img/a.png": PNG, "img/b.txt": "b\n"})
+    r = ask(ws, paths=["img/a.png"])
+    assert r.attachments and base64.b64decode(r.attachments[0].data) == PNG
+    assert r.files[0].mime_type == "image/png"
+    r = ask(ws, paths=["img/"])
+    assert not r.attachments and ("img/a.png", "skipped", "binary") in statuses(r)
+    r = ask(ws, paths=["img/*.png"])
+    assert len(r.attachments) == 1
+
+
+def test_binary_skipped(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {"bin.dat": b"\x00\x01\x02\xff" * 100, "t.txt": "t\n"})
+    r = ask(ws, paths=["*"])
+    assert ("bin.dat", "skipped", "binary") in statuses(r)
+    assert "bin.dat (binary)" in r.llm_content
+
+
+def test_explicit_gitignored_path_is_read_with_ignored_by(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {".gitignore": "*.log\n", "a.log": "log\n"})
+    r = ask(ws, paths=["a.log"])
+    assert r.files[0].status == "ok" and r.files[0].ignored_by == ".gitignore:1"
+    r = ask(ws, paths=["*.log"])
+    assert r.files[0].code == "no-match"
+    assert "respectGitIgnore" in r.llm_content and r.summary.hidden == {"gitignore": 1}
+
+
+def test_tool_ignore_file_hides_even_named(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {".readmanyignore": "secret/\n", "secret/s.txt": "S\n"})
+    r = ask(ws, paths=["secret/s.txt"])
+    assert statuses(r) == [("secret/s.txt", "skipped", "ignored")]
+    r = ask(ws, paths=["secret/s.txt"], fileFilteringOptions={"respectIgnoreFiles": False})
+    assert r.files[0].status == "ok"
+
+
+def test_deny_rules_cannot_be_lifted(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {".env": "TOKEN=x\n", "key.pem": "k", ".env.example": "EX=1\n"})
+    off = {"useDefaultExcludes": False, "fileFilteringOptions": {"respectGitIgnore": False, "respectIgnoreFiles": False}}
+    r = ask(ws, paths=[".env", "key.pem", ".env.example"], **off)
+    assert [f.code for f in r.files] == ["denied", "denied", None]
+    assert "TOKEN" not in r.llm_content
+    r = ask(ws, paths=["*"], **off)
+    assert {f.path for f in r.files} == {".env.example"}
+
+
+def test_exclude_and_no_recursive(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {"a.py": "", "t/test_a.py": "", "t/deep/x.py": ""})
+    r = ask(ws, paths=["**/*.py"], exclude=["t/deep/"])
+    assert [f.path for f in r.files] == ["a.py", "t/test_a.py"]
+    r = ask(ws, paths=["t/"], recursive=False)
+    assert [f.path for f in r.files] == ["t/test_a.py"]
+    r = ask(ws, paths=["**/*.py"], exclude=["*.py", "!t/test_a.py"])
+    assert [f.path for f in r.files] == ["t/test_a.py"]
+
+
+@pytest.mark.parametrize("fmt", ["separator", "heredoc", "xml", "json"])
+def test_every_format_names_omitted_files(tmp_path: Path, fmt: str) -> None:
+    ws = tree(tmp_path, {f"f{i}.txt": f"{i}\n" for i in range(5)})
+    r = ask(ws, paths=["*.txt"], maxTotalFiles=2, format=fmt)
+    for i in (2, 3, 4):
+        assert f"f{i}.txt" in r.llm_content
+    assert r.next_cursor and r.next_cursor in r.llm_content
+    if fmt == "json":
+        doc = json.loads(r.llm_content)
+        assert doc["results"]["f0.txt"] == {"status": "ok", "content": "0\n"}
+        assert doc["results"]["f4.txt"]["code"] == "budget"
+
+
+def test_json_keys_by_requested_path_and_window(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {"src/a.ts": "a\nb\nc\n"})
+    r = ask(ws, paths=[str(tmp_path / "src/a.ts")], files=[{"path": "src/a.ts", "offset": 2, "limit": 1}], format="json")
+    doc = json.loads(r.llm_content)
+    assert doc["results"] == {
+        str(tmp_path / "src/a.ts"): {"status": "ok", "content": "a\nb\nc\n"},
+        "src/a.ts:2-2": {"status": "ok", "content": "b\n"},
+    }
+
+
+def test_line_numbers(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {"a.txt": "x\ny\n"})
+    r = ask(ws, files=[{"path": "a.txt", "offset": 2}], lineNumbers=True)
+    assert "--- a.txt ---\n     2\ty\n" in r.llm_content
+
+
+def test_absolute_paths_label(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {"a.txt": "x\n"})
+    r = ask(ws, paths=["a.txt"], absolutePaths=True)
+    assert r.files[0].path == str(tmp_path.resolve() / "a.txt")
+
+
+def test_fifo_and_folder_named(tmp_path: Path) -> None:
+    import os
+
+    ws = tree(tmp_path, {"a.txt": "x\n"})
+    os.mkfifo(tmp_path / "pipe")
+    r = ask(ws, paths=["pipe"])
+    assert statuses(r) == [("pipe", "error", "not-a-file")]
