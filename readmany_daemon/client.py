@@ -1,0 +1,252 @@
+"""A tiny synchronous JSON-RPC client for the shared daemon: the CLI's warm path.
+
+LSP framing (LSP 3.17 §"Base Protocol": ``Content-Length`` header, ``\\r\\n\\r\\n``,
+UTF-8 JSON body) over a unix or TCP socket. A session is ``initialize`` →
+``initialized`` → requests → ``exit`` (the daemon keeps the roots warm afterwards).
+
+The warm ``readmany read`` must cost at most two ``python -c pass``, so this module is
+the whole of what that path imports besides the CLI: neither pygls (~0.4 s) nor watchdog,
+nor msgspec (~20 ms; the stdlib ``json`` encodes here), nor ``socket`` (its enum tables
+and ``selectors``; the C ``_socket`` does the same work). The socket path rules
+(PROTOCOL §1) live here for the same reason; ``daemon`` re-exports and documents them.
+"""
+
+from __future__ import annotations
+
+import _socket
+import contextlib
+import json
+import os
+from typing import Any
+
+SOCKET_NAME = "daemon.sock"
+
+
+def runtime_dir(environ: Any = None) -> str:
+    """``$XDG_RUNTIME_DIR/readmany`` when that variable holds an absolute path, else
+    ``$TMPDIR/readmany-$UID`` (``/tmp`` without ``TMPDIR``)."""
+    env = os.environ if environ is None else environ
+    xdg = env.get("XDG_RUNTIME_DIR", "")
+    if xdg and os.path.isabs(xdg):
+        return os.path.join(xdg, "readmany")
+    tmp = env.get("TMPDIR", "") or "/tmp"
+    return os.path.join(tmp, f"readmany-{os.getuid()}")
+
+
+def default_socket_path(environ: Any = None) -> str:
+    """The shared daemon's socket: ``runtime_dir()/daemon.sock`` (PROTOCOL §1)."""
+    return os.path.join(runtime_dir(environ), SOCKET_NAME)
+
+
+#: Bytes that stay literal in a ``file:`` URI path (RFC 3986 unreserved plus ``/``).
+_URI_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")
+
+
+def path_to_uri(path: str) -> str:
+    """``file:`` URI of absolute ``path``, percent-encoding its bytes (RFC 8089)."""
+    raw = os.fsencode(path)
+    return "file://" + "".join(chr(b) if b in _URI_SAFE else f"%{b:02X}" for b in raw)
+
+
+def connect(
+    path: str, root: str | None = None, options: dict[str, Any] | None = None, timeout: float = 2.0
+) -> Client | None:
+    """An initialized session with the daemon at unix socket ``path``, or None when none
+    answers there (no socket, a stale one, one that hangs past ``timeout`` s).
+    ``client.server_version`` tells its version."""
+    try:
+        client = Client.connect_unix(path, timeout=timeout)
+    except OSError:
+        return None
+    try:
+        client.settimeout(timeout)
+        client.initialize(root, options)
+        client.settimeout(None)
+    except (OSError, RpcError, ValueError):
+        client.close()
+        return None
+    return client
+
+
+class RpcError(Exception):
+    """The daemon answered with a JSON-RPC error (``code``, ``message``, ``data``)."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class ConnectionClosed(OSError):
+    """The daemon closed the connection before answering."""
+
+
+class Client:
+    """One connection to a JSON-RPC server speaking LSP framing.
+
+    Server-to-client requests are answered with "method not found" (this client
+    announces no capabilities, so a conforming server sends none); notifications are
+    kept in ``notifications`` (method, params) only for ``window/logMessage``.
+    """
+
+    def __init__(self, sock: Any) -> None:
+        self._sock = sock
+        self._buf = bytearray()
+        self._next_id = 0
+        self.server_info: dict[str, Any] = {}
+        self.notifications: list[tuple[str, Any]] = []
+
+    @classmethod
+    def connect_unix(cls, path: str, timeout: float | None = 5.0) -> Client:
+        """Connect to the unix socket ``path``. Raises ``OSError``: FileNotFoundError
+        (none), ConnectionRefusedError (stale socket), ``socket.timeout``."""
+        family = getattr(_socket, "AF_UNIX", None)
+        if family is None:
+            raise OSError("unix sockets are not available on this system")
+        sock = _socket.socket(family, _socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(path)
+            sock.settimeout(None)
+        except OSError:
+            sock.close()
+            raise
+        return cls(sock)
+
+    @classmethod
+    def connect_tcp(cls, host: str, port: int, timeout: float | None = 5.0) -> Client:
+        """Connect to ``host:port`` over TCP (IPv4 or IPv6 literal, or a name). Raises
+        ``OSError``."""
+        family, kind, proto, _, address = _socket.getaddrinfo(host, port, 0, _socket.SOCK_STREAM)[0]
+        sock = _socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(address)
+            sock.settimeout(None)
+        except OSError:
+            sock.close()
+            raise
+        return cls(sock)
+
+    def settimeout(self, timeout: float | None) -> None:
+        """Limit each later blocking send/receive to ``timeout`` s (None: no limit)."""
+        self._sock.settimeout(timeout)
+
+    # -- framing
+
+    def send(self, message: dict[str, Any]) -> None:
+        body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8", "surrogatepass"
+        )
+        try:
+            self._sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        except (BrokenPipeError, ConnectionResetError):
+            raise ConnectionClosed("the daemon closed the connection") from None
+
+    def _fill(self) -> None:
+        try:
+            chunk = self._sock.recv(1 << 16)
+        except ConnectionResetError:
+            chunk = b""
+        if not chunk:
+            raise ConnectionClosed("the daemon closed the connection")
+        self._buf += chunk
+
+    def receive(self) -> dict[str, Any]:
+        """The next message. Raises ``ConnectionClosed`` at end of stream and
+        ``ValueError`` for a malformed header."""
+        while (end := self._buf.find(b"\r\n\r\n")) < 0:
+            self._fill()
+        length = -1
+        for line in bytes(self._buf[:end]).split(b"\r\n"):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value.strip())
+        if length < 0:
+            raise ValueError("a message without Content-Length")
+        start = end + 4
+        while len(self._buf) < start + length:
+            self._fill()
+        body = bytes(self._buf[start : start + length])
+        del self._buf[: start + length]
+        message: dict[str, Any] = json.loads(body)
+        return message
+
+    # -- JSON-RPC
+
+    def notify(self, method: str, params: Any = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+
+    def request(self, method: str, params: Any = None) -> Any:
+        """Send a request and wait for its answer; raises ``RpcError`` for an error
+        answer and ``ConnectionClosed`` when the connection ends first."""
+        self._next_id += 1
+        msg_id = self._next_id
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        while True:
+            reply = self.receive()
+            if "method" in reply:
+                if "id" in reply:
+                    self.send(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": reply["id"],
+                            "error": {"code": -32601, "message": "not supported"},
+                        }
+                    )
+                elif reply["method"] == "window/logMessage":
+                    self.notifications.append((reply["method"], reply.get("params")))
+                continue
+            if reply.get("id") != msg_id:
+                continue
+            if "error" in reply:
+                err = reply["error"] or {}
+                raise RpcError(
+                    int(err.get("code", -32603)), str(err.get("message", "")), err.get("data")
+                )
+            return reply.get("result")
+
+    def initialize(
+        self, root: str | None = None, options: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """``initialize`` (with ``root`` as the one workspace folder) and
+        ``initialized``; returns the ``InitializeResult``. ``serverInfo`` is kept in
+        ``server_info``."""
+        params: dict[str, Any] = {"processId": os.getpid(), "capabilities": {}, "rootUri": None}
+        if root is not None:
+            uri = path_to_uri(root)
+            params["rootUri"] = uri
+            params["workspaceFolders"] = [{"uri": uri, "name": os.path.basename(root) or root}]
+        if options:
+            params["initializationOptions"] = options
+        result: dict[str, Any] = self.request("initialize", params) or {}
+        self.server_info = result.get("serverInfo") or {}
+        self.notify("initialized", {})
+        return result
+
+    @property
+    def server_version(self) -> str | None:
+        version = self.server_info.get("version")
+        return version if isinstance(version, str) else None
+
+    def exit(self) -> None:
+        """Send ``exit`` and close (the connection only; the daemon goes on)."""
+        with contextlib.suppress(OSError):  # already gone: nothing to end
+            self.notify("exit")
+        self.close()
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.exit()

@@ -1,0 +1,509 @@
+"""The shared per-user daemon: where it lives, how it is found, started, stopped, served.
+
+Rules (PROTOCOL §1):
+
+- Socket: ``$XDG_RUNTIME_DIR/readmany/daemon.sock``, else
+  ``$TMPDIR/readmany-$UID/daemon.sock`` (``/tmp`` when ``TMPDIR`` is unset). The folder
+  is created 0700 and must belong to the user; the socket is 0600.
+- One daemon per socket: the daemon holds an exclusive ``flock`` on ``daemon.sock.lock``
+  for its lifetime (released by the kernel when it dies). A starting daemon that gets
+  the lock knows any socket file left is stale and replaces it; one that does not
+  connects, compares versions (``serverInfo.version`` of ``initialize``) and exits 0 when
+  they match, or asks the other to stop (``readMany/stopDaemon``, then SIGTERM) and takes
+  its place.
+- Idle exit: ``idleTimeoutSeconds`` after the last connection closed; roots unused for
+  that long are dropped before then.
+- ``serve --tcp``: loopback only, ``READMANY_TOKEN`` required from every connection
+  (``initializationOptions.authToken``).
+- Auto-start: ``spawn`` starts ``python -m readmany_daemon serve --socket PATH`` detached
+  (new session, stdio on /dev/null, cwd ``/``), logging to
+  ``$XDG_STATE_HOME/readmany/daemon.log`` (never file contents).
+
+``runtime_dir``/``default_socket_path``/``connect`` are defined in ``client.py`` (and
+re-exported here) so that the CLI's warm path imports that one small module only;
+importing this module is cheap too (no asyncio, pygls, watchdog): the serving half
+imports what it needs when called.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from readmany_daemon import __version__
+from readmany_daemon.client import (
+    SOCKET_NAME,
+    Client,
+    RpcError,
+    connect,
+    default_socket_path,
+    runtime_dir,
+)
+from readmany_daemon.errors import DaemonError, UsageError
+
+__all__ = [
+    "SOCKET_NAME",
+    "Daemon",
+    "connect",
+    "default_log_path",
+    "default_socket_path",
+    "ensure_private_dir",
+    "ensure_running",
+    "parse_tcp",
+    "probe_version",
+    "runtime_dir",
+    "serve_socket",
+    "serve_tcp",
+    "spawn",
+    "stop",
+    "wait_for",
+]
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from readmany_daemon.service import Service
+    from readmany_daemon.settings import Settings
+
+
+def _log() -> Any:
+    """This module's logger (``logging`` costs ~6 ms to import: not on the warm path)."""
+    import logging
+
+    return logging.getLogger(__name__)
+
+
+#: How long a start waits for a daemon being replaced or still starting up (s).
+START_TIMEOUT = 10.0
+_POLL = 0.02
+
+# ------------------------------------------------------------------------------- paths
+
+
+def default_log_path(environ: dict[str, str] | os._Environ[str] | None = None) -> str:
+    """``$XDG_STATE_HOME/readmany/daemon.log`` (``~/.local/state`` by default, XDG Base
+    Directory spec)."""
+    env = os.environ if environ is None else environ
+    state = env.get("XDG_STATE_HOME", "")
+    if not (state and os.path.isabs(state)):
+        state = os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(state, "readmany", "daemon.log")
+
+
+def ensure_private_dir(path: str) -> None:
+    """Create folder ``path`` mode 0700 if missing; refuse one that is a symlink or
+    belongs to someone else; tighten a group/world-accessible one we own."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.lstat(path)
+    except OSError as exc:
+        raise DaemonError(f"cannot create {path}: {exc}") from None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise DaemonError(f"{path} is not a folder owned by this user; refusing to use it")
+    if st.st_mode & 0o077:
+        os.chmod(path, 0o700)
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def probe_version(path: str, timeout: float = 2.0) -> str | None:
+    """The version of the daemon answering at ``path``, or None."""
+    client = connect(path, timeout=timeout)
+    if client is None:
+        return None
+    version = client.server_version or "?"
+    client.exit()
+    return version
+
+
+def wait_for(condition: Callable[[], bool], timeout: float) -> bool:
+    """Poll ``condition`` every 20 ms until it holds (True) or ``timeout`` s pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if condition():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(_POLL)
+
+
+def _answers(path: str) -> bool:
+    try:
+        Client.connect_unix(path, timeout=1.0).close()
+    except OSError:
+        return False
+    return True
+
+
+def stop(path: str, timeout: float = START_TIMEOUT) -> int | None:
+    """Stop the daemon at ``path``: ``readMany/stopDaemon``, falling back to SIGTERM on
+    the pid from ``readMany/status``. Returns its pid once it is gone, None when no
+    daemon answered. Raises ``DaemonError`` when it does not go within ``timeout``."""
+    client = connect(path)
+    if client is None:
+        return None
+    pid: int | None = None
+    try:
+        try:
+            pid = int(client.request("readMany/stopDaemon")["pid"])
+        except RpcError:
+            pid = int(client.request("readMany/status")["pid"])
+            import signal
+
+            os.kill(pid, signal.SIGTERM)
+    except (OSError, KeyError, TypeError, ValueError):
+        pass  # it went away while answering: checked below
+    finally:
+        client.close()
+    if not wait_for(lambda: not _answers(path) and not _pid_alive(pid), timeout):
+        raise DaemonError(f"the daemon at {path} (pid {pid}) did not stop within {timeout:g} s")
+    return pid if pid is not None else -1
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child of ours (tests) counts as gone.
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().split(b")")[-1].split()[0] != b"Z"
+    except OSError:
+        return True
+
+
+def spawn(path: str | None = None, environ: dict[str, str] | None = None) -> None:
+    """Start ``readmany serve --socket PATH`` detached (new session, stdio on /dev/null,
+    cwd ``/``) logging to ``default_log_path``; does not wait. A second daemon racing
+    for the same socket finds the first through the lock and exits 0."""
+    import subprocess
+
+    env = dict(os.environ if environ is None else environ)
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
+    cmd = [sys.executable, "-m", "readmany_daemon", "serve", "--socket"]
+    if path:
+        cmd.append(path)
+    cmd += ["--log-file", default_log_path(env)]
+    subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd="/",
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+    )
+
+
+def ensure_running(path: str, timeout: float = START_TIMEOUT) -> None:
+    """Make sure a daemon of this version answers at ``path``: start one when none
+    does, replace one of another version. Raises ``DaemonError`` on timeout."""
+    version = probe_version(path)
+    if version == __version__:
+        return
+    if version is not None:
+        stop(path, timeout)
+    spawn(path)
+    if not wait_for(lambda: probe_version(path, timeout=1.0) == __version__, timeout):
+        raise DaemonError(
+            f"the daemon did not start at {path} within {timeout:g} s (see {default_log_path()})"
+        )
+
+
+# ----------------------------------------------------------------------------- serving
+
+
+def parse_tcp(spec: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) → (host, port); only loopback hosts
+    (127.0.0.0/8, ::1, localhost). Raises ``UsageError``."""
+    import ipaddress
+
+    host, sep, port_text = spec.rpartition(":")
+    if not sep or not port_text.isdigit():
+        raise UsageError(f"--tcp: expected HOST:PORT, got {spec!r}")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if host != "localhost":
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise UsageError(
+                f"--tcp: {host} is not a loopback address; "
+                "only 127.0.0.1, ::1 or localhost are allowed"
+            )
+    port = int(port_text)
+    if port > 65535:
+        raise UsageError(f"--tcp: port {port} is out of range")
+    return host, port
+
+
+class Daemon:
+    """Accepts connections and serves each with its own ``ReadManyServer`` over one
+    shared ``Service``; exits when asked or after ``idleTimeoutSeconds`` without a
+    connection."""
+
+    def __init__(self, service: Service, *, kind: str, token: str | None = None) -> None:
+        import asyncio
+
+        self.service = service
+        self.kind = kind
+        self.token = token
+        self._stopping = asyncio.Event()
+        self._activity = asyncio.Event()
+        self._connections: set[asyncio.Task[Any]] = set()
+        self._live: set[Any] = set()  # ReadManyServer of each open connection
+
+    def stop(self) -> None:
+        """Ask the daemon to exit (``readMany/stopDaemon``, SIGTERM, idle)."""
+        self._stopping.set()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        import asyncio
+
+        from readmany_daemon.server import StreamWriter, run_connection
+
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections.add(task)
+        try:
+            await run_connection(
+                self.service,
+                reader,
+                StreamWriter(writer),
+                kind=self.kind,
+                token=self.token,
+                on_stop_daemon=self.stop,
+                live=self._live,
+            )
+        finally:
+            if task is not None:
+                self._connections.discard(task)
+            writer.close()
+
+    async def _idle_watch(self) -> None:
+        import asyncio
+
+        limit = self.service.settings.idle_timeout_seconds
+        sweep = max(min(limit, 60.0), 0.05)
+        while True:
+            self._activity.clear()
+            now = time.monotonic()
+            self.service.evict_idle(now)
+            wait = sweep
+            if self.service.connection_count == 0:
+                remaining = self.service.last_activity + limit - now
+                if remaining <= 0:
+                    _log().info("no client for %g s: exiting", limit)
+                    self.stop()
+                    return
+                wait = min(remaining, sweep)
+            with contextlib.suppress(TimeoutError):  # time to look again
+                await asyncio.wait_for(self._activity.wait(), wait)
+
+    async def run(
+        self, server: asyncio.base_events.Server, on_ready: Callable[[], None] | None
+    ) -> None:
+        import asyncio
+        import signal
+
+        loop = asyncio.get_running_loop()
+        self.service.on_activity = self._activity.set
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.add_signal_handler(sig, self.stop)
+        watcher = asyncio.create_task(self._idle_watch())
+        from readmany_daemon.server import warm_up
+
+        warm_up(self.service)
+        if on_ready is not None:
+            on_ready()
+        try:
+            await self._stopping.wait()
+        finally:
+            server.close()
+            watcher.cancel()
+            # End each connection by closing its transport: its read loop sees the end
+            # of input and finishes normally (cancelling it would leave asyncio's
+            # stream callback a cancelled task to complain about).
+            for live in list(self._live):
+                live.end(1)
+            if self._connections:
+                await asyncio.wait(list(self._connections), timeout=2.0)
+
+
+def _acquire_lock(path: str) -> int | None:
+    """Hold the daemon lock of socket ``path``: returns its fd, or None when a daemon of
+    this version already serves there. Replaces a daemon of another version."""
+    import fcntl
+
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    deadline = time.monotonic() + START_TIMEOUT
+    asked = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            pass  # held: a daemon runs (or is starting, or stopping)
+        version = probe_version(path, timeout=1.0)
+        if version == __version__:
+            os.close(fd)
+            return None
+        if version is not None and not asked:
+            _log().warning("replacing the daemon of version %s at %s", version, path)
+            asked = True
+            try:
+                stop(path, START_TIMEOUT)
+            except DaemonError as exc:
+                _log().warning("%s", exc)
+        if time.monotonic() >= deadline:
+            os.close(fd)
+            raise DaemonError(f"another daemon holds {path}.lock and does not answer")
+        time.sleep(_POLL)
+
+
+def _bind_unix(path: str) -> Any:
+    """A listening unix socket at ``path`` (mode 0600), replacing a stale socket file.
+    Call only while holding the lock."""
+    import socket
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        pass
+    else:
+        if not stat.S_ISSOCK(st.st_mode):
+            raise DaemonError(f"{path} exists and is not a socket; refusing to replace it")
+        os.unlink(path)  # stale: its daemon no longer holds the lock
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(path)
+    except OSError as exc:
+        sock.close()
+        hint = (
+            " (the path is too long for a unix socket)"
+            if exc.errno in (errno.ENAMETOOLONG, errno.EINVAL) or "too long" in str(exc)
+            else ""
+        )
+        raise DaemonError(f"cannot listen on {path}: {exc}{hint}") from None
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(128)
+    return sock
+
+
+def serve_socket(
+    path: str | None,
+    settings: Settings,
+    *,
+    log_file: str | None = None,
+    on_ready: Callable[[str], None] | None = None,
+    on_running: Callable[[str], None] | None = None,
+) -> int:
+    """``readmany serve --socket [PATH]``: serve until stopped or idle; returns the exit
+    code (0, also when a daemon of this version already runs: ``on_running`` is told).
+    ``on_ready`` gets a one-line description once the socket accepts connections."""
+    import asyncio
+
+    from readmany_daemon.server import configure_logging
+    from readmany_daemon.service import Service
+
+    if os.name != "posix":
+        raise UsageError("serve --socket needs unix sockets; on Windows use serve --stdio")
+    path = os.path.abspath(path or default_socket_path())
+    configure_logging(settings.log_level, log_file)
+    directory = os.path.dirname(path)
+    if directory == runtime_dir() or not os.path.exists(directory):
+        ensure_private_dir(directory)
+    lock_fd = _acquire_lock(path)
+    if lock_fd is None:
+        if on_running is not None:
+            on_running(f"a readmany {__version__} daemon already serves {path}")
+        return 0
+    sock = None
+    inode: int | None = None
+    try:
+        sock = _bind_unix(path)
+        inode = os.stat(path).st_ino
+        service = Service(settings)
+
+        async def main() -> None:
+            daemon = Daemon(service, kind="socket")
+            server = await asyncio.start_unix_server(daemon._handle, sock=sock)
+            await daemon.run(
+                server,
+                (lambda: on_ready(f"serving on {path} (pid {os.getpid()})")) if on_ready else None,
+            )
+
+        try:
+            asyncio.run(main())
+        finally:
+            service.close()
+        _log().info("daemon exiting")
+        return 0
+    finally:
+        try:
+            if inode is not None and os.stat(path).st_ino == inode:
+                os.unlink(path)
+        except OSError:
+            pass  # already gone or replaced by a newer daemon: not ours to remove
+        if sock is not None:
+            sock.close()
+        os.close(lock_fd)
+
+
+def serve_tcp(
+    spec: str,
+    settings: Settings,
+    token: str | None,
+    *,
+    log_file: str | None = None,
+    on_ready: Callable[[str], None] | None = None,
+) -> int:
+    """``readmany serve --tcp 127.0.0.1:PORT``: loopback only, every connection must
+    authenticate with ``token`` (``READMANY_TOKEN``). Port 0 picks a free port; the
+    ready line names the real one. Raises ``UsageError`` for a non-loopback host or a
+    missing token."""
+    import asyncio
+
+    from readmany_daemon.server import configure_logging
+    from readmany_daemon.service import Service
+
+    host, port = parse_tcp(spec)
+    if not token:
+        raise UsageError("serve --tcp needs a token: set READMANY_TOKEN")
+    configure_logging(settings.log_level, log_file)
+    service = Service(settings)
+
+    async def main() -> None:
+        daemon = Daemon(service, kind="tcp", token=token)
+        server = await asyncio.start_server(daemon._handle, host, port)
+        bound = server.sockets[0].getsockname()
+        await daemon.run(
+            server,
+            (lambda: on_ready(f"serving on tcp {bound[0]}:{bound[1]} (pid {os.getpid()})"))
+            if on_ready
+            else None,
+        )
+
+    try:
+        asyncio.run(main())
+    finally:
+        service.close()
+    return 0
