@@ -1254,8 +1254,11 @@ class IgnoreRules:
     def root_frame(self, mask: int = 15) -> Frame:
         """The frame for the entries of the root folder, for the kinds in ``mask``.
 
-        Lists above the root (from the repository top down) are included, and a kind
-        whose rules exclude the root itself (or a folder above it) starts excluded."""
+        Lists above the root (from the repository top down) are included. A root that
+        those rules exclude (itself or a folder above it, like a Python installed inside
+        a git-managed ``~/.pyenv/versions/``) is taken as named explicitly, as a named
+        path is read even when ignored: its entries are still judged by every pattern,
+        the folder verdict is not applied, and a warning says so."""
         got = self._root_frames.get(mask)
         if got is not None:
             return got
@@ -1268,7 +1271,6 @@ class IgnoreRules:
                 continue
             tail = self._globals() if bit == GITIGNORE else ()
             lists: tuple[PatternList, ...] = tail
-            excl: _Excl | None = None
             # from the top down to the root: each folder is checked as an entry first
             parts = self.root_prefix[:-1].split("/") if self.root_prefix else []
             cur = ""
@@ -1277,11 +1279,16 @@ class IgnoreRules:
                 path = cur + part
                 hit = _last_match(lists, path, part, True)
                 if hit is not None and not hit[0].negated:
-                    excl = _Excl("")
-                    break
+                    note = (
+                        f"the workspace root lies in {_from_bv(path)}/, which "
+                        f"{hit[1].verdict(hit[0]).source} ignores; its files are listed "
+                        "as if the root were named explicitly"
+                    )
+                    if note not in self.warnings:
+                        self.warnings.append(note)
                 cur = path + "/"
                 lists = self._dir_lists(bit, cur, None) + lists
-            states[k] = excl if excl is not None else lists
+            states[k] = lists
         frame = Frame((states[0], states[1], states[2], states[3]), self._tracked)
         self._root_frames[mask] = frame
         return frame

@@ -282,12 +282,18 @@ def test_root_below_top_obeys_files_above(repo: Path) -> None:
     assert r.check("skip/x", False) is not None
 
 
-def test_root_inside_ignored_folder(repo: Path) -> None:
-    write_tree(repo, {".gitignore": "gen/\n", "gen/a.py": "", "gen/t.py": ""})
+def test_root_inside_ignored_folder_is_taken_as_named(repo: Path) -> None:
+    # A root chosen inside an ignored folder (a Python under a git-managed
+    # ~/.pyenv/versions/) is read as a named path would be: the folder verdict above it
+    # is not applied, every pattern still judges the entries, and a warning says so.
+    write_tree(repo, {".gitignore": "gen/\n*.log\n", "gen/a.py": "", "gen/t.py": "", "gen/x.log": ""})
     git(repo, "add", "-f", "gen/t.py")
     r = rules_for(repo / "gen")
-    assert r.check("a.py", False) is not None
+    assert r.check("a.py", False) is None
     assert r.check("t.py", False) is None
+    v = r.check("x.log", False)
+    assert v is not None and v.pattern == "*.log"
+    assert any("gen/" in w and "named explicitly" in w for w in r.warnings)
 
 
 def test_outside_repo_gitignore_still_applies(git_env: Path, tmp_path: Path) -> None:
