@@ -58,8 +58,9 @@ JSONRPC_CODES: Final[dict[type[ReadManyError], int]] = {
 def jsonrpc_code(exc: ReadManyError) -> int:
     """The JSON-RPC error code for ``exc`` (-32602 for bad params, -32603 otherwise)."""
     for cls in type(exc).__mro__:
-        if cls in JSONRPC_CODES:
-            return JSONRPC_CODES[cls]  # type: ignore[index]
+        code = JSONRPC_CODES.get(cls)
+        if code is not None:
+            return code
     return -32603
 
 

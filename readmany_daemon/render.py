@@ -120,7 +120,9 @@ def _notice_lines(pieces: Sequence[Piece], notices: Notices, framed_errors: bool
             text = (text + ", " if text else "") + f"and {extra} more not named"
         lines.append(f"[Omitted {n_omitted} file(s) {why}: {text}.]")
     if notices.cursor:
-        lines.append(f'[To read the omitted files, repeat the request with cursor="{notices.cursor}".]')
+        lines.append(
+            f'[To read the omitted files, repeat the request with cursor="{notices.cursor}".]'
+        )
     n_skipped = len(skipped) + notices.unlisted_skipped
     if n_skipped:
         text = named(skipped, with_code=True)

@@ -9,8 +9,8 @@ cursor or exclude pattern), naming the field.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import binascii
+import dataclasses
 import math
 import os
 import posixpath
@@ -31,8 +31,8 @@ from readmany_daemon.messages import (
     Attachment,
     FileInfo,
     FileResult,
-    FileSpec,
     FilesParams,
+    FileSpec,
     FilesResult,
     PackingInfo,
     ReadManyParams,
@@ -120,7 +120,9 @@ class _Cursor(msgspec.Struct, array_like=True):
     resume: dict[int, tuple[int, int | None]]  # item index → (offset, limit) of a cut file
 
 
-def _encode_cursor(params: dict[str, Any], remaining: Sequence[int], resume: dict[int, tuple[int, int | None]]) -> str:
+def _encode_cursor(
+    params: dict[str, Any], remaining: Sequence[int], resume: dict[int, tuple[int, int | None]]
+) -> str:
     ranges: list[tuple[int, int]] = []
     for i in sorted(remaining):
         if ranges and ranges[-1][1] == i:
@@ -149,7 +151,9 @@ def _decode_cursor(token: str) -> _Cursor:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         cursor = msgspec.json.decode(raw, type=_Cursor)
     except (binascii.Error, ValueError, msgspec.DecodeError):
-        raise InvalidParams("invalid params: cursor is not a cursor this daemon issued", "$.cursor") from None
+        raise InvalidParams(
+            "invalid params: cursor is not a cursor this daemon issued", "$.cursor"
+        ) from None
     if cursor.version != 1:
         raise InvalidParams("invalid params: cursor from another version", "$.cursor")
     return cursor
@@ -200,7 +204,9 @@ def _inside(ws: Workspace, rel: str) -> bool:
 
 def _lstat(ws: Workspace, rel: str) -> tuple[str, os.stat_result] | None:
     """lstat ``rel``, trying its NFC and NFD spellings too; returns the spelling that exists."""
-    for candidate in dict.fromkeys((rel, unicodedata.normalize("NFC", rel), unicodedata.normalize("NFD", rel))):
+    for candidate in dict.fromkeys(
+        (rel, unicodedata.normalize("NFC", rel), unicodedata.normalize("NFD", rel))
+    ):
         try:
             return candidate, os.lstat(ws.abspath(candidate))
         except (FileNotFoundError, NotADirectoryError):
@@ -255,26 +261,44 @@ class _Resolver:
         key = raw if offset is None and limit is None else _window_key(raw, offset, limit)
         rel = _to_rel(self.ws, raw)
         if rel is None:
-            self.preset(raw, key, Status.ERROR, Code.OUTSIDE_WORKSPACE, f"{raw} is outside the workspace {self.ws.root}")
+            self.preset(
+                raw,
+                key,
+                Status.ERROR,
+                Code.OUTSIDE_WORKSPACE,
+                f"{raw} is outside the workspace {self.ws.root}",
+            )
             return
-        found = _lstat(self.ws, rel) if not raw.endswith("/") or rel else (rel, os.lstat(self.ws.root))
+        found = (
+            _lstat(self.ws, rel) if not raw.endswith("/") or rel else (rel, os.lstat(self.ws.root))
+        )
         if found is not None:
             rel, st = found
             if not _inside(self.ws, rel):
-                self.preset(raw, key, Status.ERROR, Code.OUTSIDE_WORKSPACE, f"{raw} resolves outside the workspace {self.ws.root}")
+                self.preset(
+                    raw,
+                    key,
+                    Status.ERROR,
+                    Code.OUTSIDE_WORKSPACE,
+                    f"{raw} resolves outside the workspace {self.ws.root}",
+                )
                 return
             if stat_mod.S_ISLNK(st.st_mode):
                 try:
                     st = os.stat(self.ws.abspath(rel))
                 except OSError:
-                    self.preset(raw, key, Status.ERROR, Code.NOT_FOUND, f"{raw} is a broken symbolic link")
+                    self.preset(
+                        raw, key, Status.ERROR, Code.NOT_FOUND, f"{raw} is a broken symbolic link"
+                    )
                     return
             if stat_mod.S_ISDIR(st.st_mode):
                 target = self.ws.relpath(os.path.realpath(self.ws.abspath(rel)))
                 self.expand(raw, key, "dir", target or "")
                 return
             if not stat_mod.S_ISREG(st.st_mode):
-                self.preset(raw, key, Status.ERROR, Code.NOT_A_FILE, f"{raw} is not a regular file", rel=rel)
+                self.preset(
+                    raw, key, Status.ERROR, Code.NOT_A_FILE, f"{raw} is not a regular file", rel=rel
+                )
                 return
             self.explicit(raw, key, rel, offset, limit)
             return
@@ -287,17 +311,46 @@ class _Resolver:
         ws, f = self.ws, self.filters
         deny = ws.explain(rel, False, Filters(False, False, False))
         if deny is not None:
-            self.preset(raw, key, Status.ERROR, Code.DENIED, f"{raw} is denied by {deny.source} ({deny.pattern}) and is never read", rel=rel)
+            self.preset(
+                raw,
+                key,
+                Status.ERROR,
+                Code.DENIED,
+                f"{raw} is denied by {deny.source} ({deny.pattern}) and is never read",
+                rel=rel,
+            )
             return
         if f.respect_ignore_files:
             hidden = ws.explain(rel, False, Filters(False, True, False))
             if hidden is not None:
-                self.preset(raw, key, Status.SKIPPED, Code.IGNORED, f"{raw} is hidden by {hidden.source}; set fileFilteringOptions.respectIgnoreFiles=false to read it", rel=rel, ignored_by=hidden.source)
+                self.preset(
+                    raw,
+                    key,
+                    Status.SKIPPED,
+                    Code.IGNORED,
+                    f"{raw} is hidden by {hidden.source}; "
+                    "set fileFilteringOptions.respectIgnoreFiles=false to read it",
+                    rel=rel,
+                    ignored_by=hidden.source,
+                )
                 return
-        soft = ws.explain(rel, False, Filters(f.respect_gitignore, False, self.params.use_default_excludes))
+        soft = ws.explain(
+            rel, False, Filters(f.respect_gitignore, False, self.params.use_default_excludes)
+        )
         if soft is not None and soft.kind == "gitignore" and ws.rules.is_tracked(rel):
             soft = None
-        self.add(Item(label=self.label(rel), key=key, rel=rel, offset=offset, limit=limit, explicit=True, attach=True, ignored_by=soft.source if soft else None))
+        self.add(
+            Item(
+                label=self.label(rel),
+                key=key,
+                rel=rel,
+                offset=offset,
+                limit=limit,
+                explicit=True,
+                attach=True,
+                ignored_by=soft.source if soft else None,
+            )
+        )
 
     def expand(self, raw: str, key: str, kind: str, rel: str) -> None:
         hidden: Counter[str] = Counter()
@@ -309,7 +362,9 @@ class _Resolver:
             else:
                 matches = index.glob(rel, self.filters, recursive, hidden=hidden)
         except ValueError as exc:
-            self.preset(raw, key, Status.ERROR, Code.INVALID_PATTERN, f"invalid pattern {raw}: {exc}")
+            self.preset(
+                raw, key, Status.ERROR, Code.INVALID_PATTERN, f"invalid pattern {raw}: {exc}"
+            )
             return
         if self.exclude is not None:
             kept = [m for m in matches if not self.exclude.match(m)]
@@ -320,7 +375,10 @@ class _Resolver:
         if not matches:
             message = f"{raw} matched no visible file"
             if hidden:
-                parts = [f"{n} hidden by {kind_} rules (show with {_HIDDEN_HINTS.get(kind_, kind_)})" for kind_, n in sorted(hidden.items())]
+                parts = [
+                    f"{n} hidden by {kind_} rules (show with {_HIDDEN_HINTS.get(kind_, kind_)})"
+                    for kind_, n in sorted(hidden.items())
+                ]
                 message += ": " + "; ".join(parts)
             self.preset(raw, raw, Status.SKIPPED, Code.NO_MATCH, message)
             self.out.hints.append(f"[{message}.]")
@@ -424,7 +482,9 @@ def load(ws: Workspace, item: Item, params: ReadManyParams) -> Loaded:
         return Loaded(item, item.result)
     assert item.rel is not None
     full_read = params.prefer_full_read
-    max_lines = item.limit if item.limit is not None else (None if full_read else params.per_file_max_lines)
+    max_lines = (
+        item.limit if item.limit is not None else (None if full_read else params.per_file_max_lines)
+    )
     max_chars = None if full_read else params.per_file_max_chars
     want_full = full_read and item.limit is None and (item.offset or 1) == 1
     mime = content_mod.mime_for(item.rel)
@@ -437,6 +497,7 @@ def load(ws: Workspace, item: Item, params: ReadManyParams) -> Loaded:
     attach = mime is not None and item.attach
     loaded, overlay_text, source = _read_source(ws, item, want_full, max_lines, max_chars, attach)
     base.source = source
+    encoding: str | None
     if overlay_text is not None:
         text, complete, encoding = overlay_text, True, "utf-8"
     else:
@@ -446,12 +507,14 @@ def load(ws: Workspace, item: Item, params: ReadManyParams) -> Loaded:
             status = Status.SKIPPED if code == Code.TOO_LARGE else Status.ERROR
             base.status, base.code, base.message = status, code, loaded.message
             return Loaded(item, base)
-        if attach and loaded.data is not None:
+        if attach and mime is not None and loaded.data is not None:
             base.mime_type = mime
             base.chars = 0
             base.sha256 = loaded.sha256
             data = base64.b64encode(loaded.data).decode()
-            return Loaded(item, base, attachment=Attachment(path=item.label, mime_type=mime, data=data))
+            return Loaded(
+                item, base, attachment=Attachment(path=item.label, mime_type=mime, data=data)
+            )
         if loaded.kind == "binary":
             base.status, base.code = Status.SKIPPED, Code.BINARY
             base.mime_type = mime
@@ -504,7 +567,11 @@ def _finish(
         )
         return Loaded(item, base)
     if windowed or cut:
-        base.line_start, base.line_end, base.total_lines = window.line_start, window.line_end, window.total_lines
+        base.line_start, base.line_end, base.total_lines = (
+            window.line_start,
+            window.line_end,
+            window.total_lines,
+        )
     if cut:
         base.status = Status.PARTIAL
         base.next_offset = window.next_offset
@@ -625,7 +692,9 @@ def answer(ws: Workspace, params: ReadManyParams) -> ReadManyResult:
     totals = (params.max_total_files, params.max_total_chars)
     plan = _pack(active, loaded_at, preset, *totals, "request-order")
     switched = False
-    if params.packing == "smallest-first" or (params.packing == "auto" and (plan.omitted or plan.partial) and not params.stop_on_error):
+    if params.packing == "smallest-first" or (
+        params.packing == "auto" and (plan.omitted or plan.partial) and not params.stop_on_error
+    ):
         by_size = sorted(active, key=lambda i: (_size_hint(ws, all_items[i], cache.get(i)), i))
         alt = _pack(by_size, loaded_at, preset, *totals, "smallest-first")
         if params.packing == "smallest-first" or alt.full_success > plan.full_success:
@@ -645,11 +714,21 @@ def answer(ws: Workspace, params: ReadManyParams) -> ReadManyResult:
     for i in indexes:
         item = all_items[i]
         if stopped_after is not None and i > stopped_after:
-            res = FileResult(path=item.label, status=Status.OMITTED, code=Code.STOPPED, message="not read: an earlier file failed and stopOnError is set")
+            res = FileResult(
+                path=item.label,
+                status=Status.OMITTED,
+                code=Code.STOPPED,
+                message="not read: an earlier file failed and stopOnError is set",
+            )
             piece = Piece(res, item.key, None, item.explicit)
             remaining.append(i)
         elif i in omitted:
-            res = FileResult(path=item.label, status=Status.OMITTED, code=Code.BUDGET, message="not read: the answer's budget (maxTotalFiles / maxTotalChars) was used up")
+            res = FileResult(
+                path=item.label,
+                status=Status.OMITTED,
+                code=Code.BUDGET,
+                message="not read: the answer's budget (maxTotalFiles / maxTotalChars) was used up",
+            )
             piece = Piece(res, item.key, None, item.explicit)
             remaining.append(i)
         else:
@@ -658,14 +737,25 @@ def answer(ws: Workspace, params: ReadManyParams) -> ReadManyResult:
                 lo = _budget_cut(lo, plan.partial[1], params)
                 if lo.result.next_offset is not None:
                     remaining.append(i)
-                    end = None if item.limit is None else (item.offset or 1) + item.limit - lo.result.next_offset
+                    end = (
+                        None
+                        if item.limit is None
+                        else (item.offset or 1) + item.limit - lo.result.next_offset
+                    )
                     resume[i] = (lo.result.next_offset, end)
             res = lo.result
-            piece = Piece(res, item.key, lo.text if res.status in (Status.OK, Status.PARTIAL) else None, item.explicit)
+            piece = Piece(
+                res,
+                item.key,
+                lo.text if res.status in (Status.OK, Status.PARTIAL) else None,
+                item.explicit,
+            )
             if lo.attachment is not None:
                 attachments.append(lo.attachment)
             if res.status == Status.PARTIAL and res.next_offset is not None:
-                continuations.append(f"{res.path}: " + continuation_request(res.path, res.next_offset))
+                continuations.append(
+                    f"{res.path}: " + continuation_request(res.path, res.next_offset)
+                )
         st = piece.result.status
         if st in (Status.OK, Status.PARTIAL):
             summary.read += 1
@@ -755,7 +845,13 @@ def _budget_cut(lo: Loaded, allowed: int, params: ReadManyParams) -> Loaded:
 # ------------------------------------------------------------------------------ files
 
 
-def list_paths(ws: Workspace, patterns: Sequence[str], filters: Filters, recursive: bool = True, exclude: Sequence[str] = ()) -> list[str]:
+def list_paths(
+    ws: Workspace,
+    patterns: Sequence[str],
+    filters: Filters,
+    recursive: bool = True,
+    exclude: Sequence[str] = (),
+) -> list[str]:
     """Visible files matching ``patterns`` (globs, folders or paths; none = all), sorted by
     bytes. Raises ``InvalidParams`` naming the pattern that is invalid."""
     index = ws.index
@@ -766,7 +862,10 @@ def list_paths(ws: Workspace, patterns: Sequence[str], filters: Filters, recursi
         for n, raw in enumerate(patterns):
             rel = _to_rel(ws, raw)
             if rel is None:
-                raise InvalidParams(f"invalid params: $.patterns[{n}]: {raw} is outside the workspace", f"$.patterns[{n}]")
+                raise InvalidParams(
+                    f"invalid params: $.patterns[{n}]: {raw} is outside the workspace",
+                    f"$.patterns[{n}]",
+                )
             if rel == "" or index.is_dir(rel):
                 found.update(index.expand_dir(rel, filters, recursive))
             elif index.contains(rel):
@@ -775,7 +874,9 @@ def list_paths(ws: Workspace, patterns: Sequence[str], filters: Filters, recursi
                 try:
                     found.update(index.glob(rel, filters, recursive))
                 except ValueError as exc:
-                    raise InvalidParams(f"invalid params: $.patterns[{n}]: {exc}", f"$.patterns[{n}]") from None
+                    raise InvalidParams(
+                        f"invalid params: $.patterns[{n}]: {exc}", f"$.patterns[{n}]"
+                    ) from None
         paths = sorted(found, key=_bytes_key)
     if exclude:
         try:

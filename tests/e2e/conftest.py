@@ -53,17 +53,25 @@ def write(root: Path, files: dict[str, str | bytes]) -> None:
 
 
 def git(root: Path, *args: str, env: dict[str, str]) -> str:
-    return subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", *args], cwd=root, env=env, check=True, capture_output=True, text=True
+    ).stdout
 
 
 @pytest.fixture
 def readmany(env: dict[str, str]) -> Callable[..., subprocess.CompletedProcess[str]]:
     """Run ``python -m readmany_daemon ARGS`` as a new process; returns the finished run."""
 
-    def run(*args: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str, cwd: Path | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
             [sys.executable, "-m", "readmany_daemon", *args],
-            cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         if check and proc.returncode != 0:
             raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
@@ -73,7 +81,9 @@ def readmany(env: dict[str, str]) -> Callable[..., subprocess.CompletedProcess[s
 
 
 @pytest.fixture
-def read_json(readmany: Callable[..., subprocess.CompletedProcess[str]]) -> Callable[..., dict[str, Any]]:
+def read_json(
+    readmany: Callable[..., subprocess.CompletedProcess[str]],
+) -> Callable[..., dict[str, Any]]:
     """``readmany read --json --no-daemon --root ROOT ARGS`` → the parsed ReadManyResult."""
 
     def run(root: Path, *args: str) -> dict[str, Any]:

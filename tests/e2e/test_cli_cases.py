@@ -24,41 +24,81 @@ def files_list(readmany: Any, root: Path, *args: str) -> list[str]:
     return [line for line in out.split("\n") if line]
 
 
-def test_case1_nested_gitignore_in_glob(tmp_path: Path, read_json: ReadJson, env: dict[str, str]) -> None:
-    write(tmp_path, {".gitignore": "*.log\n", "pkg/sub/.gitignore": "secret.txt\n", "pkg/other.txt": "o\n", "pkg/sub/secret.txt": "s\n", "pkg/x.log": "l\n"})
+def test_case1_nested_gitignore_in_glob(
+    tmp_path: Path, read_json: ReadJson, env: dict[str, str]
+) -> None:
+    write(
+        tmp_path,
+        {
+            ".gitignore": "*.log\n",
+            "pkg/sub/.gitignore": "secret.txt\n",
+            "pkg/other.txt": "o\n",
+            "pkg/sub/secret.txt": "s\n",
+            "pkg/x.log": "l\n",
+        },
+    )
     git(tmp_path, "init", "-q", env=env)
     r = read_json(tmp_path, "**/*.txt")
     assert [f["path"] for f in r["files"]] == ["pkg/other.txt"]
 
 
-def test_case2_star_gitignore_hides_only_its_folder(tmp_path: Path, readmany: Any, env: dict[str, str]) -> None:
+def test_case2_star_gitignore_hides_only_its_folder(
+    tmp_path: Path, readmany: Any, env: dict[str, str]
+) -> None:
     write(tmp_path, {"htmlcov/.gitignore": "*\n", "htmlcov/index.html": "x", "d/d.txt": "d\n"})
     git(tmp_path, "init", "-q", env=env)
     assert files_list(readmany, tmp_path) == ["d/d.txt"]
 
 
-def test_case3_anchored_and_nested_dir_patterns(tmp_path: Path, readmany: Any, env: dict[str, str]) -> None:
-    write(tmp_path, {".gitignore": "/staticfiles/\nsrc/gen/\n", "staticfiles/a.css": "a", "src/gen/x.py": "x", "lib/staticfiles/b.css": "b", "src/ok.py": "o"})
+def test_case3_anchored_and_nested_dir_patterns(
+    tmp_path: Path, readmany: Any, env: dict[str, str]
+) -> None:
+    write(
+        tmp_path,
+        {
+            ".gitignore": "/staticfiles/\nsrc/gen/\n",
+            "staticfiles/a.css": "a",
+            "src/gen/x.py": "x",
+            "lib/staticfiles/b.css": "b",
+            "src/ok.py": "o",
+        },
+    )
     git(tmp_path, "init", "-q", env=env)
     assert files_list(readmany, tmp_path) == [".gitignore", "lib/staticfiles/b.css", "src/ok.py"]
 
 
-def test_case4_negation_relists_every_run(tmp_path: Path, readmany: Any, env: dict[str, str]) -> None:
+def test_case4_negation_relists_every_run(
+    tmp_path: Path, readmany: Any, env: dict[str, str]
+) -> None:
     write(tmp_path, {".gitignore": "*.gen\n!keep.gen\n", "keep.gen": "k", "drop.gen": "d"})
     git(tmp_path, "init", "-q", env=env)
     for _ in range(3):
         assert files_list(readmany, tmp_path) == [".gitignore", "keep.gen"]
 
 
-def test_case5_negation_cannot_reinclude_under_excluded_folder(tmp_path: Path, readmany: Any, env: dict[str, str]) -> None:
-    write(tmp_path, {".gitignore": "build/\n!build/keep.txt\n", "build/keep.txt": "k", "a.txt": "a"})
+def test_case5_negation_cannot_reinclude_under_excluded_folder(
+    tmp_path: Path, readmany: Any, env: dict[str, str]
+) -> None:
+    write(
+        tmp_path, {".gitignore": "build/\n!build/keep.txt\n", "build/keep.txt": "k", "a.txt": "a"}
+    )
     git(tmp_path, "init", "-q", env=env)
     assert files_list(readmany, tmp_path, "--no-default-excludes") == [".gitignore", "a.txt"]
 
 
-def test_case6_info_exclude_with_negation(tmp_path: Path, readmany: Any, env: dict[str, str]) -> None:
+def test_case6_info_exclude_with_negation(
+    tmp_path: Path, readmany: Any, env: dict[str, str]
+) -> None:
     git(tmp_path, "init", "-q", env=env)
-    write(tmp_path, {".git/info/exclude": "*.log\n!important.log\n", "important.log": "i", "nested/a.log": "a", "x.txt": "x"})
+    write(
+        tmp_path,
+        {
+            ".git/info/exclude": "*.log\n!important.log\n",
+            "important.log": "i",
+            "nested/a.log": "a",
+            "x.txt": "x",
+        },
+    )
     assert files_list(readmany, tmp_path) == ["important.log", "x.txt"]
 
 
@@ -67,7 +107,13 @@ def test_case7_latin1_text_kept_whole(tmp_path: Path, read_json: ReadJson) -> No
     r = read_json(tmp_path, "latin.txt")
     f = r["files"][0]
     assert f["status"] == "ok"
-    assert f["encoding"].replace("-", "_").lower() in {"latin_1", "iso8859_1", "cp1252", "iso8859_15", "windows_1252"}
+    assert f["encoding"].replace("-", "_").lower() in {
+        "latin_1",
+        "iso8859_1",
+        "cp1252",
+        "iso8859_15",
+        "windows_1252",
+    }
     assert "--- latin.txt ---\ncafé naïve résumé\n" in r["llmContent"]
 
 
@@ -80,18 +126,40 @@ def test_case8_utf8_char_across_1024_boundary_is_text(tmp_path: Path, read_json:
     assert "a" * 1023 + "é\ntail\n" in r["llmContent"]
 
 
-def test_case9_folder_gives_every_visible_file(tmp_path: Path, read_json: ReadJson, env: dict[str, str]) -> None:
-    write(tmp_path, {".gitignore": "*.tmp\n", "docs/a.md": "a\n", "docs/sub/b.md": "b\n", "docs/c.tmp": "c\n", "other.md": "o\n"})
+def test_case9_folder_gives_every_visible_file(
+    tmp_path: Path, read_json: ReadJson, env: dict[str, str]
+) -> None:
+    write(
+        tmp_path,
+        {
+            ".gitignore": "*.tmp\n",
+            "docs/a.md": "a\n",
+            "docs/sub/b.md": "b\n",
+            "docs/c.tmp": "c\n",
+            "other.md": "o\n",
+        },
+    )
     git(tmp_path, "init", "-q", env=env)
     r = read_json(tmp_path, "docs/")
     assert [f["path"] for f in r["files"]] == ["docs/a.md", "docs/sub/b.md"]
 
 
 def test_case10_names_with_space_brackets_hash_unicode(tmp_path: Path, read_json: ReadJson) -> None:
-    write(tmp_path, {"with space.txt": "s\n", "app/[id]/page.tsx": "p\n", "#notes.md": "h\n", "naïve.txt": "n\n"})
+    write(
+        tmp_path,
+        {
+            "with space.txt": "s\n",
+            "app/[id]/page.tsx": "p\n",
+            "#notes.md": "h\n",
+            "naïve.txt": "n\n",
+        },
+    )
     r = read_json(tmp_path, "with space.txt", "app/[id]/page.tsx", "#notes.md", "naïve.txt")
     assert [(f["path"], f["status"]) for f in r["files"]] == [
-        ("with space.txt", "ok"), ("app/[id]/page.tsx", "ok"), ("#notes.md", "ok"), ("naïve.txt", "ok")
+        ("with space.txt", "ok"),
+        ("app/[id]/page.tsx", "ok"),
+        ("#notes.md", "ok"),
+        ("naïve.txt", "ok"),
     ]
 
 
@@ -120,7 +188,13 @@ def test_case12_long_file_cut_at_200_lines(tmp_path: Path, read_json: ReadJson) 
     write(tmp_path, {"big.py": "".join(f"line {i}\n" for i in range(1, 2501))})
     r = read_json(tmp_path, "big.py")
     f = r["files"][0]
-    assert (f["status"], f["lineStart"], f["lineEnd"], f["totalLines"], f["nextOffset"]) == ("partial", 1, 200, 2500, 201)
+    assert (f["status"], f["lineStart"], f["lineEnd"], f["totalLines"], f["nextOffset"]) == (
+        "partial",
+        1,
+        200,
+        2500,
+        201,
+    )
     assert "[Showing lines 1-200 of 2500. Continue with offset=201.]" in r["llmContent"]
     assert "offset=201" in r["llmContent"]
     assert "line 200\n" in r["llmContent"] and "line 201\n" not in r["llmContent"]
@@ -159,21 +233,42 @@ def test_case13b_huge_glob_answer_stays_small(tmp_path: Path, read_json: ReadJso
     assert r["nextCursor"]
 
 
-def test_case14_git_config_never_read(tmp_path: Path, read_json: ReadJson, readmany: Any, env: dict[str, str]) -> None:
+def test_case14_git_config_never_read(
+    tmp_path: Path, read_json: ReadJson, readmany: Any, env: dict[str, str]
+) -> None:
     write(tmp_path, {"a.txt": "a\n"})
     git(tmp_path, "init", "-q", env=env)
-    r = read_json(tmp_path, ".git/config", "--no-gitignore", "--no-ignore-files", "--no-default-excludes")
+    r = read_json(
+        tmp_path, ".git/config", "--no-gitignore", "--no-ignore-files", "--no-default-excludes"
+    )
     f = r["files"][0]
     assert (f["status"], f["code"]) == ("error", "denied")
     assert "[core]" not in r["llmContent"]
-    r = read_json(tmp_path, ".git/**", "--no-gitignore", "--no-ignore-files", "--no-default-excludes")
+    r = read_json(
+        tmp_path, ".git/**", "--no-gitignore", "--no-ignore-files", "--no-default-excludes"
+    )
     assert r["summary"]["read"] == 0
-    assert ".git/config" not in files_list(readmany, tmp_path, "--no-gitignore", "--no-ignore-files", "--no-default-excludes")
+    assert ".git/config" not in files_list(
+        readmany, tmp_path, "--no-gitignore", "--no-ignore-files", "--no-default-excludes"
+    )
 
 
-@pytest.mark.parametrize("args", [["read"], ["read", "a", "--format", "yaml"], ["read", "a", "--max-total-files", "0"], ["read", "a", "--params", "{"], ["bogus"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["read"],
+        ["read", "a", "--format", "yaml"],
+        ["read", "a", "--max-total-files", "0"],
+        ["read", "a", "--params", "{"],
+        ["bogus"],
+    ],
+)
 def test_usage_errors_exit_2_with_one_line(tmp_path: Path, readmany: Any, args: list[str]) -> None:
-    proc = readmany(*args, "--root", str(tmp_path), check=False) if args[0] == "read" else readmany(*args, check=False)
+    proc = (
+        readmany(*args, "--root", str(tmp_path), check=False)
+        if args[0] == "read"
+        else readmany(*args, check=False)
+    )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("readmany:")
     assert proc.stdout == ""
@@ -186,7 +281,17 @@ def test_per_file_problems_exit_0(tmp_path: Path, readmany: Any) -> None:
 
 
 def test_files_null_separated_and_sorted_by_bytes(tmp_path: Path, readmany: Any) -> None:
-    write(tmp_path, {"b.txt": "", "B.txt": "", "a/z.txt": "", "a b.txt": "", "é.txt": "", "line\nbreak.txt": ""})
+    write(
+        tmp_path,
+        {
+            "b.txt": "",
+            "B.txt": "",
+            "a/z.txt": "",
+            "a b.txt": "",
+            "é.txt": "",
+            "line\nbreak.txt": "",
+        },
+    )
     out = readmany("files", "--no-daemon", "-0", "--root", str(tmp_path)).stdout
     names = out.split("\0")
     assert names[-1] == ""

@@ -286,7 +286,8 @@ def test_root_inside_ignored_folder_is_taken_as_named(repo: Path) -> None:
     # A root chosen inside an ignored folder (a Python under a git-managed
     # ~/.pyenv/versions/) is read as a named path would be: the folder verdict above it
     # is not applied, every pattern still judges the entries, and a warning says so.
-    write_tree(repo, {".gitignore": "gen/\n*.log\n", "gen/a.py": "", "gen/t.py": "", "gen/x.log": ""})
+    files = {".gitignore": "gen/\n*.log\n", "gen/a.py": "", "gen/t.py": "", "gen/x.log": ""}
+    write_tree(repo, files)
     git(repo, "add", "-f", "gen/t.py")
     r = rules_for(repo / "gen")
     assert r.check("a.py", False) is None

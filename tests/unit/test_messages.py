@@ -20,22 +20,41 @@ def test_seed_003_snake_case_aliases_fold() -> None:
             "file_filtering_options": {"respect_git_ignore": False, "respect_sii_ignore": False},
         }
     )
-    assert (p.per_file_max_lines, p.per_file_max_chars, p.max_total_files, p.max_total_chars) == (10, 99, 3, 1000)
+    assert (p.per_file_max_lines, p.per_file_max_chars, p.max_total_files, p.max_total_chars) == (
+        10,
+        99,
+        3,
+        1000,
+    )
     assert p.prefer_full_read
     assert not p.file_filtering_options.respect_git_ignore
     assert not p.file_filtering_options.respect_ignore_files
 
 
-@pytest.mark.parametrize("alias", ["respect_gemini_ignore", "respect_qwen_ignore", "respectIgnoreFiles"])
+@pytest.mark.parametrize(
+    "alias", ["respect_gemini_ignore", "respect_qwen_ignore", "respectIgnoreFiles"]
+)
 def test_ignore_file_aliases(alias: str) -> None:
     p = decode_read_params({"paths": ["a"], "fileFilteringOptions": {alias: False}})
     assert not p.file_filtering_options.respect_ignore_files
 
 
 def test_seed_001_files_with_windows_and_seed_002_globs() -> None:
-    p = decode_read_params({"files": [{"path": "src/a.ts"}, {"path": "src/b.ts", "offset": 40, "limit": 120}], "stopOnError": False})
+    p = decode_read_params(
+        {
+            "files": [{"path": "src/a.ts"}, {"path": "src/b.ts", "offset": 40, "limit": 120}],
+            "stopOnError": False,
+        }
+    )
     assert p.files == [FileSpec("src/a.ts"), FileSpec("src/b.ts", 40, 120)]
-    p = decode_read_params({"paths": ["**/*.js"], "include": ["**/*.test.js"], "useDefaultExcludes": False, "exclude": ["temp/"]})
+    p = decode_read_params(
+        {
+            "paths": ["**/*.js"],
+            "include": ["**/*.test.js"],
+            "useDefaultExcludes": False,
+            "exclude": ["temp/"],
+        }
+    )
     assert not p.use_default_excludes and p.include == ["**/*.test.js"]
 
 

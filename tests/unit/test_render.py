@@ -55,7 +55,9 @@ def test_separator_lists_omitted_skipped_errors_after_files() -> None:
         err("d.py", Code.NOT_FOUND, "File not found: d.py"),
     ]
     text = render_separator(pieces, Notices(cursor="TOKEN"))
-    assert text.startswith("--- a.py ---\na\n\n[Omitted 1 file(s) to stay within the budget: b.py.]\n")
+    assert text.startswith(
+        "--- a.py ---\na\n\n[Omitted 1 file(s) to stay within the budget: b.py.]\n"
+    )
     assert '[To read the omitted files, repeat the request with cursor="TOKEN".]' in text
     assert "[Skipped 1 file(s): c.png (binary).]" in text
     assert "[Error: d.py: File not found: d.py]" in text
@@ -63,7 +65,10 @@ def test_separator_lists_omitted_skipped_errors_after_files() -> None:
 
 
 def test_names_at_most_50_omitted() -> None:
-    pieces = [Piece(FileResult(path=f"f{i}", status=Status.OMITTED, code=Code.BUDGET), f"f{i}") for i in range(70)]
+    pieces = [
+        Piece(FileResult(path=f"f{i}", status=Status.OMITTED, code=Code.BUDGET), f"f{i}")
+        for i in range(70)
+    ]
     text = render_separator(pieces, Notices(unlisted_omitted=5))
     line = next(x for x in text.split("\n") if x.startswith("[Omitted"))
     assert "[Omitted 75 file(s)" in line
@@ -72,7 +77,13 @@ def test_names_at_most_50_omitted() -> None:
 
 
 def test_heredoc_blocks_words_and_trailing_newline() -> None:
-    text = render_heredoc([ok("src/a.ts", "one\ntwo\n"), err("missing.ts", Code.NOT_FOUND, "File not found: missing.ts")], Notices())
+    text = render_heredoc(
+        [
+            ok("src/a.ts", "one\ntwo\n"),
+            err("missing.ts", Code.NOT_FOUND, "File not found: missing.ts"),
+        ],
+        Notices(),
+    )
     h2 = djb2_hex6("missing.ts")
     assert text == (
         "@src/a.ts\n<<'PINE_1_CF2C32'\none\ntwo\nPINE_1_CF2C32\n\n"
@@ -101,21 +112,37 @@ def test_xml_parses_and_replaces_forbidden_characters() -> None:
     assert doc is not None and doc.get("index") == "1"
     assert doc.findtext("source") == "a&b.py"
     assert doc.findtext("document_content") == "if a < b && c > d:\ufffd\ufffd\n"
-    assert text.startswith('<documents><document index="1"><source>a&amp;b.py</source><document_content>')
+    assert text.startswith(
+        '<documents><document index="1"><source>a&amp;b.py</source><document_content>'
+    )
 
 
 def test_json_shape_of_seed_000() -> None:
-    pieces = [ok("/p/src/index.ts", "foo();\n"), err("/p/src/utils.ts", Code.NOT_FOUND, "File not found: /p/src/utils.ts")]
+    pieces = [
+        ok("/p/src/index.ts", "foo();\n"),
+        err("/p/src/utils.ts", Code.NOT_FOUND, "File not found: /p/src/utils.ts"),
+    ]
     doc = json.loads(render_json(pieces, Notices()))
     assert doc == {
         "results": {
             "/p/src/index.ts": {"status": "ok", "content": "foo();\n"},
-            "/p/src/utils.ts": {"status": "error", "code": "not-found", "message": "File not found: /p/src/utils.ts"},
+            "/p/src/utils.ts": {
+                "status": "error",
+                "code": "not-found",
+                "message": "File not found: /p/src/utils.ts",
+            },
         }
     }
 
 
 def test_cut_notice_text() -> None:
-    r = FileResult(path="big.py", status=Status.PARTIAL, line_start=1, line_end=200, total_lines=2500, next_offset=201)
+    r = FileResult(
+        path="big.py",
+        status=Status.PARTIAL,
+        line_start=1,
+        line_end=200,
+        total_lines=2500,
+        next_offset=201,
+    )
     assert cut_notice(r) == "[Showing lines 1-200 of 2500. Continue with offset=201.]"
     assert cut_notice(FileResult(path="a", status=Status.OK)) is None

@@ -124,7 +124,11 @@ def test_bad_cursor_is_invalid_params(tmp_path: Path) -> None:
 def test_stop_on_error(tmp_path: Path) -> None:
     ws = tree(tmp_path, {"a.txt": "a\n", "c.txt": "c\n"})
     r = ask(ws, paths=["a.txt", "missing.txt", "c.txt"], stopOnError=True)
-    assert statuses(r) == [("a.txt", "ok", None), ("missing.txt", "error", "not-found"), ("c.txt", "omitted", "stopped")]
+    assert statuses(r) == [
+        ("a.txt", "ok", None),
+        ("missing.txt", "error", "not-found"),
+        ("c.txt", "omitted", "stopped"),
+    ]
 
 
 def test_images_attach_only_when_named(tmp_path: Path) -> None:
@@ -164,7 +168,10 @@ def test_tool_ignore_file_hides_even_named(tmp_path: Path) -> None:
 
 def test_deny_rules_cannot_be_lifted(tmp_path: Path) -> None:
     ws = tree(tmp_path, {".env": "TOKEN=x\n", "key.pem": "k", ".env.example": "EX=1\n"})
-    off = {"useDefaultExcludes": False, "fileFilteringOptions": {"respectGitIgnore": False, "respectIgnoreFiles": False}}
+    off = {
+        "useDefaultExcludes": False,
+        "fileFilteringOptions": {"respectGitIgnore": False, "respectIgnoreFiles": False},
+    }
     r = ask(ws, paths=[".env", "key.pem", ".env.example"], **off)
     assert [f.code for f in r.files] == ["denied", "denied", None]
     assert "TOKEN" not in r.llm_content
@@ -197,7 +204,12 @@ def test_every_format_names_omitted_files(tmp_path: Path, fmt: str) -> None:
 
 def test_json_keys_by_requested_path_and_window(tmp_path: Path) -> None:
     ws = tree(tmp_path, {"src/a.ts": "a\nb\nc\n"})
-    r = ask(ws, paths=[str(tmp_path / "src/a.ts")], files=[{"path": "src/a.ts", "offset": 2, "limit": 1}], format="json")
+    r = ask(
+        ws,
+        paths=[str(tmp_path / "src/a.ts")],
+        files=[{"path": "src/a.ts", "offset": 2, "limit": 1}],
+        format="json",
+    )
     doc = json.loads(r.llm_content)
     assert doc["results"] == {
         str(tmp_path / "src/a.ts"): {"status": "ok", "content": "a\nb\nc\n"},
