@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import dataclasses
 import math
 import os
@@ -18,9 +19,9 @@ import stat as stat_mod
 import unicodedata
 import urllib.parse
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import msgspec
 
@@ -75,9 +76,10 @@ class Item:
     """One resolved entry: a file to read, or an entry that already has its answer.
 
     ``rel`` is workspace-relative (POSIX); ``offset``/``limit`` the line window (1-based);
-    ``explicit`` marks a named path (as opposed to a glob or folder match); ``attach`` that
-    an image or PDF may be attached. ``result`` is preset for entries decided at resolve
-    time (errors, no-match, ignored).
+    ``explicit`` marks a named path (as opposed to a glob or folder match); ``tail`` is
+    the last component of the pattern that matched (lower-cased), which decides whether an
+    image or PDF it reached may be attached. ``result`` is preset for entries decided at
+    resolve time (errors, no-match, ignored).
     """
 
     label: str
@@ -86,9 +88,95 @@ class Item:
     offset: int | None = None
     limit: int | None = None
     explicit: bool = True
-    attach: bool = False
+    tail: str = ""
     ignored_by: str | None = None
     result: FileResult | None = None
+
+    def may_attach(self) -> bool:
+        """Images and PDFs are attached when named, or matched by a pattern whose
+        extension names their type (``shots/*.png``), never by a bare folder or ``**``."""
+        if self.explicit:
+            return True
+        assert self.rel is not None
+        return posixpath.splitext(self.rel)[1].lower() in self.tail
+
+
+@dataclass
+class _Expansion:
+    """The matches of one glob or folder, kept as a plain list of relative paths so a
+    50,000-file expansion costs no per-file objects until a file is looked at."""
+
+    matches: list[str]
+    tail: str
+
+
+class Items(Sequence[Item]):
+    """The resolved entries in output order: explicit ``Item``s and ``_Expansion``s,
+    indexed as one flat sequence; expansion items are made on first access."""
+
+    def __init__(self, ws: Workspace, absolute: bool) -> None:
+        self._ws = ws
+        self._absolute = absolute
+        self.segments: list[Item | _Expansion] = []
+        self.starts: list[int] = []
+        self._size = 0
+        self._made: dict[int, Item] = {}
+
+    def append(self, segment: Item | _Expansion) -> None:
+        self.segments.append(segment)
+        self.starts.append(self._size)
+        self._size += len(segment.matches) if isinstance(segment, _Expansion) else 1
+
+    def __len__(self) -> int:
+        return self._size
+
+    def locate(self, i: int) -> tuple[int, int]:
+        """``(segment number, position in it)`` of flat index ``i``."""
+        seg = bisect.bisect_right(self.starts, i) - 1
+        return seg, i - self.starts[seg]
+
+    def label(self, i: int) -> str:
+        """The label of entry ``i`` without making its ``Item``."""
+        made = self._made.get(i)
+        if made is not None:
+            return made.label
+        seg, pos = self.locate(i)
+        segment = self.segments[seg]
+        if isinstance(segment, Item):
+            return segment.label
+        rel = segment.matches[pos]
+        return self._ws.abspath(rel) if self._absolute else rel
+
+    def is_preset(self, i: int) -> bool:
+        """Whether entry ``i`` was answered at resolve time (never an expansion match)."""
+        segment = self.segments[self.locate(i)[0]]
+        return isinstance(segment, Item) and segment.result is not None
+
+    def replace(self, i: int, **changes: Any) -> None:
+        """Change one entry (a cursor resuming a cut file at its next offset)."""
+        self._made[i] = dataclasses.replace(self[i], **changes)
+
+    @overload
+    def __getitem__(self, i: int) -> Item: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Item]: ...
+    def __getitem__(self, i: int | slice) -> Item | Sequence[Item]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._size))]
+        if not 0 <= i < self._size:
+            raise IndexError(i)
+        made = self._made.get(i)
+        if made is not None:
+            return made
+        seg, pos = self.locate(i)
+        segment = self.segments[seg]
+        if isinstance(segment, Item):
+            return segment
+        rel = segment.matches[pos]
+        label = self._ws.abspath(rel) if self._absolute else rel
+        item = Item(label=label, key=label, rel=rel, explicit=False, tail=segment.tail)
+        self._made[i] = item
+        return item
 
 
 @dataclass
@@ -105,7 +193,7 @@ class Loaded:
 
 @dataclass
 class Resolved:
-    items: list[Item]
+    items: Items
     hidden: Counter[str] = field(default_factory=Counter)
     hints: list[str] = field(default_factory=list)
 
@@ -120,15 +208,23 @@ class _Cursor(msgspec.Struct, array_like=True):
     resume: dict[int, tuple[int, int | None]]  # item index → (offset, limit) of a cut file
 
 
-def _encode_cursor(
-    params: dict[str, Any], remaining: Sequence[int], resume: dict[int, tuple[int, int | None]]
-) -> str:
-    ranges: list[tuple[int, int]] = []
-    for i in sorted(remaining):
-        if ranges and ranges[-1][1] == i:
-            ranges[-1] = (ranges[-1][0], i + 1)
+def _merge_ranges(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted, merged ``[start, end)`` ranges."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(r for r in ranges if r[0] < r[1]):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(end, out[-1][1]))
         else:
-            ranges.append((i, i + 1))
+            out.append((start, end))
+    return out
+
+
+def _encode_cursor(
+    params: dict[str, Any],
+    remaining: Sequence[tuple[int, int]],
+    resume: dict[int, tuple[int, int | None]],
+) -> str:
+    ranges = _merge_ranges(remaining)
     raw = msgspec.json.encode(_Cursor(1, params, ranges, resume))
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
@@ -223,8 +319,9 @@ class _Resolver:
         self.ws = ws
         self.params = params
         self.filters = _filters(params)
-        self.out = Resolved(items=[])
+        self.out = Resolved(items=Items(ws, params.absolute_paths))
         self.seen: set[tuple[str, int | None, int | None]] = set()
+        self.unseen: list[_Expansion] = []  # expansions not yet in ``seen``
         try:
             self.exclude = GitPatterns(params.exclude) if params.exclude else None
         except ValueError as exc:
@@ -233,12 +330,29 @@ class _Resolver:
     def label(self, rel: str) -> str:
         return self.ws.abspath(rel) if self.params.absolute_paths else rel
 
+    def _flush(self) -> None:
+        for expansion in self.unseen:
+            self.seen.update((m, None, None) for m in expansion.matches)
+        self.unseen.clear()
+
     def add(self, item: Item) -> None:
+        """Append ``item`` unless an identical (path, offset, limit) came before."""
+        self._flush()
         ident = (item.rel if item.rel is not None else "\0" + item.label, item.offset, item.limit)
         if ident in self.seen:
             return
         self.seen.add(ident)
         self.out.items.append(item)
+
+    def add_matches(self, matches: list[str], tail: str) -> None:
+        """Append an expansion's matches, dropping those answered earlier; the
+        de-duplication set is only built when a later entry needs it."""
+        self._flush()
+        if self.seen:
+            matches = [m for m in matches if (m, None, None) not in self.seen]
+        expansion = _Expansion(matches, tail)
+        self.unseen.append(expansion)
+        self.out.items.append(expansion)
 
     def preset(
         self,
@@ -347,20 +461,15 @@ class _Resolver:
                 offset=offset,
                 limit=limit,
                 explicit=True,
-                attach=True,
                 ignored_by=soft.source if soft else None,
             )
         )
 
     def expand(self, raw: str, key: str, kind: str, rel: str) -> None:
         hidden: Counter[str] = Counter()
-        index = self.ws.index
         recursive = self.params.recursive
         try:
-            if kind == "dir":
-                matches = index.expand_dir(rel, self.filters, recursive, hidden=hidden)
-            else:
-                matches = index.glob(rel, self.filters, recursive, hidden=hidden)
+            matches = self.ws.expand(kind, rel, self.filters, recursive, hidden)
         except ValueError as exc:
             self.preset(
                 raw, key, Status.ERROR, Code.INVALID_PATTERN, f"invalid pattern {raw}: {exc}"
@@ -383,12 +492,7 @@ class _Resolver:
             self.preset(raw, raw, Status.SKIPPED, Code.NO_MATCH, message)
             self.out.hints.append(f"[{message}.]")
             return
-        tail = raw.rsplit("/", 1)[-1].lower()
-        for m in matches:
-            label = self.label(m)
-            mime = content_mod.mime_for(m)
-            attach = mime is not None and posixpath.splitext(m)[1].lower() in tail
-            self.add(Item(label=label, key=label, rel=m, explicit=False, attach=attach))
+        self.add_matches(matches, raw.rsplit("/", 1)[-1].lower())
 
 
 def _window_key(key: str, offset: int | None, limit: int | None) -> str:
@@ -489,12 +593,12 @@ def load(ws: Workspace, item: Item, params: ReadManyParams) -> Loaded:
     want_full = full_read and item.limit is None and (item.offset or 1) == 1
     mime = content_mod.mime_for(item.rel)
     base = FileResult(path=item.label, status=Status.OK, ignored_by=item.ignored_by)
-    if mime is not None and not item.attach:
+    attach = mime is not None and item.may_attach()
+    if mime is not None and not attach:
         # An image or PDF reached by a pattern that does not name its type: not read.
         base.status, base.code, base.mime_type = Status.SKIPPED, Code.BINARY, mime
         base.message = f"{item.label} is binary ({mime}); name it explicitly to attach it"
         return Loaded(item, base)
-    attach = mime is not None and item.attach
     loaded, overlay_text, source = _read_source(ws, item, want_full, max_lines, max_chars, attach)
     base.source = source
     encoding: str | None
@@ -588,37 +692,35 @@ def _finish(
 
 @dataclass
 class _Plan:
+    """A packing decision. ``stop`` is the position in the packing order of the first
+    entry that did not fit whole (``len(order)`` when all did); every entry from there on
+    is omitted except the ``partial`` one and those answered at resolve time."""
+
     strategy: str
+    order: Sequence[int]
+    stop: int
     included: list[int]
     partial: tuple[int, int] | None  # (item index, chars allowed)
-    omitted: list[int]
     full_success: int
     full_count: int
 
 
 def _pack(
-    order: Iterable[int],
+    order: Sequence[int],
     loaded_at: Callable[[int], Loaded],
-    preset: Callable[[int], bool],
     max_files: int,
     max_chars: int,
     strategy: str,
 ) -> _Plan:
     """Include whole blocks in ``order`` while both totals hold; the first block that does
     not fit may be included partially (at most one); every file after it is omitted
-    (block-safe packing, seed 001). Errors and skipped entries cost nothing, and entries
-    answered at resolve time (``preset``) are reported even after the stop."""
+    (block-safe packing, seed 001). Errors and skipped entries cost nothing. Entries
+    after the stop are never loaded."""
     included: list[int] = []
-    omitted: list[int] = []
     partial: tuple[int, int] | None = None
     files = chars = 0
     full_success = full_count = 0
-    stopped = False
-    for i in order:
-        if stopped:
-            if not preset(i):
-                omitted.append(i)
-            continue
+    for pos, i in enumerate(order):
         lo = loaded_at(i)
         if lo.text is None:
             full_count += lo.result.status == Status.ERROR
@@ -631,14 +733,122 @@ def _pack(
             full_success += 1
             full_count += 1
             continue
-        stopped = True
-        if files < max_files and chars < max_chars and partial is None:
+        if files < max_files and chars < max_chars:
             partial = (i, max_chars - chars)
-            files += 1
-            chars = max_chars
+        return _Plan(strategy, order, pos, included, partial, full_success, full_count)
+    return _Plan(strategy, order, len(order), included, partial, full_success, full_count)
+
+
+class _Flat(Sequence[int]):
+    """The item indexes of sorted ``[start, end)`` ranges as one sequence."""
+
+    def __init__(self, ranges: Sequence[tuple[int, int]]) -> None:
+        self.ranges = list(ranges)
+        self._starts: list[int] = []
+        total = 0
+        for a, b in self.ranges:
+            self._starts.append(total)
+            total += b - a
+        self._len = total
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, k: int) -> int: ...
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[int]: ...
+    def __getitem__(self, k: int | slice) -> int | Sequence[int]:
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(self._len))]
+        if not 0 <= k < self._len:
+            raise IndexError(k)
+        r = bisect.bisect_right(self._starts, k) - 1
+        return self.ranges[r][0] + k - self._starts[r]
+
+    def __iter__(self) -> Iterator[int]:
+        for a, b in self.ranges:
+            yield from range(a, b)
+
+
+@dataclass
+class _Account:
+    """What the answer says about its entries, filled in output order."""
+
+    summary: Summary
+    pieces: list[Piece] = field(default_factory=list)
+    attachments: list[Attachment] = field(default_factory=list)
+    continuations: list[str] = field(default_factory=list)
+    remaining: list[tuple[int, int]] = field(default_factory=list)
+    resume: dict[int, tuple[int, int | None]] = field(default_factory=dict)
+    omitted_labels: list[str] = field(default_factory=list)
+    omitted_total: int = 0
+    listed_expansion: int = 0
+    unlisted_omitted: int = 0
+    unlisted_skipped: int = 0
+
+    def count(self, result: FileResult) -> None:
+        st = result.status
+        if st in (Status.OK, Status.PARTIAL):
+            self.summary.read += 1
+            self.summary.total_chars += result.chars
+            self.summary.truncated += st == Status.PARTIAL
+        elif st == Status.OMITTED:
+            self.summary.omitted += 1
+            self.omitted_total += 1
+            if len(self.omitted_labels) <= MAX_LISTED:
+                self.omitted_labels.append(result.path)
+        elif st == Status.SKIPPED:
+            self.summary.skipped += 1
         else:
-            omitted.append(i)
-    return _Plan(strategy, included, partial, omitted, full_success, full_count)
+            self.summary.errors += 1
+
+    def add(self, piece: Piece) -> None:
+        """Count ``piece`` and list it, unless it is an omitted or skipped expansion match
+        past the first ``MAX_LISTED`` (PROTOCOL §4: large expansions stay small)."""
+        self.count(piece.result)
+        if not piece.explicit and piece.result.status in (Status.OMITTED, Status.SKIPPED):
+            self.listed_expansion += 1
+            if self.listed_expansion > MAX_LISTED:
+                if piece.result.status == Status.OMITTED:
+                    self.unlisted_omitted += 1
+                else:
+                    self.unlisted_skipped += 1
+                return
+        self.pieces.append(piece)
+
+    def omit_many(self, items: Items, start: int, end: int, code: str) -> None:
+        """Account for expansion matches ``[start, end)``, all omitted with ``code``,
+        making ``FileResult``s only for the few that are listed."""
+        n = end - start
+        if n <= 0:
+            return
+        self.remaining.append((start, end))
+        listable = max(0, MAX_LISTED - self.listed_expansion)
+        for i in range(start, min(end, start + listable)):
+            self.add(_omitted_piece(items, i, code))
+        rest = n - min(n, listable)
+        if rest:
+            self.listed_expansion += rest
+            self.unlisted_omitted += rest
+            self.summary.omitted += rest
+            self.omitted_total += rest
+            room = max(0, MAX_LISTED + 1 - len(self.omitted_labels))
+            self.omitted_labels.extend(items.label(i) for i in range(end - rest, end)[:room])
+
+
+_OMITTED_MESSAGES = {
+    Code.BUDGET: "not read: the answer's budget (maxTotalFiles / maxTotalChars) was used up",
+    Code.STOPPED: "not read: an earlier file failed and stopOnError is set",
+}
+
+
+def _omitted_piece(items: Items, i: int, code: str) -> Piece:
+    item = items[i]
+    result = FileResult(
+        path=item.label, status=Status.OMITTED, code=code, message=_OMITTED_MESSAGES[code]
+    )
+    return Piece(result, item.key, None, item.explicit)
 
 
 # ------------------------------------------------------------------------------ answer
@@ -647,166 +857,167 @@ def _pack(
 def answer(ws: Workspace, params: ReadManyParams) -> ReadManyResult:
     """Answer ``readMany/read`` on ``ws`` (PROTOCOL §3-§5).
 
+    Work grows with the files read, not with the size of an expansion: the matches of a
+    glob stay a list of paths, and entries after the budget's stop are counted and
+    listed (up to ``MAX_LISTED``) without being loaded.
+
     Raises ``InvalidParams`` for a bad cursor or exclude pattern; every per-file problem
     is a ``FileResult`` status instead.
     """
-    selection: dict[int, tuple[int, int | None]] | None = None
-    chosen: set[int] | None = None
+    resume: dict[int, tuple[int, int | None]] = {}
+    cursor: _Cursor | None = None
     if params.cursor:
         cursor = _decode_cursor(params.cursor)
-        base_params = dict(cursor.params)
-        params = decode_read_params(base_params)
-        chosen = {i for start, end in cursor.remaining for i in range(start, end)}
-        selection = cursor.resume
-        raw_params = base_params
+        raw_params = dict(cursor.params)
+        params = decode_read_params(raw_params)
+        resume = cursor.resume
     else:
         raw_params = _non_default(params)
     resolved = resolve(ws, params)
-    all_items = resolved.items
-    indexes = list(range(len(all_items)))
-    if chosen is not None:
-        indexes = [i for i in indexes if i in chosen]
-        for i, (offset, limit) in (selection or {}).items():
-            if 0 <= i < len(all_items):
-                all_items[i] = dataclasses.replace(all_items[i], offset=offset, limit=limit)
+    items = resolved.items
+    if cursor is not None:
+        ranges = [(max(a, 0), min(b, len(items))) for a, b in _merge_ranges(cursor.remaining)]
+        for i, (offset, limit) in resume.items():
+            if 0 <= i < len(items):
+                items.replace(i, offset=offset, limit=limit)
+    else:
+        ranges = [(0, len(items))]
+    indexes = _Flat([r for r in ranges if r[0] < r[1]])
 
     cache: dict[int, Loaded] = {}
 
     def loaded_at(i: int) -> Loaded:
         if i not in cache:
-            cache[i] = load(ws, all_items[i], params)
+            cache[i] = load(ws, items[i], params)
         return cache[i]
 
     # stopOnError: everything after the first error (in request order) is omitted.
-    stopped_after: int | None = None
+    active: Sequence[int] = indexes
+    stopped_at = len(indexes)
     if params.stop_on_error:
-        for i in indexes:
+        for pos, i in enumerate(indexes):
             if loaded_at(i).result.status == Status.ERROR:
-                stopped_after = i
+                stopped_at = pos + 1
+                active = indexes[:stopped_at]
                 break
-    active = [i for i in indexes if stopped_after is None or i <= stopped_after]
-
-    def preset(i: int) -> bool:
-        return all_items[i].result is not None
 
     totals = (params.max_total_files, params.max_total_chars)
-    plan = _pack(active, loaded_at, preset, *totals, "request-order")
+    plan = _pack(active, loaded_at, *totals, "request-order")
     switched = False
+    could_gain = plan.full_success < params.max_total_files and plan.stop < len(active)
     if params.packing == "smallest-first" or (
-        params.packing == "auto" and (plan.omitted or plan.partial) and not params.stop_on_error
+        params.packing == "auto" and could_gain and not params.stop_on_error
     ):
-        by_size = sorted(active, key=lambda i: (_size_hint(ws, all_items[i], cache.get(i)), i))
-        alt = _pack(by_size, loaded_at, preset, *totals, "smallest-first")
+        by_size = sorted(active, key=lambda i: (_size_hint(ws, items[i], cache.get(i)), i))
+        alt = _pack(by_size, loaded_at, *totals, "smallest-first")
         if params.packing == "smallest-first" or alt.full_success > plan.full_success:
             switched = params.packing == "auto"
             plan = alt
 
-    omitted = set(plan.omitted)
-    pieces: list[Piece] = []
-    attachments: list[Attachment] = []
-    summary = Summary(matched=len(indexes), hidden=dict(resolved.hidden))
-    continuations: list[str] = []
-    remaining: list[int] = []
-    resume: dict[int, tuple[int, int | None]] = {}
-    omitted_labels: list[str] = []
-    unlisted_omitted = unlisted_skipped = 0
-    listed_expansion = 0
-    for i in indexes:
-        item = all_items[i]
-        if stopped_after is not None and i > stopped_after:
-            res = FileResult(
-                path=item.label,
-                status=Status.OMITTED,
-                code=Code.STOPPED,
-                message="not read: an earlier file failed and stopOnError is set",
-            )
-            piece = Piece(res, item.key, None, item.explicit)
-            remaining.append(i)
-        elif i in omitted:
-            res = FileResult(
-                path=item.label,
-                status=Status.OMITTED,
-                code=Code.BUDGET,
-                message="not read: the answer's budget (maxTotalFiles / maxTotalChars) was used up",
-            )
-            piece = Piece(res, item.key, None, item.explicit)
-            remaining.append(i)
-        else:
-            lo = loaded_at(i)
-            if plan.partial is not None and plan.partial[0] == i and lo.window is not None:
-                lo = _budget_cut(lo, plan.partial[1], params)
-                if lo.result.next_offset is not None:
-                    remaining.append(i)
-                    end = (
-                        None
-                        if item.limit is None
-                        else (item.offset or 1) + item.limit - lo.result.next_offset
-                    )
-                    resume[i] = (lo.result.next_offset, end)
-            res = lo.result
-            piece = Piece(
-                res,
-                item.key,
-                lo.text if res.status in (Status.OK, Status.PARTIAL) else None,
-                item.explicit,
-            )
-            if lo.attachment is not None:
-                attachments.append(lo.attachment)
-            if res.status == Status.PARTIAL and res.next_offset is not None:
-                continuations.append(
-                    f"{res.path}: " + continuation_request(res.path, res.next_offset)
+    # Entries not loaded: after the stop in packing order (budget), or after the error.
+    if plan.strategy == "request-order":
+        budget_from = plan.stop + (1 if plan.partial is not None else 0)
+        omitted_set: set[int] | None = None
+    else:
+        budget_from = len(active)
+        omitted_set = {
+            i for i in plan.order[plan.stop :] if plan.partial is None or i != plan.partial[0]
+        }
+
+    acc = _Account(Summary(matched=len(indexes), hidden=dict(resolved.hidden)))
+    for pos, i in enumerate(indexes):
+        if pos >= budget_from:
+            break
+        if omitted_set is not None and i in omitted_set and not items.is_preset(i):
+            acc.remaining.append((i, i + 1))
+            acc.add(_omitted_piece(items, i, Code.BUDGET))
+            continue
+        item = items[i]
+        lo = loaded_at(i)
+        if plan.partial is not None and plan.partial[0] == i and lo.window is not None:
+            lo = _budget_cut(lo, plan.partial[1], params)
+            if lo.result.next_offset is not None:
+                acc.remaining.append((i, i + 1))
+                left = (
+                    (item.offset or 1) + item.limit - lo.result.next_offset if item.limit else None
                 )
-        st = piece.result.status
-        if st in (Status.OK, Status.PARTIAL):
-            summary.read += 1
-            summary.total_chars += piece.result.chars
-            summary.truncated += st == Status.PARTIAL
-        elif st == Status.OMITTED:
-            summary.omitted += 1
-            omitted_labels.append(piece.result.path)
-        elif st == Status.SKIPPED:
-            summary.skipped += 1
-        else:
-            summary.errors += 1
-        if not item.explicit and st in (Status.OMITTED, Status.SKIPPED):
-            listed_expansion += 1
-            if listed_expansion > MAX_LISTED:
-                if st == Status.OMITTED:
-                    unlisted_omitted += 1
-                else:
-                    unlisted_skipped += 1
-                continue
-        pieces.append(piece)
-    summary.estimated_tokens = math.ceil(summary.total_chars / 4)
+                acc.resume[i] = (lo.result.next_offset, left)
+        res = lo.result
+        text = lo.text if res.status in (Status.OK, Status.PARTIAL) else None
+        acc.add(Piece(res, item.key, text, item.explicit))
+        if lo.attachment is not None:
+            acc.attachments.append(lo.attachment)
+        if res.status == Status.PARTIAL and res.next_offset is not None:
+            acc.continuations.append(
+                f"{res.path}: " + continuation_request(res.path, res.next_offset)
+            )
+    _account_tail(acc, items, indexes, budget_from, stopped_at)
+    acc.summary.estimated_tokens = math.ceil(acc.summary.total_chars / 4)
 
     # A cursor whenever files were omitted; a budget-cut file alone continues by offset.
-    next_cursor = _encode_cursor(raw_params, remaining, resume) if omitted_labels else None
+    next_cursor = (
+        _encode_cursor(raw_params, acc.remaining, acc.resume) if acc.omitted_total else None
+    )
     packing = PackingInfo(
         strategy=plan.strategy,
         switched_for_coverage=switched,
         full_included_count=plan.full_count,
         full_included_success_count=plan.full_success,
-        partial_included_path=all_items[plan.partial[0]].label if plan.partial else None,
-        omitted_paths=omitted_labels[:MAX_LISTED],
-        omitted_truncated=len(omitted_labels) > MAX_LISTED,
+        partial_included_path=items.label(plan.partial[0]) if plan.partial else None,
+        omitted_paths=acc.omitted_labels[:MAX_LISTED],
+        omitted_truncated=acc.omitted_total > MAX_LISTED,
     )
     notices = Notices(
-        continuations=continuations,
+        continuations=acc.continuations,
         cursor=next_cursor,
         hints=resolved.hints,
-        unlisted_omitted=unlisted_omitted,
-        unlisted_skipped=unlisted_skipped,
+        unlisted_omitted=acc.unlisted_omitted,
+        unlisted_skipped=acc.unlisted_skipped,
     )
     return ReadManyResult(
-        llm_content=render(params.format, pieces, notices),
-        return_display=return_display(summary, pieces),
-        summary=summary,
-        files=[p.result for p in pieces],
+        llm_content=render(params.format, acc.pieces, notices),
+        return_display=return_display(acc.summary, acc.pieces),
+        summary=acc.summary,
+        files=[p.result for p in acc.pieces],
         packing=packing,
         clock=ws.clock(),
-        attachments=attachments,
+        attachments=acc.attachments,
         next_cursor=next_cursor,
     )
+
+
+def _account_tail(
+    acc: _Account, items: Items, indexes: _Flat, budget_from: int, stopped_at: int
+) -> None:
+    """Account for the entries from position ``budget_from`` on, none of them loaded:
+    omitted (``budget`` before ``stopped_at``, ``stopped`` after), except the ones
+    answered at resolve time, which are reported as they are. Expansion runs are handled
+    a whole run at a time."""
+    if budget_from >= len(indexes):
+        return
+    tail_start = indexes[budget_from]
+    stop_index = indexes[stopped_at] if stopped_at < len(indexes) else len(items)
+    for a, b in indexes.ranges:
+        a = max(a, tail_start)
+        while a < b:
+            seg, _ = items.locate(a)
+            seg_end = items.starts[seg + 1] if seg + 1 < len(items.starts) else len(items)
+            end = min(b, seg_end)
+            segment = items.segments[seg]
+            if isinstance(segment, Item):
+                if segment.result is not None and a < stop_index:
+                    acc.add(Piece(segment.result, segment.key, None, segment.explicit))
+                else:
+                    code = Code.BUDGET if a < stop_index else Code.STOPPED
+                    acc.remaining.append((a, a + 1))
+                    acc.add(_omitted_piece(items, a, code))
+                a += 1
+                continue
+            if a < stop_index:
+                acc.omit_many(items, a, min(end, stop_index), Code.BUDGET)
+            if end > stop_index:
+                acc.omit_many(items, max(a, stop_index), end, Code.STOPPED)
+            a = end
 
 
 def _size_hint(ws: Workspace, item: Item, lo: Loaded | None) -> int:

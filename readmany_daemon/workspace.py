@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import posixpath
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -19,6 +20,9 @@ from readmany_daemon.index import Index
 from readmany_daemon.settings import Settings
 
 _instances = itertools.count(1)
+
+#: Expansion answers remembered per workspace (each valid only for one index clock).
+_EXPANSIONS_KEPT = 64
 
 
 @dataclass
@@ -43,6 +47,9 @@ class Workspace:
     overlay: Callable[[str], Overlay | None] | None = None
     name: str = ""
     instance: str = field(default_factory=lambda: f"{os.getpid():x}.{next(_instances)}")
+    _expansions: OrderedDict[
+        tuple[str, str, Filters, bool], tuple[int, list[str], Counter[str]]
+    ] = field(default_factory=OrderedDict, repr=False)
 
     @classmethod
     def open(cls, path: str, settings: Settings, **kw: object) -> Workspace:
@@ -71,6 +78,31 @@ class Workspace:
         """An opaque clock naming this workspace instance and the index generation."""
         generation = self.index.clock if "index" in self.__dict__ else 0
         return f"{self.instance}:{generation}"
+
+    def expand(
+        self, kind: str, rel: str, filters: Filters, recursive: bool, hidden: Counter[str]
+    ) -> list[str]:
+        """The visible files of folder (``kind="dir"``) or glob ``rel``, sorted by bytes,
+        adding what each rule kind hid to ``hidden``. Answers are remembered until the
+        index changes (its clock moves), so a repeated expansion costs nothing; callers
+        must not modify the list. Raises ``ValueError`` for an invalid pattern."""
+        index = self.index
+        key = (kind, rel, filters, recursive)
+        hit = self._expansions.get(key)
+        if hit is not None and hit[0] == index.clock:
+            self._expansions.move_to_end(key)
+            hidden.update(hit[2])
+            return hit[1]
+        counts: Counter[str] = Counter()
+        if kind == "dir":
+            matches = index.expand_dir(rel, filters, recursive, hidden=counts)
+        else:
+            matches = index.glob(rel, filters, recursive, hidden=counts)
+        self._expansions[key] = (index.clock, matches, counts)
+        if len(self._expansions) > _EXPANSIONS_KEPT:
+            self._expansions.popitem(last=False)
+        hidden.update(counts)
+        return matches
 
     def explain(self, rel: str, is_dir: bool, filters: Filters) -> Verdict | None:
         """Why ``rel`` would be hidden under ``filters``: the verdict of its nearest hidden
