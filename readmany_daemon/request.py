@@ -616,9 +616,11 @@ def load(ws: Workspace, item: Item, params: ReadManyParams) -> Loaded:
             base.chars = 0
             base.sha256 = loaded.sha256
             data = base64.b64encode(loaded.data).decode()
-            return Loaded(
-                item, base, attachment=Attachment(path=item.label, mime_type=mime, data=data)
-            )
+            # The model is told in llmContent; the bytes travel as an attachment (seed 001
+            # summarizes images in text). Costs no content characters.
+            note = f"[{mime} attached: {len(loaded.data):,} bytes]\n"
+            attachment = Attachment(path=item.label, mime_type=mime, data=data)
+            return Loaded(item, base, text=note, attachment=attachment)
         if loaded.kind == "binary":
             base.status, base.code = Status.SKIPPED, Code.BINARY
             base.mime_type = mime

@@ -136,6 +136,7 @@ def test_images_attach_only_when_named(tmp_path: Path) -> None:
     r = ask(ws, paths=["img/a.png"])
     assert r.attachments and base64.b64decode(r.attachments[0].data) == PNG
     assert r.files[0].mime_type == "image/png"
+    assert "--- img/a.png ---\n[image/png attached: 40 bytes]\n" in r.llm_content
     r = ask(ws, paths=["img/"])
     assert not r.attachments and ("img/a.png", "skipped", "binary") in statuses(r)
     r = ask(ws, paths=["img/*.png"])
