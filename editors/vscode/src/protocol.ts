@@ -1,0 +1,173 @@
+/**
+ * The wire types of the readmany daemon (PROTOCOL.md §2-§4), as the extension sees them.
+ * Plain interfaces: nothing here imports `vscode` or a JSON-RPC library.
+ */
+
+/** Custom JSON-RPC methods (PROTOCOL §2). */
+export const METHODS = {
+  read: 'readMany/read',
+  files: 'readMany/files',
+  status: 'readMany/status',
+} as const;
+
+/** Error codes the daemon answers with (JSON-RPC 2.0, LSP). */
+export const ERROR_CODES = {
+  invalidParams: -32602,
+  requestCancelled: -32800,
+  serverNotInitialized: -32002,
+} as const;
+
+/** One file with an optional line window: `offset` is the 1-based first line, `limit` a line count. */
+export interface FileSpec {
+  path: string;
+  offset?: number;
+  limit?: number;
+}
+
+export interface FileFilteringOptions {
+  respectGitIgnore?: boolean;
+  respectIgnoreFiles?: boolean;
+}
+
+export type Packing = 'auto' | 'request-order' | 'smallest-first';
+export type Format = 'separator' | 'heredoc' | 'xml' | 'json';
+export type Sync = 'auto' | 'stat' | 'none';
+
+/** `readMany/read` params (PROTOCOL §3), canonical camelCase names. Every field is optional
+ * on the wire; at least one of `paths`, `files`, `include`, `cursor` must hold an entry. */
+export interface ReadManyParams {
+  paths?: (string | FileSpec)[];
+  files?: FileSpec[];
+  include?: string[];
+  exclude?: string[];
+  recursive?: boolean;
+  useDefaultExcludes?: boolean;
+  fileFilteringOptions?: FileFilteringOptions;
+  perFileMaxLines?: number;
+  perFileMaxChars?: number;
+  maxTotalFiles?: number;
+  maxTotalChars?: number;
+  preferFullRead?: boolean;
+  packing?: Packing;
+  stopOnError?: boolean;
+  format?: Format;
+  lineNumbers?: boolean;
+  absolutePaths?: boolean;
+  root?: string;
+  sync?: Sync;
+  cursor?: string;
+}
+
+/** Every top-level `ReadManyParams` field, in PROTOCOL §3 order. */
+export const READ_MANY_PARAM_FIELDS = [
+  'paths',
+  'files',
+  'include',
+  'exclude',
+  'recursive',
+  'useDefaultExcludes',
+  'fileFilteringOptions',
+  'perFileMaxLines',
+  'perFileMaxChars',
+  'maxTotalFiles',
+  'maxTotalChars',
+  'preferFullRead',
+  'packing',
+  'stopOnError',
+  'format',
+  'lineNumbers',
+  'absolutePaths',
+  'root',
+  'sync',
+  'cursor',
+] as const satisfies readonly (keyof ReadManyParams)[];
+
+// Compile-time check that the list above names every field of ReadManyParams.
+type MissingField = Exclude<keyof ReadManyParams, (typeof READ_MANY_PARAM_FIELDS)[number]>;
+export const ALL_FIELDS_LISTED: [MissingField] extends [never] ? true : MissingField = true;
+
+export type FileStatus = 'ok' | 'partial' | 'omitted' | 'skipped' | 'error';
+
+export interface FileResult {
+  path: string;
+  status: FileStatus;
+  code?: string;
+  message?: string;
+  lineStart?: number;
+  lineEnd?: number;
+  totalLines?: number;
+  nextOffset?: number;
+  chars?: number;
+  encoding?: string;
+  mimeType?: string;
+  ignoredBy?: string;
+  source?: 'overlay' | 'cache' | 'disk';
+  sha256?: string;
+}
+
+/** An image or PDF named explicitly: `data` is base64. */
+export interface Attachment {
+  path: string;
+  mimeType: string;
+  data: string;
+}
+
+export interface Summary {
+  matched: number;
+  read: number;
+  truncated: number;
+  omitted: number;
+  skipped: number;
+  errors: number;
+  totalChars: number;
+  estimatedTokens: number;
+  hidden?: Record<string, number>;
+}
+
+/** `readMany/read` result (PROTOCOL §4). */
+export interface ReadManyResult {
+  llmContent: string;
+  attachments?: Attachment[];
+  returnDisplay: string;
+  summary: Summary;
+  files: FileResult[];
+  packing?: {
+    strategy: string;
+    switchedForCoverage?: boolean;
+    fullIncludedCount?: number;
+    fullIncludedSuccessCount?: number;
+    partialIncludedPath?: string | null;
+    omittedPaths?: string[];
+    omittedTruncated?: boolean;
+  };
+  clock: string;
+  nextCursor?: string;
+}
+
+export interface RootStatus {
+  root: string;
+  name: string;
+  /** null while the root's index is not built. */
+  files: number | null;
+  clock?: string;
+  indexed: boolean;
+  connections?: number;
+  watcher?: { state: string; warnings: string[] };
+  warnings?: string[];
+  error?: string;
+}
+
+/** `readMany/status` result: what the status bar shows. */
+export interface StatusResult {
+  roots: RootStatus[];
+  fileCount: number;
+  cache?: { bytes: number; hitRate: number };
+  watcher?: { state: string; warnings: string[] };
+  clock?: string;
+  /** seconds since the server process started */
+  uptime?: number;
+  pid?: number;
+  version?: string;
+  connections?: number;
+  overlays?: number;
+}

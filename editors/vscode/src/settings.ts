@@ -1,0 +1,158 @@
+/**
+ * The extension's settings (`readmany.*`), typed, each with its default, read once per
+ * change. A bad value is a warning in the output channel and the default stays (the
+ * server treats its own settings the same way).
+ *
+ * Three groups:
+ * - launch settings (`path`, `interpreter`, `shared`): which server to start; a change
+ *   restarts the server;
+ * - server settings (PROTOCOL §7: `ignoreFileNames`, `denyPatterns`, `defaultExcludes`,
+ *   `maxFileBytes`, `shareOverlays`) and read defaults (`readmany.read.*`: budgets and
+ *   format for every read of this window) — sent as `initializationOptions` and, on
+ *   change, as `workspace/didChangeConfiguration`;
+ * - UI settings (`statusRefreshSeconds`).
+ */
+import type { Format } from './protocol';
+
+export const SECTION = 'readmany';
+
+/** The subset of `vscode.WorkspaceConfiguration` this module reads. */
+export interface ConfigurationLike {
+  get<T>(key: string): T | undefined;
+}
+
+export interface ServerSettings {
+  ignoreFileNames: string[];
+  /** null: the server's default list */
+  denyPatterns: string[] | null;
+  /** null: the server's default list */
+  defaultExcludes: string[] | null;
+  maxFileBytes: number;
+  shareOverlays: boolean;
+}
+
+/** Per-connection `ReadManyParams` defaults (a request's own value wins). */
+export interface ReadDefaults {
+  perFileMaxLines: number;
+  perFileMaxChars: number;
+  maxTotalFiles: number;
+  maxTotalChars: number;
+  format: Format;
+  lineNumbers: boolean;
+}
+
+export interface Settings {
+  /** Paths of the `readmany` executable to try, in order (first that runs wins). */
+  path: string[];
+  /** A Python interpreter (and leading arguments) that has `readmany_daemon` installed. */
+  interpreter: string[];
+  /** true: `readmany lsp` (the shared warm daemon); false: `readmany serve --stdio`. */
+  shared: boolean;
+  /** Status-bar refresh period in seconds; 0 refreshes only on demand. */
+  statusRefreshSeconds: number;
+  server: ServerSettings;
+  read: ReadDefaults;
+}
+
+export const FORMATS: readonly Format[] = ['separator', 'heredoc', 'xml', 'json'];
+
+export const DEFAULTS: Settings = {
+  path: [],
+  interpreter: [],
+  shared: true,
+  statusRefreshSeconds: 30,
+  server: {
+    ignoreFileNames: ['.readmanyignore'],
+    denyPatterns: null,
+    defaultExcludes: null,
+    maxFileBytes: 20 * 1024 * 1024,
+    shareOverlays: true,
+  },
+  read: {
+    perFileMaxLines: 200,
+    perFileMaxChars: 20000,
+    maxTotalFiles: 20,
+    maxTotalChars: 200000,
+    format: 'separator',
+    lineNumbers: false,
+  },
+};
+
+type Check<T> = (value: unknown) => value is T;
+
+const isBool: Check<boolean> = (v): v is boolean => typeof v === 'boolean';
+const isStrings: Check<string[]> = (v): v is string[] =>
+  Array.isArray(v) && v.every((s) => typeof s === 'string');
+const isPositiveInt: Check<number> = (v): v is number =>
+  typeof v === 'number' && Number.isInteger(v) && v >= 1;
+const isNonNegative: Check<number> = (v): v is number =>
+  typeof v === 'number' && Number.isFinite(v) && v >= 0;
+const isFormat: Check<Format> = (v): v is Format =>
+  typeof v === 'string' && (FORMATS as readonly string[]).includes(v);
+const isStringsOrNull: Check<string[] | null> = (v): v is string[] | null => v === null || isStrings(v);
+
+/** `readSettings` reports each setting it could not use through `warn`. */
+export function readSettings(config: ConfigurationLike, warn: (message: string) => void = () => {}): Settings {
+  function get<T>(key: string, check: Check<T>, fallback: T, expected: string): T {
+    let value: unknown = config.get<unknown>(key);
+    if (value === undefined) return fallback;
+    // A single string where a list is expected is a list of one (a common hand edit).
+    if (typeof value === 'string' && Array.isArray(fallback)) value = value === '' ? [] : [value];
+    if (check(value)) return value;
+    warn(`setting ${SECTION}.${key}: expected ${expected}, got ${JSON.stringify(value)}; using ${JSON.stringify(fallback)}`);
+    return fallback;
+  }
+  const d = DEFAULTS;
+  return {
+    path: get('path', isStrings, d.path, 'a list of paths'),
+    interpreter: get('interpreter', isStrings, d.interpreter, 'a list of strings (interpreter, then its arguments)'),
+    shared: get('shared', isBool, d.shared, 'true or false'),
+    statusRefreshSeconds: get('statusRefreshSeconds', isNonNegative, d.statusRefreshSeconds, 'a number >= 0'),
+    server: {
+      ignoreFileNames: get('ignoreFileNames', isStrings, d.server.ignoreFileNames, 'a list of file names'),
+      denyPatterns: get('denyPatterns', isStringsOrNull, d.server.denyPatterns, 'a list of patterns or null'),
+      defaultExcludes: get('defaultExcludes', isStringsOrNull, d.server.defaultExcludes, 'a list of patterns or null'),
+      maxFileBytes: get('maxFileBytes', isPositiveInt, d.server.maxFileBytes, 'an integer >= 1'),
+      shareOverlays: get('shareOverlays', isBool, d.server.shareOverlays, 'true or false'),
+    },
+    read: {
+      perFileMaxLines: get('read.perFileMaxLines', isPositiveInt, d.read.perFileMaxLines, 'an integer >= 1'),
+      perFileMaxChars: get('read.perFileMaxChars', isPositiveInt, d.read.perFileMaxChars, 'an integer >= 1'),
+      maxTotalFiles: get('read.maxTotalFiles', isPositiveInt, d.read.maxTotalFiles, 'an integer >= 1'),
+      maxTotalChars: get('read.maxTotalChars', isPositiveInt, d.read.maxTotalChars, 'an integer >= 1'),
+      format: get('read.format', isFormat, d.read.format, FORMATS.join(' | ')),
+      lineNumbers: get('read.lineNumbers', isBool, d.read.lineNumbers, 'true or false'),
+    },
+  };
+}
+
+/** What the server gets as `initializationOptions` (and, on change, as the settings of
+ * `workspace/didChangeConfiguration`): PROTOCOL §7 settings plus per-connection
+ * `ReadManyParams` defaults, camelCase, a list left out when null (server default). */
+export function toInitializationOptions(settings: Settings): Record<string, unknown> {
+  const { server, read } = settings;
+  const options: Record<string, unknown> = {
+    ignoreFileNames: [...server.ignoreFileNames],
+    maxFileBytes: server.maxFileBytes,
+    shareOverlays: server.shareOverlays,
+    perFileMaxLines: read.perFileMaxLines,
+    perFileMaxChars: read.perFileMaxChars,
+    maxTotalFiles: read.maxTotalFiles,
+    maxTotalChars: read.maxTotalChars,
+    format: read.format,
+    lineNumbers: read.lineNumbers,
+  };
+  if (server.denyPatterns !== null) options.denyPatterns = [...server.denyPatterns];
+  if (server.defaultExcludes !== null) options.defaultExcludes = [...server.defaultExcludes];
+  return options;
+}
+
+/** The settings that choose the server process: when these change, restart it. */
+export function launchKey(settings: Settings): string {
+  return JSON.stringify([settings.path, settings.interpreter, settings.shared]);
+}
+
+/** The settings the server receives: when only these change, notify it. */
+export function serverKey(settings: Settings): string {
+  return JSON.stringify(toInitializationOptions(settings));
+}
