@@ -90,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--log-file", metavar="PATH", help="log here, not stderr (never file contents)")
 
     lsp = sub.add_parser("lsp", help="bridge stdio to the shared daemon, starting it if none runs")
+    m = sub.add_parser("mcp", help="Model Context Protocol server on stdio, backed by the daemon")
+    m.add_argument(
+        "--root", metavar="DIR",
+        help="workspace folder (default: the client's MCP roots, else the current directory)",
+    )
+    m.add_argument("--no-daemon", action="store_true", help="answer in this process only")
     st = sub.add_parser("status", help="print the shared daemon's status (exit 3 when none runs)")
     st.add_argument("--json", action="store_true", help="print the readMany/status result as JSON")
     stop = sub.add_parser("stop", help="stop the shared daemon")
@@ -338,6 +344,13 @@ def cmd_lsp(args: argparse.Namespace) -> int:
     return bridge.run(args.socket)
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """``readmany mcp``: the MCP server on stdio (``mcp_server``, imported only here)."""
+    from readmany_daemon import mcp_server
+
+    return mcp_server.run(args.root, args.no_daemon)
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     """``readmany status``: the daemon's ``readMany/status``; exit 3 when none runs."""
     from readmany_daemon import daemon
@@ -386,6 +399,7 @@ COMMANDS = {
     "files": cmd_files,
     "serve": cmd_serve,
     "lsp": cmd_lsp,
+    "mcp": cmd_mcp,
     "status": cmd_status,
     "stop": cmd_stop,
 }
