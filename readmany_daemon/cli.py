@@ -219,17 +219,38 @@ def cmd_files(args: argparse.Namespace) -> int:
         _write("".join(f["path"] + sep for f in listed["files"]))
         return EXIT_OK
 
-    from readmany_daemon import request
+    fast = None
+    if not args.patterns:
+        # The whole listing: git starts walking now (fastlist imports only os), while
+        # the imports below run. None when the root is no folder (reported below).
+        from readmany_daemon import fastlist
+
+        fast = fastlist.start(
+            args.root or os.getcwd(),
+            gitignore=not args.no_gitignore,
+            ignore_files=not args.no_ignore_files,
+        )
+
     from readmany_daemon.ignore import Filters
 
-    ws = _workspace(args)
     filters = Filters(
         respect_gitignore=not args.no_gitignore,
         respect_ignore_files=not args.no_ignore_files,
         use_default_excludes=not args.no_default_excludes,
     )
-    paths = request.list_paths(ws, args.patterns, filters)
-    _write("".join(p + sep for p in paths))
+    if fast is not None:
+        from readmany_daemon.settings import load_settings
+
+        settings, warnings = load_settings()
+        for w in warnings:
+            print(f"readmany: warning: {w}", file=sys.stderr)
+        paths = fast.files(settings, filters)  # == Index.build(root, settings).files(filters)
+    else:
+        from readmany_daemon import request
+
+        ws = _workspace(args)
+        paths = request.list_paths(ws, args.patterns, filters)
+    _write(sep.join(paths) + sep if paths else "")
     _autostart(args)
     return EXIT_OK
 

@@ -805,14 +805,18 @@ class _Tracked:
     the repository's folder relative to the root, ``""`` or ``"sub/"``). Loaded lazily
     from ``git ls-files -z --cached``."""
 
-    def __init__(self, cwd: str, prefix: str, warnings: list[str]) -> None:
+    def __init__(
+        self, cwd: str, prefix: str, warnings: list[str], paths: list[str] | None = None
+    ) -> None:
         self.cwd = cwd
         self.prefix = prefix
         self._warnings = warnings
-        self._call: _GitCall | None = _GitCall(["ls-files", "-z", "--cached"], cwd)
+        self._call: _GitCall | None = (
+            _GitCall(["ls-files", "-z", "--cached"], cwd) if paths is None else None
+        )
         self._lock = threading.Lock()
-        self._loaded = False
-        self._sorted: list[str] = []
+        self._loaded = paths is not None
+        self._sorted: list[str] = paths if paths is not None else []
         self.error: str | None = None
 
     def _load(self) -> list[str]:
@@ -1014,7 +1018,9 @@ class IgnoreRules:
     pattern lists).
     """
 
-    def __init__(self, root: str, settings: Settings) -> None:
+    def __init__(self, root: str, settings: Settings, tracked: list[str] | None = None) -> None:
+        # ``tracked``: the root's ``git ls-files -z --cached`` already read by the caller
+        # (sorted as ``str``), so no git process is started for it (fastlist.py)
         self.root = root
         self.settings = settings
         self.warnings: list[str] = []
@@ -1029,7 +1035,9 @@ class IgnoreRules:
         self.root_prefix_str = "" if rel_top == "." else rel_top + "/"
         self._top = top
         self._config_call = _GitCall(["config", "--path", "--get", "core.excludesFile"], root)
-        self._tracked: _Tracked | None = _Tracked(root, "", self.warnings) if loc else None
+        self._tracked: _Tracked | None = (
+            _Tracked(root, "", self.warnings, tracked) if loc else None
+        )
         self._index_stamp = self._git_index_stamp()
         self._ignore_names: tuple[str, ...] = tuple(
             n for n in dict.fromkeys(settings.ignore_file_names) if n and "/" not in n
@@ -1045,6 +1053,9 @@ class IgnoreRules:
         self._global_lists: tuple[PatternList, ...] | None = None
         self._excludes_list: PatternList | None = None
         self._root_frames: dict[int, Frame] = {}
+        #: kinds whose rules exclude the root or a folder above it (set by ``root_frame``
+        #: for the kinds asked so far): such a root is read as named explicitly
+        self.root_excluded = 0
         w = self.warnings
         self.deny_list = PatternList.from_patterns(
             settings.deny_patterns, "denyPatterns", self.root_prefix, DENY, w
@@ -1279,6 +1290,7 @@ class IgnoreRules:
                 path = cur + part
                 hit = _last_match(lists, path, part, True)
                 if hit is not None and not hit[0].negated:
+                    self.root_excluded |= bit
                     note = (
                         f"the workspace root lies in {_from_bv(path)}/, which "
                         f"{hit[1].verdict(hit[0]).source} ignores; its files are listed "
