@@ -24,21 +24,41 @@ Verdicts that depend on git's tracked set wait until the end of the walk (``_set
 during the walk. Memory is ~200 bytes per visible file at 100k files, the tracked set
 (~90 bytes per tracked path) included: per folder, a tuple of names.
 
+Keeping it current (``apply``, fed by ``watcher.py`` or by tests with scripted batches):
+change hints ``(rel, kinds)`` are only hints, confirmed by ``lstat``/``scandir``. A
+folder named by a hint is listed again one level (``_relist``), keeping the records of
+sub-folders whose verdict did not change; a changed ignore file, ``.git`` or virtualenv
+marker re-walks its folder's subtree; ``$GIT_COMMON_DIR/info/exclude`` re-walks the root;
+a changed git index re-reads the tracked set and re-lists the folders on the way to each
+path whose tracked state changed. Each batch bumps ``clock`` once and tells the listeners
+which visible files changed or went (``add_listener``: the change log behind
+``readMany/changedSince``) and which folders were walked or dropped
+(``add_dir_listener``: the watcher's watches). ``verify``/``is_stale`` compare folder
+mtimes with the records, with git's racy rule (``RACY_NS``): the stat route of PROTOCOL
+§6 (``stat_checks``) and the reconcile after a restart. ``dump``/``restore`` turn the
+records into plain data for ``snapshot.py`` and back, without a walk.
+
 Paths are root-relative POSIX ``str`` (undecodable bytes as surrogate escapes, like
 ``os.fsdecode``); ``""`` is the root. Output order is byte order of the UTF-8/fs encoding.
+Not thread-safe: the daemon makes every call holding the root's lock (``file_count`` and
+``clock`` may be read without it).
 """
 
 from __future__ import annotations
 
 import gc
+import heapq
 import os
 import re
-from collections import Counter
-from collections.abc import Callable
-from typing import Final
+import stat as _stat
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from typing import Final, NamedTuple
 
 from .ignore import (
     ALL,
+    DEFAULT_EXCLUDE,
     DENY,
     KIND_BITS,
     KIND_NAMES,
@@ -50,7 +70,38 @@ from .ignore import (
 from .ignore import byte_view as _bv
 from .settings import Settings
 
-__all__ = ["Index"]
+__all__ = [
+    "CONTENT",
+    "ENTRY",
+    "FOLDER",
+    "GIT_INDEX",
+    "RACY_NS",
+    "RULES",
+    "TREE",
+    "Applied",
+    "Index",
+    "IndexDump",
+]
+
+#: Change-hint kinds for ``Index.apply`` (bit flags; one hint may carry several).
+ENTRY: Final = 1  # rel was created, deleted or renamed: its folder's listing changed
+CONTENT: Final = 2  # rel's content or metadata changed (an ignore file: its rules did)
+FOLDER: Final = 4  # list folder rel again (a vanished one: its parent)
+TREE: Final = 8  # walk the subtree at rel again (re-reading its ignore files)
+GIT_INDEX: Final = 16  # git's index file changed: the tracked set may have (rel unused)
+RULES: Final = 32  # rules of the whole root changed ($GIT_COMMON_DIR/info/exclude)
+
+#: A folder record whose mtime lies within this many ns of its listing is racy (see
+#: ``Index.is_stale``): 2 s covers FAT's 2 s and ext3/HFS+'s 1 s mtime resolution and the
+#: lag of Linux's coarse file-time clock behind ``time.time_ns()`` (one tick, ≤ 10 ms).
+RACY_NS: Final = 2_000_000_000
+#: Past this many paths whose tracked state changed at once (a checkout), the whole
+#: root is walked again instead of re-listing the folders on the way to each.
+RETRACK_LIMIT: Final = 5000
+
+_DONE: Final = 0
+_VANISHED: Final = 1
+_RULES: Final = 2
 
 _ALL_MASK: Final = 15
 _EMPTY: Final[tuple[tuple[str, int], ...]] = ()
@@ -66,6 +117,116 @@ def _sort_keys(keys: list[str]) -> None:
         keys.sort(key=_fsencode)
 
 
+class Applied(NamedTuple):
+    """What one change (``Index.apply``/``refresh``/``verify``) did: the ``generation``
+    (``clock``) after it, the visible files it ``changed`` (added or modified) and
+    ``deleted``, the walked folders it added and removed (root-relative POSIX)."""
+
+    generation: int
+    changed: list[str]
+    deleted: list[str]
+    added_dirs: list[str]
+    removed_dirs: list[str]
+
+
+class IndexDump(NamedTuple):
+    """An index as plain data (``Index.dump``/``Index.restore``): ``dirs`` holds per
+    walked folder ``(rel, entries, hidden, pruned, excl, mtime, ndirs)``, ``sources`` maps
+    each rule source label to its content digest, ``tracked`` is git's tracked set the
+    verdicts were made with (a list, or the same joined by NUL; None when they never
+    needed it)."""
+
+    dirs: list[
+        tuple[
+            str,
+            tuple[str, ...],
+            tuple[tuple[str, int], ...],
+            tuple[tuple[str, int], ...],
+            tuple[tuple[str, int], ...],
+            int,
+            int,
+        ]
+    ]
+    sources: dict[str, str]
+    tracked: list[str] | str | None
+    #: ``(st_mtime_ns, st_size)`` of git's index file when ``tracked`` was read: an
+    #: unchanged stamp spares the restore a wait for ``git ls-files``
+    stamp: tuple[int, int] | None = None
+
+
+class _Delta:
+    """What a change batch did so far (see ``Index._finish``)."""
+
+    __slots__ = ("added_dirs", "changed", "contents", "deleted", "fresh", "removed_dirs", "touched")
+
+    def __init__(self) -> None:
+        self.changed: set[str] = set()
+        self.deleted: set[str] = set()
+        self.contents: set[str] = set()
+        self.added_dirs: set[str] = set()
+        self.removed_dirs: set[str] = set()
+        self.fresh: set[str] = set()  # folders walked in this batch
+        self.touched = False
+
+
+def _depth(rel: str) -> int:
+    return rel.count("/") + 1 if rel else 0
+
+
+def _under(rel: str, top: str) -> bool:
+    """Whether ``rel`` is folder ``top`` or below it (``""`` holds everything)."""
+    return not top or rel == top or rel.startswith(top + "/")
+
+
+def _same_frame(a: Frame, b: Frame) -> bool:
+    """Whether two frames apply the same rules: the same pattern lists (by identity:
+    the rules cache them per file), the same excluded-kind markers, the same tracked
+    set."""
+    if a is b:
+        return True
+    if a.tracked is not b.tracked:
+        return False
+    for x, y in zip(a.states, b.states, strict=True):
+        if x is y:
+            continue
+        if isinstance(x, tuple) and isinstance(y, tuple):
+            if len(x) != len(y) or any(p is not q for p, q in zip(x, y, strict=True)):
+                return False
+        elif x is None or y is None or isinstance(x, tuple) or isinstance(y, tuple):
+            return False
+        if getattr(x, "rel", None) != getattr(y, "rel", None):  # two _Excl markers
+            return False
+    return True
+
+
+def _subtree_of(records: dict[str, _Dir], rel_dir: str) -> dict[str, _Dir]:
+    """The records of folder ``rel_dir`` and every walked folder below it."""
+    out: dict[str, _Dir] = {}
+    stack = [rel_dir]
+    while stack:
+        d = stack.pop()
+        rec = records.get(d)
+        if rec is None:
+            continue
+        out[d] = rec
+        if not rec.ndirs:
+            continue
+        prefix = d + "/" if d else ""
+        for e in rec.entries:
+            if e[-1] == "/":
+                stack.append(prefix + e[:-1])
+    return out
+
+
+def _files_of(records: dict[str, _Dir]) -> set[str]:
+    """Every visible file of ``records`` (root-relative)."""
+    out: set[str] = set()
+    for d, rec in records.items():
+        prefix = d + "/" if d else ""
+        out.update(prefix + e for e in rec.entries if e[-1] != "/")
+    return out
+
+
 def _first_kind(mask: int) -> str:
     for bit in KIND_BITS:
         if mask & bit:
@@ -78,9 +239,11 @@ class _Dir:
     ``hidden``: ``(file name, kinds mask)``; ``pruned``: ``(folder name, kinds mask)``;
     ``mtime``: the folder's ``st_mtime_ns``; ``frame``: rules for its entries;
     ``excl``: ``(folder name, kinds mask)`` for visible sub-folders entered only because
-    they hold tracked paths (those kinds hide everything untracked below)."""
+    they hold tracked paths (those kinds hide everything untracked below); ``listed``:
+    ``time.time_ns()`` taken before ``mtime`` was read (for the racy rule, see
+    ``Index.is_stale``)."""
 
-    __slots__ = ("entries", "excl", "frame", "hidden", "mtime", "ndirs", "pruned")
+    __slots__ = ("entries", "excl", "frame", "hidden", "listed", "mtime", "ndirs", "pruned")
 
     def __init__(
         self,
@@ -91,6 +254,7 @@ class _Dir:
         mtime: int,
         frame: Frame,
         ndirs: int,
+        listed: int = 0,
     ) -> None:
         self.ndirs = ndirs  # how many entries are folders
         self.entries = entries
@@ -99,6 +263,7 @@ class _Dir:
         self.excl = excl
         self.mtime = mtime
         self.frame = frame
+        self.listed = listed
 
     def same(self, other: _Dir) -> bool:
         return (
@@ -122,7 +287,19 @@ class Index:
         self.rules = rules
         self.clock = 0
         self.warnings: list[str] = []
+        #: When True, expansions first stat the folders they cover and re-list those that
+        #: changed (the ``sync: "stat"`` route of PROTOCOL §6); set per request by the
+        #: service, under the root's lock.
+        self.stat_checks = False
         self._records: dict[str, _Dir] = {}
+        self._nfiles = 0
+        self._listeners: list[Callable[[int, str, bool], None]] = []
+        self._dir_listeners: list[Callable[[list[str], list[str]], None]] = []
+        names = [n for n in rules.settings.ignore_file_names if n and "/" not in n]
+        #: names whose content decides the rules of their folder's subtree
+        self._rule_files = frozenset((".gitignore", *names))
+        #: names whose presence decides them (``.git``: a nested repository; a virtualenv)
+        self._rule_names = self._rule_files | {".git", "pyvenv.cfg", "conda-meta"}
 
     # ---- building ---------------------------------------------------------------------
 
@@ -140,10 +317,15 @@ class Index:
             "", self.rules.root_frame(_ALL_MASK), 0, os.stat(real).st_mtime_ns, None
         )
         self.rules.compact()
+        self._count_files()
         return self
 
     def _walk(
-        self, start: list[tuple[str, Frame, int, int, str | None]], records: dict[str, _Dir]
+        self,
+        start: list[tuple[str, Frame, int, int, str | None]],
+        records: dict[str, _Dir],
+        levels: int = 0,
+        rest: list[tuple[str, Frame, int, int, str | None]] | None = None,
     ) -> int:
         """Walk the subtrees of ``start`` items ``(rel, parent_frame, excl_bits, mtime,
         parent_key)`` level by level (breadth first), storing one record per walked folder
@@ -152,7 +334,8 @@ class Index:
         Each level is classified in batches: one regex pass per rule frame over all the
         level's names (``IgnoreRules.quick``), precise evaluation only for the names a
         positive pattern matched. Returns the kinds hiding the first start folder if it
-        proved hidden itself (a virtualenv), else 0."""
+        proved hidden itself (a virtualenv), else 0. ``levels`` > 0 stops after that many
+        levels; the sub-folders not walked then are appended to ``rest`` (start items)."""
         rules = self.rules
         root = self.root
         rp = rules.root_prefix
@@ -162,6 +345,8 @@ class Index:
         pending: list[tuple[str, str, int, Frame, int]] = []
         start_hidden = 0
         level = start
+        listed = time.time_ns()  # before any folder's mtime is read (racy rule)
+        depth = 0
         while level:
             scanned: list[tuple[str, Frame, list[str], list[os.DirEntry[str]], list[str], int]] = []
             for rel, pframe, ex, m, par in level:
@@ -205,7 +390,9 @@ class Index:
                 ):
                     visible = files + [n + "/" for n in dirnames]
                     _sort_keys(visible)
-                    records[rel] = _Dir(tuple(visible), _EMPTY, _EMPTY, _EMPTY, m, frame, len(dirs))
+                    records[rel] = _Dir(
+                        tuple(visible), _EMPTY, _EMPTY, _EMPTY, m, frame, len(dirs), listed
+                    )
                     for e in dirs:
                         try:
                             cm = e.stat(follow_symlinks=False).st_mtime_ns
@@ -272,7 +459,13 @@ class Index:
                     m,
                     frame,
                     len(nxt) - n_before,
+                    listed,
                 )
+            depth += 1
+            if levels and depth >= levels:
+                if rest is not None:
+                    rest.extend(nxt)
+                break
             level = nxt
         if pending:
             self._settle(pending, records)
@@ -525,6 +718,7 @@ class Index:
     ) -> None:
         """Walk folder ``rel`` (entered from ``frame``) on demand with the kinds in
         ``mask`` and emit its files; nothing is kept."""
+        self._forget_unwatched(rel)
         temp: dict[str, _Dir] = {}
         hidden_self = self._walk([(rel, frame, excl_bits & mask, 0, None)], temp)
         rec = temp.get(rel)
@@ -539,6 +733,7 @@ class Index:
     def files(self, filters: Filters = ALL) -> list[str]:
         """Every visible file (root-relative POSIX), sorted by bytes."""
         if filters.mask == _ALL_MASK:
+            self._fresh("", True, None)
             # not cached: the list would cost ~90 bytes per file, a rebuild ~25 ms at 100k
             out: list[str] = []
             self._emit(self._records, "", self._records[""], _ALL_MASK, True, out, None, None)
@@ -568,6 +763,7 @@ class Index:
         counter: Counter[str] | None,
         keep: Callable[[str], bool] | None,
     ) -> None:
+        self._fresh(rel_dir, recursive, keep)
         rec = self._records.get(rel_dir)
         if rec is not None:
             self._emit(self._records, rel_dir, rec, mask, recursive, out, counter, keep)
@@ -575,6 +771,7 @@ class Index:
         full = os.path.join(self.root, rel_dir)
         if not rel_dir or not os.path.isdir(full) or os.path.islink(full):
             return
+        self._forget_unwatched(rel_dir)
         parent, _, name = rel_dir.rpartition("/")
         pframe, above = self.rules.frame_for_dir(parent, mask)
         h, r = self.rules.classify(pframe, rel_dir, name, True)
@@ -593,6 +790,18 @@ class Index:
                 counter[_first_kind(hidden_self & mask)] += 1
             return
         self._emit(temp, rel_dir, rec, mask, recursive, out, counter, keep)
+
+    def _forget_unwatched(self, rel: str) -> None:
+        """Drop the rules' cached ignore files at and below the first folder on the way
+        to ``rel`` that is not walked: nothing watches such folders, so an on-demand walk
+        must read their ignore files afresh."""
+        anc = rel
+        top = rel
+        while anc and anc not in self._records:
+            top = anc
+            anc = anc.rpartition("/")[0]
+        if top not in self._records:
+            self.rules.forget_dir(top)
 
     def hidden_counts(
         self,
@@ -653,6 +862,7 @@ class Index:
         """True for a walked (visible) folder, False for a visible file, ``None`` for a
         path the index does not show (hidden, or absent)."""
         rel = rel.strip("/")
+        self._fresh_path(rel)
         if rel in self._records:
             return True
         parent, _, name = rel.rpartition("/")
@@ -676,8 +886,12 @@ class Index:
 
     @property
     def file_count(self) -> int:
-        """How many files are visible with every kind applied."""
-        return sum(len(rec.entries) - rec.ndirs for rec in self._records.values())
+        """How many files are visible with every kind applied (kept up to date by every
+        change, so reading it needs no lock)."""
+        return self._nfiles
+
+    def _count_files(self) -> None:
+        self._nfiles = sum(len(rec.entries) - rec.ndirs for rec in self._records.values())
 
     def dir_mtime(self, rel_dir: str) -> int | None:
         """``st_mtime_ns`` recorded for walked folder ``rel_dir`` (read before listing it)."""
@@ -695,29 +909,214 @@ class Index:
         except OSError:
             return None
 
-    # ---- refresh ---------------------------------------------------------------------
+    # ---- changes ----------------------------------------------------------------------
 
-    def refresh(self, rel_dir: str = "") -> None:
+    def add_listener(self, fn: Callable[[int, str, bool], None]) -> None:
+        """Call ``fn(generation, rel, deleted)`` for every visible file that a change
+        (``apply``, ``refresh``, ``verify``) added, changed (``deleted=False``) or removed
+        (``deleted=True``), with the generation (``clock``) that change produced. Called
+        on the thread making the change, after the index is consistent again."""
+        self._listeners.append(fn)
+
+    def add_dir_listener(self, fn: Callable[[list[str], list[str]], None]) -> None:
+        """Call ``fn(added, removed)`` with the walked folders each change added and
+        removed (a folder walked anew under the same name, e.g. replaced by another, is in
+        both); the watcher keeps one watch per walked folder with it. ``removed`` is to
+        be handled first."""
+        self._dir_listeners.append(fn)
+
+    def refresh(self, rel_dir: str = "") -> Applied:
         """Re-walk the subtree at ``rel_dir`` (re-reading its ignore files, so changed
         ignore files change the verdicts below). A folder not walked before refreshes its
         nearest walked ancestor; a vanished one its parent. A change of git's index file
-        re-reads the tracked set and re-walks everything. ``clock`` bumps when anything
-        listed changed."""
+        re-reads the tracked set and re-evaluates what it decides. ``clock`` bumps when
+        anything listed changed."""
+        return self.apply([(rel_dir.strip("/"), TREE), ("", GIT_INDEX)])
+
+    def apply(self, changes: Iterable[tuple[str, int]]) -> Applied:
+        """Apply one batch of change hints ``(rel, kinds)`` (``ENTRY``, ``CONTENT``,
+        ``FOLDER``, ``TREE``, ``GIT_INDEX``, ``RULES``; see their docs). Hints are only
+        hints: what changed is found by ``lstat`` and ``scandir``, so a hint for a path
+        that did not change changes nothing, and one hint for a folder is enough for
+        any number of changes of its entries.
+
+        Per batch: global rules (``RULES``) re-walk everything; git's index (``GIT_INDEX``)
+        re-reads the tracked set and re-lists the folders on the way to each path whose
+        tracked state changed (more than ``RETRACK_LIMIT`` such paths: re-walk all);
+        ``TREE`` folders and the folders of changed ignore files / ``.git`` /
+        virtualenv markers are re-walked; the other folders named by ``ENTRY`` and
+        ``FOLDER`` hints are re-listed one level, shallowest first, keeping the records
+        of sub-folders whose verdict did not change (a vanished folder re-lists its
+        parent). ``clock`` bumps once when anything changed; listeners are told.
+        Returns what changed."""
+        records = self._records
+        delta = _Delta()
+        trees: set[str] = set()
+        folders: dict[str, set[str]] = {}
+        rule_files = self._rule_files
+        rule_names = self._rule_names
+        git_index = rules_changed = False
+        for rel, kind in changes:
+            rel = rel.strip("/")
+            if kind & RULES:
+                rules_changed = True
+            if kind & GIT_INDEX:
+                git_index = True
+            if kind & TREE:
+                trees.add(rel)
+            if kind & FOLDER:
+                folders.setdefault(rel, set())
+            if kind & (ENTRY | CONTENT) and rel:
+                parent, _, name = rel.rpartition("/")
+                if kind & ENTRY:
+                    if name not in rule_names:
+                        folders.setdefault(parent, set()).add(name)
+                    elif parent in records:  # events below a hidden folder change nothing
+                        trees.add(parent)
+                if kind & CONTENT:
+                    if name in rule_files and parent in records:
+                        trees.add(parent)
+                    delta.contents.add(rel)
+        if rules_changed:
+            self.rules.forget_dir("")
+            trees = {""}
+        if git_index:
+            self._retrack(trees, folders)
+        done: list[str] = []
+        for rel in sorted(trees, key=_depth):
+            if not any(_under(rel, d) for d in done):
+                done.append(self._retree(rel, delta))
+        heap = [(_depth(d), d) for d in folders]
+        heapq.heapify(heap)
+        while heap:
+            _, rel = heapq.heappop(heap)
+            if rel not in records or rel in delta.fresh or any(_under(rel, d) for d in done):
+                continue
+            outcome = self._relist(rel, folders.get(rel) or None, delta)
+            if outcome == _VANISHED:
+                if not rel:
+                    self._warn_once(f"the workspace folder {self.root} is gone")
+                    continue
+                parent, _, name = rel.rpartition("/")
+                folders.setdefault(parent, set()).add(name)
+                heapq.heappush(heap, (_depth(parent), parent))
+            elif outcome == _RULES:
+                done.append(self._retree(rel, delta))
+        return self._finish(delta)
+
+    def verify(self, rel_dirs: Iterable[str] | None = None) -> Applied:
+        """Stat walked folders (``rel_dirs``, default all) and re-list those that changed
+        since they were listed (``is_stale``): the stat route of PROTOCOL §6 and the
+        reconcile after a restart or a watcher gap. Returns what changed."""
+        dirs = list(self._records) if rel_dirs is None else rel_dirs
+        hints = [(d, FOLDER) for d in dirs if self.is_stale(d)]
+        return self.apply(hints) if hints else Applied(self.clock, [], [], [], [])
+
+    def recheck_markers(self) -> Applied:
+        """Re-list the folders holding a sub-folder hidden only as a virtualenv or conda
+        env whose marker (``pyvenv.cfg``, ``conda-meta/``) is gone. Such a folder is not
+        walked, so not watched, and removing the marker changes no walked folder's
+        mtime: the periodic reconcile calls this. Returns what changed."""
+        hints: list[tuple[str, int]] = []
+        classify = self.rules.classify
+        for rel, rec in list(self._records.items()):
+            prefix = rel + "/" if rel else ""
+            for name, mask in rec.pruned:
+                if mask != DEFAULT_EXCLUDE:
+                    continue
+                sub = self.root + "/" + prefix + name
+                if os.path.isfile(sub + "/pyvenv.cfg") or os.path.isdir(sub + "/conda-meta"):
+                    continue
+                if classify(rec.frame, prefix + name, name, True)[0] & DEFAULT_EXCLUDE:
+                    continue  # hidden by a pattern (node_modules/), not by a marker
+                hints.append((prefix + name, ENTRY))
+        return self.apply(hints) if hints else Applied(self.clock, [], [], [], [])
+
+    def is_stale(self, rel_dir: str) -> bool:
+        """Whether walked folder ``rel_dir`` must be listed again to be trusted: it is no
+        folder any more, its ``st_mtime_ns`` differs from the record's (a folder's mtime
+        changes whenever an entry is added, removed or renamed in it), or the record is
+        racy: its mtime lies within ``RACY_NS`` of when it was listed, so a later change
+        in the same timestamp tick would leave the mtime unchanged (git's racy rule,
+        Documentation/technical/racy-git.txt). A folder not walked is not stale."""
+        rec = self._records.get(rel_dir)
+        if rec is None:
+            return False
+        try:
+            st = os.lstat(self.root + "/" + rel_dir if rel_dir else self.root)
+        except OSError:
+            return True
+        if not _stat.S_ISDIR(st.st_mode):
+            return True
+        return st.st_mtime_ns != rec.mtime or rec.mtime >= rec.listed - RACY_NS
+
+    def _fresh(self, rel_dir: str, recursive: bool, keep: Callable[[str], bool] | None) -> None:
+        """With ``stat_checks`` on: verify the folders an expansion of ``rel_dir`` covers
+        (its walked subtree, pruned by ``keep``; for a folder not walked, its nearest
+        walked ancestor), so the expansion reflects every finished write."""
+        if not self.stat_checks:
+            return
+        records = self._records
+        anc = rel_dir
+        while anc and anc not in records:
+            anc = anc.rpartition("/")[0]
+        if anc != rel_dir:
+            self.verify([anc])
+            if rel_dir not in records:
+                return
+        if not recursive:
+            self.verify([rel_dir])
+            return
+        dirs: list[str] = []
+        stack = [rel_dir]
+        while stack:
+            d = stack.pop()
+            rec = records.get(d)
+            if rec is None:
+                continue
+            dirs.append(d)
+            if not rec.ndirs:
+                continue
+            prefix = d + "/" if d else ""
+            for e in rec.entries:
+                if e[-1] == "/":
+                    sub = prefix + e[:-1]
+                    if keep is None or keep(sub + "/"):
+                        stack.append(sub)
+        self.verify(dirs)
+
+    def _fresh_path(self, rel: str) -> None:
+        """With ``stat_checks`` on: verify the nearest walked folder holding ``rel`` (and
+        ``rel`` itself when it is a walked folder)."""
+        if not self.stat_checks:
+            return
+        anc = rel.rpartition("/")[0]
+        while anc and anc not in self._records:
+            anc = anc.rpartition("/")[0]
+        self.verify([anc, rel] if rel in self._records else [anc])
+
+    def _warn_once(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def _retree(self, rel_dir: str, delta: _Delta) -> str:
+        """Re-walk the subtree at ``rel_dir`` (normalized as ``refresh`` says) into
+        ``delta``; returns the folder actually re-walked."""
         rel_dir = rel_dir.strip("/")
-        if self.rules.tracked_changed():
-            rel_dir = ""
-        while rel_dir and rel_dir not in self._records:
+        records = self._records
+        while rel_dir and rel_dir not in records:
             rel_dir = rel_dir.rpartition("/")[0]
         while rel_dir:
             full = os.path.join(self.root, rel_dir)
             if os.path.isdir(full) and not os.path.islink(full):
                 break
             rel_dir = rel_dir.rpartition("/")[0]
-            while rel_dir and rel_dir not in self._records:
+            while rel_dir and rel_dir not in records:
                 rel_dir = rel_dir.rpartition("/")[0]
         old = self._subtree(rel_dir)
+        old_files = _files_of(old)
         for key in old:
-            del self._records[key]
+            del records[key]
         self.rules.forget_dir(rel_dir)
         try:
             mtime = os.stat(os.path.join(self.root, rel_dir) if rel_dir else self.root).st_mtime_ns
@@ -727,32 +1126,331 @@ class Index:
             self._walk_into_records("", self.rules.root_frame(_ALL_MASK), 0, mtime, None)
         else:
             parent, _, name = rel_dir.rpartition("/")
-            prec = self._records[parent]
+            prec = records[parent]
             h, r = self.rules.classify(prec.frame, rel_dir, name, True)
             if h:
-                self._prune_child(self._records, parent, name, h)
+                self._prune_child(records, parent, name, h)
             else:
+                if dict(prec.excl).get(name, 0) != r:
+                    prec.excl = tuple(x for x in prec.excl if x[0] != name) + (
+                        ((name, r),) if r else ()
+                    )
                 self._walk_into_records(rel_dir, prec.frame, r, mtime, parent)
-        new = self._subtree(rel_dir) if rel_dir in self._records or not rel_dir else {}
-        changed = set(old) != set(new) or any(not old[k].same(new[k]) for k in new)
-        if changed:
-            self.clock += 1
+        new = self._subtree(rel_dir) if rel_dir in records or not rel_dir else {}
+        new_files = _files_of(new)
+        delta.removed_dirs.update(k for k in old if k not in new)
+        delta.added_dirs.update(k for k in new if k not in old)
+        delta.fresh.update(new)
+        delta.changed |= new_files - old_files
+        delta.deleted |= old_files - new_files
+        if set(old) != set(new) or any(not old[k].same(new[k]) for k in new):
+            delta.touched = True
         self.rules.compact()
+        return rel_dir
+
+    def _relist(self, rel: str, names: set[str] | None, delta: _Delta) -> int:
+        """List walked folder ``rel`` again (one level) into ``delta``. Sub-folders keep
+        their records unless their verdict changed, they are new, or ``names`` (entries
+        some event named) holds them (a folder replaced by another one under the same
+        name). Returns ``_DONE``, ``_VANISHED`` (no folder there any more) or ``_RULES``
+        (the folder's own rules changed: re-walk it)."""
+        records = self._records
+        old = records[rel]
+        try:
+            st = os.lstat(self.root + "/" + rel if rel else self.root)
+        except OSError:
+            return _VANISHED
+        if not _stat.S_ISDIR(st.st_mode):
+            return _VANISHED
+        if rel:
+            parent, _, pname = rel.rpartition("/")
+            prec = records.get(parent)
+            if prec is None:
+                return _VANISHED
+            pframe, ex = prec.frame, dict(prec.excl).get(pname, 0)
+        else:
+            pframe, ex = old.frame, 0
+        temp: dict[str, _Dir] = {}
+        rest: list[tuple[str, Frame, int, int, str | None]] = []
+        self._walk([(rel, pframe, ex, st.st_mtime_ns, None)], temp, 1, rest)
+        new = temp.get(rel)
+        if new is None or not _same_frame(new.frame, old.frame):
+            return _RULES
+        if self._rule_marks(old) != self._rule_marks(new):
+            return _RULES  # an ignore file, .git or a marker came or went (the root's too)
+        new.frame = old.frame
+        prefix = rel + "/" if rel else ""
+        old_dirs = {e[:-1] for e in old.entries if e[-1] == "/"} if old.ndirs else set()
+        new_dirs = {e[:-1] for e in new.entries if e[-1] == "/"} if new.ndirs else set()
+        old_ex = dict(old.excl)
+        new_ex = dict(new.excl)
+        walk: list[str] = []
+        for d in old_dirs:
+            if d not in new_dirs or old_ex.get(d, 0) != new_ex.get(d, 0) or (names and d in names):
+                self._drop_subtree(prefix + d, delta)
+                if d in new_dirs:
+                    walk.append(d)
+        walk.extend(new_dirs - old_dirs)
+        old_files = {e for e in old.entries if e[-1] != "/"}
+        new_files = {e for e in new.entries if e[-1] != "/"}
+        delta.changed.update(prefix + f for f in new_files - old_files)
+        delta.deleted.update(prefix + f for f in old_files - new_files)
+        if names:
+            delta.changed.update(prefix + f for f in names & new_files)
+        if walk or not old.same(new):
+            delta.touched = True
+        records[rel] = new
+        if not walk:
+            return _DONE
+        items = {item[0]: item for item in rest}
+        todo: list[tuple[str, Frame, int, int, str | None]] = []
+        for d in walk:
+            sub = prefix + d
+            if sub in temp:  # walked already (a tracked folder settled by _settle)
+                for key, rec in self._subtree_in(temp, sub).items():
+                    records[key] = rec
+            elif sub in items:
+                todo.append(items[sub])
+        if todo:
+            self._walk(todo, records)
+        for d in walk:
+            walked = self._subtree(prefix + d)
+            delta.added_dirs.update(walked)
+            delta.fresh.update(walked)
+            delta.changed |= _files_of(walked)
+        return _DONE
+
+    def _rule_marks(self, rec: _Dir) -> set[str]:
+        """The names among ``rec``'s entries (visible or not) that shape rules."""
+        marks = self._rule_names
+        out = {e.rstrip("/") for e in rec.entries if e.rstrip("/") in marks}
+        out.update(n for n, _ in rec.hidden if n in marks)
+        out.update(n for n, _ in rec.pruned if n in marks)
+        return out
+
+    def _drop_subtree(self, rel: str, delta: _Delta) -> None:
+        old = self._subtree(rel)
+        delta.deleted |= _files_of(old)
+        delta.removed_dirs.update(old)
+        for key in old:
+            del self._records[key]
+
+    def _retrack(self, trees: set[str], folders: dict[str, set[str]]) -> None:
+        """Git's index changed (``git add``, ``git rm --cached``, checkout): re-read the
+        tracked set and note which folders to re-list (every walked folder on the way to
+        a path whose tracked state changed) or, past ``RETRACK_LIMIT`` paths, re-walk
+        everything. Frames keep pointing at the tracked set: they are switched to the
+        new one. (Uses the rules' private tracked-set object: the index is its only
+        other user.)"""
+        rules = self.rules
+        old = rules._tracked
+        if not rules.tracked_changed():
+            return
+        new = rules._tracked
+        seen: set[int] = set()
+        for rec in self._records.values():
+            fr = rec.frame
+            if id(fr) not in seen:
+                seen.add(id(fr))
+                if fr.tracked is old:
+                    fr.tracked = new
+        if old is None or new is None:
+            trees.add("")
+            return
+        before = old._load()
+        after = new._load()
+        if before == after:
+            return
+        self._tracked_diff(set(before).symmetric_difference(after), trees, folders)
+
+    def _tracked_diff(self, paths: set[str], trees: set[str], folders: dict[str, set[str]]) -> None:
+        if len(paths) > RETRACK_LIMIT:
+            trees.add("")
+            return
+        records = self._records
+        for p in paths:
+            cur = ""
+            folders.setdefault(cur, set())
+            for part in p.split("/")[:-1]:
+                nxt = cur + "/" + part if cur else part
+                if nxt not in records:
+                    break
+                cur = nxt
+                folders.setdefault(cur, set())
+
+    def _finish(self, delta: _Delta) -> Applied:
+        """Settle ``delta`` into the paths that changed and were deleted (a path counts
+        by its state now), bump the clock and tell the listeners."""
+        records = self._records
+        by_dir: dict[str, list[str]] = {}
+        for path in delta.changed | delta.deleted | delta.contents:
+            by_dir.setdefault(path.rpartition("/")[0], []).append(path)
+        changed: list[str] = []
+        deleted: list[str] = []
+        for d, paths in by_dir.items():
+            rec = records.get(d)
+            names = {e for e in rec.entries if e[-1] != "/"} if rec is not None else set()
+            for path in paths:
+                if path.rpartition("/")[2] in names:
+                    changed.append(path)
+                elif path in delta.deleted:
+                    deleted.append(path)
+        added = [d for d in delta.added_dirs if d in records]
+        removed = sorted(delta.removed_dirs)
+        if delta.touched or changed or deleted:
+            self.clock += 1
+            self._count_files()
+        gen = self.clock
+        if changed or deleted:
+            for fn in self._listeners:
+                for path in changed:
+                    fn(gen, path, False)
+                for path in deleted:
+                    fn(gen, path, True)
+        if added or removed:
+            added.sort(key=_depth)
+            for dfn in self._dir_listeners:
+                dfn(added, removed)
+        return Applied(gen, changed, deleted, added, removed)
+
+    # ---- snapshots -------------------------------------------------------------------
+
+    def dump(self) -> IndexDump:
+        """The index as plain data for a snapshot (``snapshot.py``): per walked folder
+        ``(rel, entries, hidden, pruned, excl, mtime, ndirs)`` (mtime 0 for a racy
+        record, so a restore lists it again), the rule sources its frames use
+        (``{label: digest}``), and the tracked paths it was evaluated with (None when
+        git's answer was never needed). The tuples are immutable: encode them without
+        the lock."""
+        dirs = [
+            (
+                rel,
+                rec.entries,
+                rec.hidden,
+                rec.pruned,
+                rec.excl,
+                0 if rec.mtime >= rec.listed - RACY_NS else rec.mtime,
+                rec.ndirs,
+            )
+            for rel, rec in self._records.items()
+        ]
+        t = self.rules._tracked
+        tracked = t._sorted if t is not None and t._loaded else None
+        return IndexDump(dirs, self.rule_sources(), tracked, self.rules._index_stamp)
+
+    def rule_sources(self) -> dict[str, str]:
+        """``{source label: content digest}`` of every pattern list the walked folders'
+        frames use (ignore files, ``info/exclude``, ``core.excludesFile``, settings)."""
+        out: dict[str, str] = {}
+        seen: set[int] = set()
+        rules = self.rules
+        for lst in (rules.deny_list, rules.default_list):
+            out[lst.source] = lst.digest
+        for rec in self._records.values():
+            fr = rec.frame
+            if id(fr) in seen:
+                continue
+            seen.add(id(fr))
+            for lst in fr.lists:
+                out[lst.source] = lst.digest
+        return out
+
+    @classmethod
+    def restore(
+        cls, root: str, settings: Settings, dump: IndexDump, listed: int, reconcile: bool = True
+    ) -> tuple[Index | None, str]:
+        """Rebuild an index from ``dump`` (see ``dump``) without walking: frames are
+        derived from each folder's saved names, then the snapshot is reconciled with the
+        disk: folders whose ignore files changed are re-walked, git's tracked-set changes
+        re-evaluated, and (``reconcile``) every folder whose mtime changed or was racy
+        is re-listed (``verify``; a caller that stats on request instead, until a
+        watcher has verified the folders, may skip it). ``listed``: when the snapshot
+        was taken (``time.time_ns()``).
+
+        Returns ``(index, "")``, or ``(None, reason)`` when the dump cannot be used (a
+        folder is missing, or rules outside the workspace changed): walk instead."""
+        real = os.path.realpath(root)
+        self = cls(real, IgnoreRules(real, settings))
+        rules = self.rules
+        by_rel = {d[0]: d for d in dump.dirs}
+        if "" not in by_rel:
+            return None, "no root folder in the snapshot"
+        records = self._records
+        folders: dict[str, set[str]] = {}
+        # names that may change a folder's rules (as entries: "name" or "name/")
+        marks = self._rule_names | {n + "/" for n in self._rule_names}
+        enter = rules.enter
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            queue: deque[tuple[str, Frame]] = deque([("", rules.root_frame(_ALL_MASK))])
+            while queue:
+                rel, frame = queue.popleft()
+                d = by_rel[rel]
+                entries = d[1]
+                ndirs = d[6]
+                rec = _Dir(entries, d[2], d[3], d[4], d[5], frame, ndirs, listed)
+                records[rel] = rec
+                if not ndirs:
+                    continue
+                prefix = rel + "/" if rel else ""
+                excl = dict(rec.excl) if rec.excl else None
+                for e in entries:
+                    if e[-1] != "/":
+                        continue
+                    name = e[:-1]
+                    sub = prefix + name
+                    child = by_rel.get(sub)
+                    if child is None:
+                        return None, f"folder {sub!r} is missing from the snapshot"
+                    ex = excl.get(name, 0) if excl else 0
+                    if not ex and marks.isdisjoint(child[1]) and not child[2] and not child[3]:
+                        queue.append((sub, frame))  # nothing there changes the rules
+                        continue
+                    files = [f for f in child[1] if f[-1] != "/"]
+                    files.extend(x[0] for x in child[2])
+                    dirnames = [f[:-1] for f in child[1] if f[-1] == "/"]
+                    dirnames.extend(x[0] for x in child[3])
+                    sub_frame, hidden = enter(frame, sub, ex, files, dirnames)
+                    if hidden:
+                        folders.setdefault(rel, set()).add(name)
+                    queue.append((sub, sub_frame))
+        finally:
+            if was_enabled:
+                gc.enable()
+        trees: set[str] = set()
+        now = self.rule_sources()
+        for label in set(now) | set(dump.sources):
+            if now.get(label) == dump.sources.get(label):
+                continue
+            if os.path.isabs(label) or label in ("denyPatterns", "defaultExcludes"):
+                return None, f"rules outside the workspace changed ({label})"
+            rel = label.rpartition("/")[0]
+            while rel and rel not in records:
+                rel = rel.rpartition("/")[0]
+            trees.add(rel)
+        t = rules._tracked
+        if dump.tracked is not None and t is not None and rules._index_stamp != dump.stamp:
+            current = t._load()
+            before = dump.tracked
+            if isinstance(before, str) and "\0".join(current) != before:
+                before = before.split("\0") if before else []
+            if not isinstance(before, str) and current != before:
+                self._tracked_diff(set(current).symmetric_difference(before), trees, folders)
+        self._count_files()
+        if trees or folders:
+            self.apply([(r, TREE) for r in trees] + [(r, FOLDER) for r in folders])
+        if reconcile:
+            self.verify()
+        # (no rules.compact(): it would wait for ``git ls-files``, read only when needed)
+        return self, ""
 
     def _subtree(self, rel_dir: str) -> dict[str, _Dir]:
-        out: dict[str, _Dir] = {}
-        stack = [rel_dir]
-        while stack:
-            d = stack.pop()
-            rec = self._records.get(d)
-            if rec is None:
-                continue
-            out[d] = rec
-            prefix = d + "/" if d else ""
-            for e in rec.entries:
-                if e[-1] == "/":
-                    stack.append(prefix + e[:-1])
-        return out
+        return _subtree_of(self._records, rel_dir)
+
+    @staticmethod
+    def _subtree_in(records: dict[str, _Dir], rel_dir: str) -> dict[str, _Dir]:
+        return _subtree_of(records, rel_dir)
 
 
 def _newline_names(

@@ -9,11 +9,12 @@ settings (defaults, environment, ``initializationOptions``, then
 Methods (PROTOCOL §2): the LSP lifecycle (``initialize``, ``initialized``, ``shutdown``,
 ``exit``; LSP 3.17 §"Lifecycle Messages"), ``workspace/didChangeWorkspaceFolders``,
 ``workspace/didChangeConfiguration``, ``workspace/didChangeWatchedFiles`` (hints: the
-named folders are refreshed), ``textDocument/didOpen|didChange|didClose`` (full and
-incremental sync, pygls applies the edits in the negotiated position encoding; the
-buffer becomes an overlay), ``$/cancelRequest``, ``$/progress`` while a first index is
-built, and ``readMany/read|files|status|changedSince|rescan`` (plus
-``readMany/stopDaemon`` on the shared daemon's connections).
+named paths are checked by stat, as watcher events are),
+``textDocument/didOpen|didChange|didClose`` (full and incremental sync, pygls applies
+the edits in the negotiated position encoding; the buffer becomes an overlay),
+``$/cancelRequest``, ``$/progress`` while a first index is built, and
+``readMany/read|files|status|changedSince|rescan`` (plus ``readMany/stopDaemon`` on the
+shared daemon's connections).
 
 pygls 2.1 facts this module works around (DESIGN.md):
 
@@ -735,17 +736,17 @@ async def _configuration_changed(
 async def _watched_files_changed(
     ls: ReadManyServer, params: types.DidChangeWatchedFilesParams
 ) -> None:
-    dirs: dict[RootEntry, set[str]] = {}
+    paths: dict[RootEntry, set[str]] = {}
     for change in params.changes:
         path = _uri_path(change.uri)
         if path is None:
             continue
         for entry in [f.entry for f in ls.folders] + list(ls.extra_roots.values()):
             rel = entry.ws.relpath(path)
-            if rel is not None:
-                dirs.setdefault(entry, set()).add(rel.rpartition("/")[0])
-    for entry, rels in dirs.items():
-        await ls.engine(ls.service.refresh_sync, entry, rels)
+            if rel:
+                paths.setdefault(entry, set()).add(rel)
+    for entry, rels in paths.items():
+        await ls.engine(ls.service.hint_sync, entry, sorted(rels))
 
 
 def _did_open(ls: ReadManyServer, params: types.DidOpenTextDocumentParams) -> None:

@@ -8,7 +8,14 @@ A ``Service`` owns what outlives a connection (PROTOCOL §1, §6, §7):
 - the ``ContentCache`` shared by all roots (``cacheBytes``);
 - the overlays (open editor buffers) of every connection: they win over disk, and with
   ``shareOverlays`` every connection to the same files sees them (PROTOCOL §6);
-- a per-root change log behind ``readMany/changedSince``;
+- a per-root change log behind ``readMany/changedSince``, fed by the index's listener;
+- per root, the watcher keeping its index current (``watcher.py``), the freshness barrier
+  run before each answer (PROTOCOL §6: a cookie round trip through the watcher, else stat
+  checks of the folders an expansion covers; ``sync: "none"`` skips it), the index
+  snapshot (``snapshot.py``: loaded instead of a walk when valid, saved
+  ``FIRST_SAVE_DELAY`` s after a walk, at most every ``SNAPSHOT_INTERVAL`` s while the
+  index changes, and when a root is evicted or the service closes), and a background
+  warm-up of the content cache with small text files (paused while requests run);
 - the engine executor and the per-request context (connection id, cancel flag).
 
 Nothing here imports pygls: ``server.py`` adapts this to JSON-RPC, ``daemon.py`` to
@@ -20,9 +27,14 @@ next file (``checkpoint``).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
+import secrets
+import shutil
+import stat
+import tempfile
 import threading
 import time
 from collections import deque
@@ -43,6 +55,14 @@ T = TypeVar("T")
 #: Entries kept per root in the change log before the oldest are dropped (a client whose
 #: clock is older than what was dropped gets ``isFreshInstance: true``).
 CHANGE_LOG_LIMIT = 50_000
+#: Seconds after a walk before its first snapshot is written (not while the first
+#: answers are measured), and the least seconds between two snapshots of a changing root.
+FIRST_SAVE_DELAY = 1.0
+SNAPSHOT_INTERVAL = 30.0
+#: Cache warm-up: files up to this size (bytes) are read; it starts this long (s) after
+#: the last request and pauses whenever one runs.
+WARM_MAX_FILE_BYTES = 256 * 1024
+WARM_IDLE = 0.5
 
 
 # ----------------------------------------------------------------------- request context
@@ -229,6 +249,17 @@ class RootEntry:
     #: The watcher keeping this root current (``watcher.py``), when one runs; status
     #: reads its ``state`` and ``warnings`` attributes.
     watcher: Any = None
+    #: Snapshot bookkeeping: its file, whether the index came from it, the (instance,
+    #: generation) last written, when (monotonic), and when the index was built.
+    snapshot_path: str | None = None
+    from_snapshot: bool = False
+    saved: tuple[str, int] | None = None
+    saved_at: float = 0.0
+    built_at: float = 0.0
+    #: Cache warm-up progress: walked folders still to visit (None: not started), files
+    #: warmed so far.
+    warm_dirs: list[str] | None = None
+    warmed: int = 0
 
     @property
     def indexed(self) -> bool:
@@ -281,10 +312,15 @@ def _watcher_status(entry: RootEntry) -> dict[str, Any]:
     w = entry.watcher
     if w is None:
         return {"state": "off", "warnings": []}
-    return {
+    out: dict[str, Any] = {
         "state": str(getattr(w, "state", "running")),
         "warnings": list(getattr(w, "warnings", []) or []),
     }
+    for name, key in (("watched", "watched"), ("unwatched", "unwatched"), ("batches", "batches")):
+        value = getattr(w, name, None)
+        if isinstance(value, int):
+            out[key] = value
+    return out
 
 
 # ------------------------------------------------------------------------------- service
@@ -304,8 +340,30 @@ class Service:
     ``cacheBytes`` sizes the shared cache and its ``idleTimeoutSeconds`` the idle exit.
     """
 
-    def __init__(self, settings: Settings, *, max_workers: int = 4) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        max_workers: int = 4,
+        watch: bool = True,
+        snapshots: bool = True,
+        warm_cache: bool = True,
+    ) -> None:
+        """``watch``: keep indexes current with a watcher (else every ``sync: "auto"``
+        answer stats the folders it expands); ``snapshots``: load and save index
+        snapshots; ``warm_cache``: warm the content cache in the background."""
         self.settings = settings
+        self.watch = watch
+        self.snapshots = snapshots
+        self.warm_cache = warm_cache
+        self._boot = secrets.token_hex(3)  # clocks of an earlier daemon never match
+        self._instances = itertools.count(1)
+        self._cookie_root: str | None = None
+        self._cookie_seq = itertools.count(1)
+        self._closing = threading.Event()
+        self._wake = threading.Event()
+        self._maintainer: threading.Thread | None = None
+        self._last_call = 0.0
         self.started = time.monotonic()
         self.overlays = OverlayStore()
         self.executor = ThreadPoolExecutor(
@@ -378,7 +436,12 @@ class Service:
                     ws = Workspace.open(real, settings, cache=self.cache, overlay=self._overlay)
                 except OSError as exc:
                     raise RootNotFound(f"invalid params: $.root: {exc}", "$.root") from None
+                ws.instance = self._new_instance()
                 entry = RootEntry(key=key, ws=ws)
+                if self.snapshots:
+                    from readmany_daemon.snapshot import snapshot_path
+
+                    entry.snapshot_path = snapshot_path(real, key)
                 self._roots[key] = entry
                 log.info("opened root %s", real)
             entry.refs += 1
@@ -403,6 +466,7 @@ class Service:
                     del self._roots[key]
                     gone.append(entry)
         for entry in gone:
+            self.save_snapshot(entry, wait=1.0)
             self._stop_watcher(entry)
             log.info("evicted idle root %s", entry.ws.root)
         return [e.ws.root for e in gone]
@@ -435,6 +499,262 @@ class Service:
             stop()
         entry.watcher = None
 
+    def _new_instance(self) -> str:
+        """A clock instance id (the part of a clock before ``:``): pid, a random token
+        of this service and a counter, so no other daemon, restart or reset shares it."""
+        return f"{os.getpid():x}.{self._boot}.{next(self._instances)}"
+
+    # -- index lifecycle (each runs holding the root's lock)
+
+    def _ensure_index(self, entry: RootEntry) -> Any:
+        """``entry``'s index, built now if needed: from its snapshot when one is valid,
+        else by a walk; then the change listener, the watcher and the background work
+        are attached. Raises what ``Index.build`` raises (``OSError``)."""
+        ws = entry.ws
+        if "index" in ws.__dict__:
+            return ws.index
+        from readmany_daemon.index import Index
+
+        entry.indexing = True
+        started = time.monotonic()
+        warnings: list[str] = []
+        index: Any = None
+        try:
+            if entry.snapshot_path is not None:
+                from readmany_daemon import snapshot
+
+                index, warnings = snapshot.load(
+                    entry.snapshot_path, ws.root, ws.settings, entry.key, reconcile=not self.watch
+                )
+            entry.from_snapshot = index is not None
+            if index is None:
+                index = Index.build(ws.root, ws.settings)
+        finally:
+            entry.indexing = False
+        for w in warnings:
+            log.warning("%s", w)
+        index.warnings.extend(warnings)
+        ws.__dict__["index"] = index
+        ws.__dict__.pop("rules", None)  # the engine must use the index's (live) rules
+        entry.built_at = time.monotonic()
+        if entry.from_snapshot:
+            entry.saved = (ws.instance, index.clock)  # the file holds this state already
+        record = self._recorder(entry)
+        index.add_listener(record)
+        entry.changelog.attached = True
+        if self.watch:
+            self._start_watcher(entry, index)
+        self._start_maintainer()
+        log.info(
+            "indexed %s: %s files in %.3f s (%s)",
+            ws.root,
+            index.file_count,
+            time.monotonic() - started,
+            "snapshot" if entry.from_snapshot else "walk",
+        )
+        return index
+
+    def _recorder(self, entry: RootEntry) -> Callable[[int, str, bool], None]:
+        """The index listener of ``entry``: the change log, and the cache forgets the
+        file (it would be re-validated by stat anyway; this frees it early)."""
+        prefix = entry.ws.root.rstrip("/") + "/"
+
+        def record(generation: int, rel: str, deleted: bool) -> None:
+            entry.changelog.record(generation, rel, deleted)
+            cache = self._cache
+            if cache is not None:
+                cache.invalidate(prefix + rel)
+
+        return record
+
+    def _start_watcher(self, entry: RootEntry, index: Any) -> None:
+        from readmany_daemon.watcher import Watcher
+
+        def reset() -> None:
+            # Changes were lost (queue overflow): clocks handed out so far cannot be
+            # answered precisely any more; a new instance makes them fresh-instance.
+            entry.ws.instance = self._new_instance()
+            entry.changelog = ChangeLog()
+            entry.changelog.attached = True
+
+        watcher = Watcher(
+            entry.ws.root, index, entry.lock, cookie_dir=self._cookie_dir(), on_reset=reset
+        )
+        entry.watcher = watcher
+        watcher.start()
+
+    def _cookie_dir(self) -> str | None:
+        """A fresh private folder for one watcher's barrier cookies, below one folder of
+        this process in ``$XDG_RUNTIME_DIR/readmany`` (else the temp dir); folders left
+        by dead processes are removed on the way. None when none can be made."""
+        if self._cookie_root is None:
+            base = tempfile.gettempdir()
+            runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+            if runtime and os.path.isabs(runtime) and os.path.isdir(runtime):
+                base = os.path.join(runtime, "readmany")
+            try:
+                os.makedirs(base, mode=0o700, exist_ok=True)
+                _sweep_cookie_roots(base)
+                self._cookie_root = tempfile.mkdtemp(
+                    prefix=f"readmany-cookies-{os.getpid()}-", dir=base
+                )
+            except OSError as exc:
+                log.warning("no folder for barrier cookies (%s); using stat checks", exc)
+                return None
+        return os.path.join(self._cookie_root, str(next(self._cookie_seq)))
+
+    def _fresh_for(self, entry: RootEntry, mode: str) -> None:
+        """The freshness barrier of PROTOCOL §6 before an answer (``mode`` is the
+        request's ``sync``): ``auto`` → the watcher's cookie round trip, or when it
+        cannot vouch (starting, degraded, none) stat checks; ``stat`` → stat checks;
+        ``none`` → the index as it is. Stat checks are switched off again by
+        ``_after``."""
+        if mode == "none":
+            return
+        watcher = entry.watcher
+        if mode == "auto" and watcher is not None and watcher.barrier():
+            return
+        if watcher is not None:
+            watcher.drain()
+        entry.ws.index.stat_checks = True
+
+    @staticmethod
+    def _after(entry: RootEntry) -> None:
+        if entry.indexed:
+            entry.ws.index.stat_checks = False
+
+    # -- snapshots and the cache warm-up (background)
+
+    def save_snapshot(self, entry: RootEntry, wait: float | None = None) -> bool:
+        """Write ``entry``'s snapshot when its index changed since the last one; returns
+        whether one was written. ``wait``: seconds to wait for the root's lock (None:
+        block). Problems are logged and kept as index warnings, never raised."""
+        if not self.snapshots or entry.snapshot_path is None or not entry.indexed:
+            return False
+        from readmany_daemon import snapshot
+
+        if not entry.lock.acquire(timeout=-1 if wait is None else wait):
+            return False
+        try:
+            index = entry.ws.index
+            state = (entry.ws.instance, index.clock)
+            if entry.saved == state:
+                return False
+            dump = index.dump()
+            rules_hash = index.rules.ignore_files_hash()
+        finally:
+            entry.lock.release()
+        started = time.monotonic()
+        try:
+            size = snapshot.save(entry.snapshot_path, index, dump, entry.key, rules_hash)
+        except snapshot.SnapshotWarning as exc:
+            log.warning("%s", exc)
+            if str(exc) not in index.warnings:
+                index.warnings.append(str(exc))
+            entry.saved, entry.saved_at = state, time.monotonic()  # do not retry in a loop
+            return False
+        entry.saved, entry.saved_at = state, time.monotonic()
+        log.info(
+            "saved the index snapshot of %s (%d bytes, %.3f s)",
+            entry.ws.root,
+            size,
+            time.monotonic() - started,
+        )
+        return True
+
+    def _start_maintainer(self) -> None:
+        with self._lock:
+            if self._maintainer is not None or self._closing.is_set():
+                return
+            self._maintainer = threading.Thread(
+                target=self._maintain, name="readmany-maintain", daemon=True
+            )
+            self._maintainer.start()
+
+    def _maintain(self) -> None:
+        """Background duties: snapshots of changed roots, then the cache warm-up in
+        slices while no request runs."""
+        with contextlib.suppress(OSError, AttributeError):  # best effort: Linux threads
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        while not self._closing.is_set():
+            now = time.monotonic()
+            sleep = 1.0
+            for entry in self.roots():
+                if not entry.indexed or entry.snapshot_path is None:
+                    continue
+                if entry.saved == (entry.ws.instance, entry.ws.index.clock):
+                    continue
+                if entry.saved is None:
+                    due = entry.built_at + FIRST_SAVE_DELAY
+                else:
+                    due = entry.saved_at + SNAPSHOT_INTERVAL
+                if now >= due:
+                    self.save_snapshot(entry, wait=0.5)
+                else:
+                    sleep = min(sleep, due - now)
+            worked = False
+            if self.warm_cache and self._idle(now):
+                for entry in self.roots():
+                    if entry.indexed and now - entry.built_at >= FIRST_SAVE_DELAY:
+                        worked = self._warm_slice(entry) or worked
+                        if worked:
+                            break
+            self._wake.wait(0.01 if worked else max(sleep, 0.01))
+            self._wake.clear()
+
+    def _idle(self, now: float) -> bool:
+        return self._inflight == 0 and now - self._last_call >= WARM_IDLE
+
+    def _warm_slice(self, entry: RootEntry, budget: float = 0.02) -> bool:
+        """Read small text files of ``entry`` into the cache for about ``budget`` s;
+        returns False when there is nothing left to do (done, or the cache is full:
+        entries are never evicted for the warm-up)."""
+        cache = self.cache
+        if cache.bytes_used >= cache.max_bytes:
+            return False
+        if entry.warm_dirs is None:
+            with entry.lock:
+                entry.warm_dirs = entry.ws.index.walked_dirs()[::-1]
+        if not entry.warm_dirs:
+            return False
+        from readmany_daemon import content
+
+        index = entry.ws.index
+        prefix = entry.ws.root.rstrip("/") + "/"
+        max_file = min(WARM_MAX_FILE_BYTES, entry.ws.settings.max_file_bytes)
+        deadline = time.monotonic() + budget
+        while entry.warm_dirs and time.monotonic() < deadline:
+            if self._inflight or self._closing.is_set():
+                return True
+            rel = entry.warm_dirs.pop()
+            rec = index._records.get(rel)
+            if rec is None:
+                continue
+            base = prefix + rel + "/" if rel else prefix
+            for name in rec.entries:
+                if name[-1] == "/":
+                    continue
+                path = base + name
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    continue
+                if not stat.S_ISREG(st.st_mode) or not 0 < st.st_size <= max_file:
+                    continue
+                if path in cache:
+                    continue
+                if cache.bytes_used + 2 * st.st_size + 1024 > cache.max_bytes:
+                    entry.warm_dirs = []
+                    return False
+                loaded = content.read_file(
+                    path,
+                    max_file_bytes=entry.ws.settings.max_file_bytes,
+                    want_full=True,
+                )
+                if loaded.kind == "text" and loaded.complete_text and cache.put(path, loaded):
+                    entry.warmed += 1
+        return True
+
     # -- engine work (blocking: run through ``call``)
 
     def call(self, ctx: RequestContext, fn: Callable[..., T], *args: Any) -> T:
@@ -442,6 +762,7 @@ class Service:
         _local.ctx = ctx
         with self._lock:
             self._inflight += 1
+            self._last_call = time.monotonic()
         try:
             checkpoint()
             return fn(*args)
@@ -452,6 +773,7 @@ class Service:
         finally:
             with self._lock:
                 self._inflight -= 1
+                self._last_call = time.monotonic()
             _local.ctx = None
 
     def _locked(self, entry: RootEntry) -> threading.Lock:
@@ -461,57 +783,68 @@ class Service:
         return entry.lock
 
     def index_sync(self, entry: RootEntry) -> int | None:
-        """Build ``entry``'s index if needed and attach the change log to it; returns the
-        file count. Raises what ``Index.build`` raises (``OSError``)."""
+        """Build ``entry``'s index if needed (``_ensure_index``: snapshot or walk, change
+        log, watcher); returns the file count. Raises what ``Index.build`` raises
+        (``OSError``)."""
         lock = self._locked(entry)
         try:
-            if entry.indexed:
-                return _file_count(entry)
-            entry.indexing = True
-            started = time.monotonic()
-            try:
-                index = entry.ws.index
-            finally:
-                entry.indexing = False
+            self._ensure_index(entry)
             entry.index_error = None
-            add = getattr(index, "add_listener", None)
-            if callable(add):
-                add(entry.changelog.record)
-                entry.changelog.attached = True
-            count = _file_count(entry)
-            log.info(
-                "indexed %s: %s files in %.3f s", entry.ws.root, count, time.monotonic() - started
-            )
-            return count
+            return _file_count(entry)
         finally:
             lock.release()
 
     def read_sync(self, entry: RootEntry, params: Any) -> Any:
-        """``request.answer`` on ``entry`` (``params``: ``ReadManyParams``)."""
+        """``request.answer`` on ``entry`` (``params``: ``ReadManyParams``), after the
+        freshness barrier its ``sync`` asks for."""
         from readmany_daemon import request
 
         lock = self._locked(entry)
         try:
+            self._ensure_index(entry)
+            self._fresh_for(entry, getattr(params, "sync", "auto"))
             return request.answer(entry.ws, params)
         finally:
+            self._after(entry)
             lock.release()
 
     def files_sync(self, entry: RootEntry, params: Any) -> Any:
-        """``request.list_files`` on ``entry`` (``params``: ``FilesParams``)."""
+        """``request.list_files`` on ``entry`` (``params``: ``FilesParams``), after the
+        freshness barrier (``sync`` is always ``auto`` here)."""
         from readmany_daemon import request
 
         lock = self._locked(entry)
         try:
+            self._ensure_index(entry)
+            self._fresh_for(entry, getattr(params, "sync", "auto"))
             return request.list_files(entry.ws, params)
+        finally:
+            self._after(entry)
+            lock.release()
+
+    def hint_sync(self, entry: RootEntry, rels: Iterable[str]) -> str:
+        """Change hints from a client (``workspace/didChangeWatchedFiles``): each
+        workspace-relative path may have been created, changed or deleted. Applied when
+        the index is built (hints are confirmed by stat); returns the clock after."""
+        from readmany_daemon.index import CONTENT, ENTRY
+
+        lock = self._locked(entry)
+        try:
+            if entry.indexed:
+                entry.ws.index.apply([(rel, ENTRY | CONTENT) for rel in rels])
+            return entry.ws.clock()
         finally:
             lock.release()
 
     def refresh_sync(self, entry: RootEntry, rel_dirs: Iterable[str]) -> str:
         """``index.refresh(rel_dir)`` for each folder (``""`` is the whole root), when
-        the index is built; returns the clock after."""
+        the index is built; returns the clock after. The watcher's events raised before
+        are applied first (a barrier), so none of them lands after the walk."""
         lock = self._locked(entry)
         try:
             if entry.indexed:
+                if entry.watcher is not None and not entry.watcher.barrier():
+                    entry.watcher.drain()
                 for rel in sorted(set(rel_dirs)):
                     checkpoint()
                     entry.ws.index.refresh(rel)
@@ -547,10 +880,13 @@ class Service:
             raise RootNotFound(
                 "invalid params: $.root: no workspace folder to answer for", "$.root"
             )
-        self.index_sync(target)
         lock = self._locked(target)
         try:
-            index = target.ws.index
+            index = self._ensure_index(target)
+            self._fresh_for(target, "auto")
+            if index.stat_checks:  # no cookie barrier: stat every folder, so the log is whole
+                index.verify()
+            self._after(target)
             now = target.ws.clock()
             delta: tuple[list[str], list[str]] | None = None
             if target is entry and generation is not None:
@@ -603,6 +939,14 @@ class Service:
             }
             if entry.index_error:
                 item["error"] = entry.index_error
+            if entry.snapshot_path is not None:
+                item["snapshot"] = {
+                    "path": entry.snapshot_path,
+                    "loaded": entry.from_snapshot,
+                    "saved": entry.saved is not None,
+                }
+            if entry.warmed:
+                item["cacheWarmed"] = entry.warmed
             if entry.indexed:
                 index = entry.ws.index
                 found = list(getattr(index, "warnings", []) or []) + list(
@@ -636,7 +980,36 @@ class Service:
         }
 
     def close(self) -> None:
-        """Stop the executor (queued work is dropped) and the watchers."""
+        """Save the snapshots of changed roots, stop the watchers, the background thread
+        and the executor (queued work is dropped); remove the cookie folders."""
+        self._closing.set()
+        self._wake.set()
+        maintainer = self._maintainer
+        if maintainer is not None:
+            maintainer.join(timeout=5)
         for entry in self.roots():
+            self.save_snapshot(entry, wait=2.0)
             self._stop_watcher(entry)
         self.executor.shutdown(wait=False, cancel_futures=True)
+        if self._cookie_root is not None:
+            shutil.rmtree(self._cookie_root, ignore_errors=True)
+
+
+def _sweep_cookie_roots(base: str) -> None:
+    """Remove ``readmany-cookies-<pid>-*`` folders in ``base`` whose process is gone."""
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith("readmany-cookies-"):
+            continue
+        pid_text = name[len("readmany-cookies-") :].partition("-")[0]
+        if not pid_text.isdigit():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+        except PermissionError:
+            pass  # someone else's live process

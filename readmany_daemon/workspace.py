@@ -85,11 +85,13 @@ class Workspace:
         """The visible files of folder (``kind="dir"``) or glob ``rel``, sorted by bytes,
         adding what each rule kind hid to ``hidden``. Answers are remembered until the
         index changes (its clock moves), so a repeated expansion costs nothing; callers
-        must not modify the list. Raises ``ValueError`` for an invalid pattern."""
+        must not modify the list. Raises ``ValueError`` for an invalid pattern.
+        With ``index.stat_checks`` on (the stat route of PROTOCOL §6) the index must
+        check the folders first, so nothing remembered is used."""
         index = self.index
         key = (kind, rel, filters, recursive)
         hit = self._expansions.get(key)
-        if hit is not None and hit[0] == index.clock:
+        if hit is not None and hit[0] == index.clock and not index.stat_checks:
             self._expansions.move_to_end(key)
             hidden.update(hit[2])
             return hit[1]

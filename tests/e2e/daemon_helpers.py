@@ -1,0 +1,184 @@
+"""Helpers for end-to-end tests of the warm daemon's watcher, barrier and snapshots.
+
+A ``Daemon`` is a real ``readmany serve --socket PATH`` process with its own HOME and
+XDG folders (so its snapshots, logs and cookies stay private); sessions are the CLI's
+small synchronous client. Waits are deadline-bounded polls of answers (``wait_for``),
+never bare sleeps.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from readmany_daemon.client import Client
+
+T = TypeVar("T")
+
+GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.invalid",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.invalid",
+}
+
+
+def wait_for(condition: Callable[[], T], timeout: float = 15.0, every: float = 0.01) -> T:
+    """Poll ``condition`` until it returns something true and return that; raise
+    ``AssertionError`` (with the last value) when ``timeout`` s pass first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"condition not met within {timeout} s (last: {value!r})")
+        time.sleep(every)
+
+
+def make_env(home: Path) -> dict[str, str]:
+    """A process environment with a private HOME and XDG folders (no user git config,
+    no global excludes); the runtime folder is short so the socket path fits."""
+    home.mkdir(parents=True, exist_ok=True)
+    runtime = Path(tempfile.mkdtemp(prefix="rmw", dir="/tmp"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("READMANY_", "GIT_"))}
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_STATE_HOME=str(home / ".state"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_RUNTIME_DIR=str(runtime),
+        READMANY_NO_DAEMON="1",
+        **GIT_ENV,
+    )
+    return env
+
+
+def git(root: Path, *args: str, env: dict[str, str]) -> str:
+    return subprocess.run(
+        ["git", "-c", "core.fsmonitor=false", *args],
+        cwd=root,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+class Daemon:
+    """``readmany serve --socket`` under ``env``; ``start`` waits for its ready line."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.socket = os.path.join(env["XDG_RUNTIME_DIR"], "readmany", "daemon.sock")
+        self.proc: subprocess.Popen[str] | None = None
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.stderr: list[str] = []
+
+    def start(self, timeout: float = 30.0) -> Daemon:
+        self.lines = queue.Queue()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "readmany_daemon", "serve", "--socket", self.socket],
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd="/",
+        )
+        threading.Thread(target=self._pump, args=(self.proc, self.lines), daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(
+                    f"daemon not ready within {timeout} s: {self.stderr}"
+                ) from None
+            if line is None:
+                raise AssertionError(f"daemon exited before it was ready: {self.stderr}")
+            if "serving on" in line:
+                return self
+
+    def _pump(self, proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
+        """Copy ``proc``'s stderr lines to ``lines`` (this start's queue) and ``stderr``."""
+        assert proc.stderr is not None
+        with proc.stderr:
+            for line in proc.stderr:
+                self.stderr.append(line)
+                lines.put(line)
+        lines.put(None)
+
+    def session(self, root: Path | None, options: dict[str, Any] | None = None) -> Client:
+        client = Client.connect_unix(self.socket, timeout=10.0)
+        client.settimeout(60.0)
+        client.initialize(str(root) if root is not None else None, options)
+        return client
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        """SIGTERM (the daemon saves its snapshots and exits), SIGKILL if it hangs."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.env["XDG_RUNTIME_DIR"], ignore_errors=True)
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for rel, data in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(data, encoding="utf-8")
+
+
+def listed(client: Client, pattern: str = "**", sync: str = "none") -> list[str]:
+    """Paths an expansion of ``pattern`` matches, as ``readMany/read`` answers it with
+    ``sync`` (``none``: straight from the index, i.e. what the watcher delivered). Every
+    match is included (one character each), so ``files`` lists them all."""
+    result = client.request(
+        "readMany/read",
+        {
+            "paths": [pattern],
+            "sync": sync,
+            "maxTotalFiles": 1_000_000,
+            "maxTotalChars": 1_000_000_000,
+            "perFileMaxChars": 1,
+        },
+    )
+    return sorted(f["path"] for f in result["files"] if f["status"] != "skipped")
+
+
+def status_root(client: Client, root: Path) -> dict[str, Any]:
+    real = os.path.realpath(root)
+    for item in client.request("readMany/status", {})["roots"]:
+        if item["root"] == real:
+            return dict(item)
+    raise AssertionError(f"{real} is not a root of the daemon")
