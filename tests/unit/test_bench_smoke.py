@@ -118,3 +118,104 @@ def test_bench_files_runs(tree: Any, tmp_path: Path) -> None:
     assert row is not None, out
     assert re.search(r"readmany set differences: \d+ \(\d+ unexpected", out), out
     assert any(t["label"] == "readmany" and t["returncode"] == 0 for t in saved["timings"])
+
+
+def test_bench_daemon_quick(gen_tree: ModuleType, tmp_path: Path) -> None:
+    """``bench_daemon.py --quick`` on a fresh 300-file tree: it runs, prints the table and
+    writes its JSON; the figures and PASS/FAIL verdicts are not checked."""
+    if not (BENCH.parent / "readmany_daemon" / "daemon.py").is_file():
+        pytest.skip("readmany_daemon.daemon doesn't exist yet")
+    info = gen_tree.build_tree(tmp_path / "tree", files=300)
+    results = tmp_path / "results"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "bench_daemon.py"),
+            "--tree",
+            str(info.root),
+            "--quick",
+            "--results-dir",
+            str(results),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "| measure" in proc.stdout and "| readmany" in proc.stdout, proc.stdout
+    assert "ratio / target" in proc.stdout and "| result" in proc.stdout
+    saved = json.loads((results / "daemon-latest.json").read_text(encoding="utf-8"))
+    assert len(saved["rows"]) >= 7
+    assert not list(info.root.rglob("_rmbench_*")), "the benchmark left files in the tree"
+
+
+def _peers_installed() -> bool:
+    """Whether ``bench/peers/node_modules`` holds the pinned npm packages (no install)."""
+    peers = BENCH / "peers"
+    try:
+        wanted = json.loads((peers / "package.json").read_text(encoding="utf-8"))["dependencies"]
+        return all(
+            json.loads((peers / "node_modules" / name / "package.json").read_text())["version"]
+            == version
+            for name, version in wanted.items()
+        )
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def test_bench_peers_quick(gen_tree: ModuleType, tmp_path: Path) -> None:
+    """``bench_peers.py --quick`` on a fresh 200-file tree: the readmany rows (cold CLI and
+    warm socket) and the rg / ``xargs cat`` rows of every request, with their file
+    checks; Gemini's tool too when ``bench/peers`` is already installed (never installed
+    here: ``npm ci`` is too slow for the default suite). No figure is checked."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are not installed: apt-get install nodejs npm (node >= 20)")
+    if shutil.which("rg") is None:
+        pytest.skip("ripgrep is not installed: apt-get install ripgrep")
+    if not (BENCH.parent / "readmany_daemon" / "daemon.py").is_file():
+        pytest.skip("readmany_daemon.daemon doesn't exist yet")
+    gemini = _peers_installed()
+    info = gen_tree.build_tree(tmp_path / "tree", files=200)
+    results = tmp_path / "results"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "bench_peers.py"),
+            "--quick",
+            "--no-install",
+            "--tree",
+            str(info.root),
+            "--peers",
+            "rg,xargs" + (",gemini" if gemini else ""),
+            "--gemini-cold",
+            "",
+            "--results-dir",
+            str(results),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "| tree" in out and "| median ms |" in out and "÷ warm" in out, out
+    for request in ("full", "default", "named10", "listing"):
+        for tool in ("readmany cold (CLI --no-daemon)", "readmany warm (socket)"):
+            row = re.search(
+                rf"^\| tree +\| {request} +\| {re.escape(tool)} +\| +[\d.,]+ \|", out, re.MULTILINE
+            )
+            assert row is not None, (request, tool, out)
+    for pattern in (
+        r"^\| tree +\| full +\| rg --files .*xargs -0 cat .*same files",
+        r"^\| tree +\| named10 +\| xargs cat \(10 names\) .*same files",
+        r"^\| tree +\| listing +\| rg --files --hidden .*same files",
+        r"^\| tree +\| full +\| readmany cold .*same files",
+    ):
+        assert re.search(pattern, out, re.MULTILINE), (pattern, out)
+    if gemini:
+        assert re.search(r"^\| tree +\| full +\| gemini read_many_files \(warm", out, re.M), out
+    saved = json.loads((results / "peers-latest.json").read_text(encoding="utf-8"))
+    mine = [r for r in saved["results"] if r["kind"].startswith("readmany")]
+    assert len(mine) == 8 and all(r["median_ms"] is not None and not r["error"] for r in mine)
