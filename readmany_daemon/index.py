@@ -902,6 +902,17 @@ class Index:
         """Every walked (visible) folder, ``""`` first."""
         return list(self._records)
 
+    def walks(self, rel_dir: str) -> bool:
+        """Whether ``rel_dir`` is a walked (visible) folder, as the index holds it now
+        (no stat checks)."""
+        return rel_dir in self._records
+
+    def dir_entries(self, rel_dir: str) -> tuple[str, ...]:
+        """The visible entries of walked folder ``rel_dir`` (files, and sub-folders as
+        ``"name/"``), byte-sorted, as the index holds them now; ``()`` if not walked."""
+        rec = self._records.get(rel_dir)
+        return rec.entries if rec is not None else ()
+
     def stat(self, rel: str) -> os.stat_result | None:
         """``lstat`` of ``rel`` now (files are not stat'ed by the walk), or ``None``."""
         try:

@@ -727,11 +727,8 @@ class Service:
             if self._inflight or self._closing.is_set():
                 return True
             rel = entry.warm_dirs.pop()
-            rec = index._records.get(rel)
-            if rec is None:
-                continue
             base = prefix + rel + "/" if rel else prefix
-            for name in rec.entries:
+            for name in index.dir_entries(rel):
                 if name[-1] == "/":
                     continue
                 path = base + name

@@ -75,6 +75,8 @@ BATCH_DELAY = 0.003
 RECONCILE_INTERVAL = 60.0
 #: Seconds a barrier waits for its cookie before it falls back to stat checks.
 COOKIE_TIMEOUT = 2.0
+#: Seconds barriers use stat checks after a cookie did not arrive, before trying again.
+COOKIE_RETRY = 5.0
 #: Hints queued beyond this count are dropped for one rescan (bounded memory).
 MAX_PENDING = 200_000
 MAX_WARNINGS = 20
@@ -174,6 +176,7 @@ class Watcher:
         self._cookies: dict[str, threading.Event] = {}
         self._cookie_seq = itertools.count(1)
         self._cookie_ok = False
+        self._cookie_retry_at = 0.0  # after a cookie timed out: when to try again
         self._want_info = False  # $GIT_COMMON_DIR/info appeared: watch it
         self._wlock = threading.Lock()  # the watch maps
         #: rel → wd << 32 | callback id (one int a folder: the maps cost ~12 B a file)
@@ -245,6 +248,8 @@ class Watcher:
         by an overflow, no cookie folder, a cookie that did not come within ``timeout``
         s): the caller uses stat checks instead. Folders left unwatched by the watch
         limit are stat'ed here."""
+        if not self._cookie_ok and time.monotonic() >= self._cookie_retry_at:
+            self._cookie_ok = self._cookie_watched()
         if self.state not in ("running", "degraded") or not self._cookie_ok:
             self._drain_locked()
             return False
@@ -270,9 +275,10 @@ class Watcher:
             with self._plock:
                 self._cookies.pop(name, None)
         if not arrived:
-            # Retried at the next reconcile: a stuck queue must not cost every request
-            # the whole timeout.
+            # Retried after COOKIE_RETRY s: a stuck queue must not cost every request the
+            # whole timeout.
             self._cookie_ok = False
+            self._cookie_retry_at = time.monotonic() + COOKIE_RETRY
             self._set_degraded(
                 f"a barrier cookie did not arrive within {timeout:g} s; using stat checks"
             )
@@ -282,7 +288,7 @@ class Watcher:
         if self._overflow or self.state not in ("running", "degraded"):
             return False
         if self._unwatched:
-            self.index.verify([d for d in self._unwatched if d in self.index._records])
+            self.index.verify([d for d in self._unwatched if self.index.walks(d)])
             self._drain_locked()
         return True
 
@@ -517,6 +523,13 @@ class Watcher:
             self._by_wd[wd] = rel
             self._unwatched.discard(rel)
 
+    def _cookie_watched(self) -> bool:
+        """Whether the cookie folder has its watch (barriers can use cookies)."""
+        if self._cookie_dir is None:
+            return False
+        with self._wlock:
+            return _COOKIE in self._special.values()
+
     def _queue_locked_free(self, hints: list[tuple[str, int]]) -> None:
         """Queue hints from code holding ``_wlock`` (not ``_plock``)."""
         with self._cond:
@@ -547,9 +560,8 @@ class Watcher:
         for rel in removed:
             self._remove(rel)
         stale: list[tuple[str, int]] = []
-        records = self.index._records
         for rel in added:
-            if rel in records:
+            if self.index.walks(rel):
                 self._add(rel)
                 # changed between its listing and its watch: list it once more
                 if self.index.is_stale(rel):
@@ -597,6 +609,7 @@ class Watcher:
                 self.index.apply([("", RULES), ("", GIT_INDEX)])
                 if self._on_reset is not None:
                     self._on_reset()
+                self._cookie_retry_at = 0.0  # a cookie lost in the overflow: try again
                 self.batches += 1
                 self._healthy_state()
                 continue
@@ -619,10 +632,9 @@ class Watcher:
         self._drain_locked()
         if self._fd is None:
             return
-        if not self._cookie_ok and self._cookie_dir is not None:
-            with self._wlock:
-                self._cookie_ok = _COOKIE in self._special.values()
-        records = self.index._records
+        if not self._cookie_ok:
+            self._cookie_ok = self._cookie_watched()
+        records = set(self.index.walked_dirs())
         with self._wlock:
             extra = [rel for rel in self._by_rel if rel not in records]
             missing = [rel for rel in records if rel not in self._by_rel]

@@ -49,6 +49,13 @@ def eventually(client: Client, pattern: str, expected: list[str]) -> None:
     got: list[Any] = []
 
     def check() -> bool:
+        # a cheap count first (nothing read), the whole listing once it matches
+        count = client.request(
+            "readMany/read", {"paths": [pattern], "sync": "none", "maxTotalFiles": 1}
+        )["summary"]["matched"]
+        if count != len(expected):
+            got[:] = [f"({count} matches)"]
+            return False
         got[:] = listed(client, pattern)
         return got == expected
 
@@ -192,15 +199,18 @@ def test_git_index_changes_what_is_visible(daemon: Daemon, repo: Path, env: dict
 
 
 def test_checkout_touching_many_files(daemon: Daemon, tmp_path: Path, env: dict[str, str]) -> None:
+    # branch two removes 1,000 files of branch one, adds 1,000 and changes 500: each
+    # checkout touches 2,500 files in 27 folders
     root = tmp_path / "big"
-    write(root, {f"m{i % 9}/f{i}.py": f"{i}\n" for i in range(600)})
+    write(root, {f"m{i % 9}/f{i}.py": f"{i}\n" for i in range(2000)})
     git(root, "init", "-q", env=env)
     git(root, "add", "-A", env=env)
     git(root, "commit", "-qm", "one", env=env)
     first = git(root, "rev-parse", "--abbrev-ref", "HEAD", env=env).strip()
     git(root, "checkout", "-qb", "two", env=env)
-    git(root, "rm", "-q", *[f"m{i % 9}/f{i}.py" for i in range(0, 600, 3)], env=env)
-    write(root, {f"n{i % 4}/g{i}.py": "" for i in range(400)})
+    git(root, "rm", "-q", *[f"m{i % 9}/f{i}.py" for i in range(0, 2000, 2)], env=env)
+    write(root, {f"m{i % 9}/f{i}.py": "changed\n" for i in range(1, 1000, 2)})
+    write(root, {f"n{i % 18}/g{i}.py": "" for i in range(1000)})
     git(root, "add", "-A", env=env)
     git(root, "commit", "-qm", "two", env=env)
     with open_root(daemon, root) as client:

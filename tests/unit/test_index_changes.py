@@ -557,7 +557,7 @@ class _Tree:
     def _step(self, d: str) -> tuple[str, list[tuple[str, int]]]:
         rng = self.rng
         base = self.root / d if d else self.root
-        join = (lambda *p: "/".join(x for x in (d, *p) if x))  # noqa: E731
+        join = lambda *p: "/".join(x for x in (d, *p) if x)  # noqa: E731
         op = rng.choice(
             ["file", "file", "tree", "rm", "rmdir", "mvfile", "mvdir", "ignore", "rmignore", "venv"]
         )
