@@ -64,7 +64,7 @@ _HIDDEN_HINTS = {
     "ignore-file": "fileFilteringOptions.respectIgnoreFiles=false (CLI --no-ignore-files)",
     "default-exclude": "useDefaultExcludes=false (CLI --no-default-excludes)",
     "exclude": "a narrower exclude list",
-    "deny": "nothing (deny rules cannot be lifted)",
+    "deny": "",
 }
 
 
@@ -485,7 +485,9 @@ class _Resolver:
             message = f"{raw} matched no visible file"
             if hidden:
                 parts = [
-                    f"{n} hidden by {kind_} rules (show with {_HIDDEN_HINTS.get(kind_, kind_)})"
+                    f"{n} hidden by {kind_} rules (show with {_HIDDEN_HINTS[kind_]})"
+                    if _HIDDEN_HINTS.get(kind_)
+                    else f"{n} hidden by {kind_} rules (these cannot be lifted)"
                     for kind_, n in sorted(hidden.items())
                 ]
                 message += ": " + "; ".join(parts)
@@ -870,6 +872,14 @@ def answer(ws: Workspace, params: ReadManyParams) -> ReadManyResult:
     cursor: _Cursor | None = None
     if params.cursor:
         cursor = _decode_cursor(params.cursor)
+        asked = _non_default(params)
+        for name in ("paths", "files", "include"):
+            if name in asked and asked[name] != cursor.params.get(name):
+                raise InvalidParams(
+                    f"invalid params: $.{name} differs from the request $.cursor continues; "
+                    "send the cursor alone (or with the same request)",
+                    f"$.{name}",
+                )
         raw_params = dict(cursor.params)
         params = decode_read_params(raw_params)
         resume = cursor.resume

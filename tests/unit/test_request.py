@@ -114,6 +114,17 @@ def test_cursor_resumes_a_budget_cut_file(tmp_path: Path) -> None:
     assert r2.files[0].path == "a.txt" and r2.files[0].line_start == nxt
 
 
+def test_cursor_with_another_request_is_invalid_params(tmp_path: Path) -> None:
+    ws = tree(tmp_path, {f"f{i}.txt": "x\n" for i in range(5)})
+    r = ask(ws, paths=["*.txt"], maxTotalFiles=2)
+    assert r.next_cursor
+    same = ask(ws, paths=["*.txt"], maxTotalFiles=2, cursor=r.next_cursor)
+    assert [f.path for f in same.files if f.status == "ok"] == ["f2.txt", "f3.txt"]
+    with pytest.raises(InvalidParams) as info:
+        ask(ws, paths=["other/*.md"], cursor=r.next_cursor)
+    assert info.value.field == "$.paths"
+
+
 def test_bad_cursor_is_invalid_params(tmp_path: Path) -> None:
     ws = tree(tmp_path, {"a.txt": "a"})
     with pytest.raises(InvalidParams) as info:
