@@ -111,7 +111,7 @@ class _Git:
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         self.pid = 0
         self.rc = -1
-        self.fd = _scratch_fd()
+        self.fd = scratch_fd()
         try:
             self.pid = os.posix_spawnp(
                 "git",
@@ -161,17 +161,19 @@ class _Git:
             self.fd = -1
 
 
-def _scratch_fd() -> int:
+def scratch_fd() -> int:
+    """An anonymous read-write file descriptor for a child's output (``memfd_create`` on
+    Linux, else an unlinked temporary file); shared with ``ignore.py``'s git calls."""
     memfd = getattr(os, "memfd_create", None)
     if memfd is not None:
         try:
-            fd: int = memfd("readmany-fastlist", os.MFD_CLOEXEC)
+            fd: int = memfd("readmany-git", os.MFD_CLOEXEC)
             return fd
         except OSError:
             pass
     import tempfile
 
-    fd, path = tempfile.mkstemp(prefix="readmany-fastlist-")
+    fd, path = tempfile.mkstemp(prefix="readmany-git-")
     os.unlink(path)
     return fd
 

@@ -76,6 +76,7 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
+from .fastlist import scratch_fd
 from .settings import Settings
 
 __all__ = [
@@ -727,8 +728,8 @@ class _GitCall:
         self.out = b""
         self.rc = -1
         self._done = False
-        self._out = _scratch_fd()
-        self._err = _scratch_fd()
+        self._out = scratch_fd()
+        self._err = scratch_fd()
         self._proc: subprocess.Popen[bytes] | None = None
         try:
             self._proc = subprocess.Popen(
@@ -770,23 +771,6 @@ def _reap(proc: subprocess.Popen[bytes] | None, *fds: int) -> None:
         proc.wait()
     for fd in fds:
         os.close(fd)
-
-
-def _scratch_fd() -> int:
-    """An anonymous read-write file descriptor (``memfd_create`` on Linux, else an
-    unlinked temporary file)."""
-    memfd = getattr(os, "memfd_create", None)
-    if memfd is not None:
-        try:
-            fd: int = memfd("readmany-git", os.MFD_CLOEXEC)
-            return fd
-        except OSError:
-            pass
-    import tempfile
-
-    fd, path = tempfile.mkstemp(prefix="readmany-git-")
-    os.unlink(path)
-    return fd
 
 
 def _read_all(fd: int) -> bytes:
@@ -1035,9 +1019,7 @@ class IgnoreRules:
         self.root_prefix_str = "" if rel_top == "." else rel_top + "/"
         self._top = top
         self._config_call = _GitCall(["config", "--path", "--get", "core.excludesFile"], root)
-        self._tracked: _Tracked | None = (
-            _Tracked(root, "", self.warnings, tracked) if loc else None
-        )
+        self._tracked: _Tracked | None = _Tracked(root, "", self.warnings, tracked) if loc else None
         self._index_stamp = self._git_index_stamp()
         self._ignore_names: tuple[str, ...] = tuple(
             n for n in dict.fromkeys(settings.ignore_file_names) if n and "/" not in n
