@@ -279,7 +279,8 @@ class Index:
 
     ``root``: absolute real path; ``rules``: its ``IgnoreRules``; ``clock``: bumps by one
     whenever ``refresh`` finds a change; ``warnings``: unreadable folders (plus the rules'
-    warnings in ``rules.warnings``).
+    warnings in ``rules.warnings``); ``unlisted``: walked folders whose last listing
+    failed, ``rel → (errno, reason)`` (see ``unlisted_under``).
     """
 
     def __init__(self, root: str, rules: IgnoreRules) -> None:
@@ -287,6 +288,10 @@ class Index:
         self.rules = rules
         self.clock = 0
         self.warnings: list[str] = []
+        #: Walked folders that could not be listed (``EACCES``, ``EIO``, …): they look
+        #: empty, so expansions say so (``unlisted_under``) and ``is_stale`` lists them
+        #: again at every check (a ``chmod`` changes no folder mtime).
+        self.unlisted: dict[str, tuple[int, str]] = {}
         #: When True, expansions first stat the folders they cover and re-list those that
         #: changed (the ``sync: "stat"`` route of PROTOCOL §6); set per request by the
         #: service, under the root's lock.
@@ -349,6 +354,7 @@ class Index:
         depth = 0
         while level:
             scanned: list[tuple[str, Frame, list[str], list[os.DirEntry[str]], list[str], int]] = []
+            unlisted = self.unlisted
             for rel, pframe, ex, m, par in level:
                 files: list[str] = []
                 dirs: list[os.DirEntry[str]] = []
@@ -359,8 +365,10 @@ class Index:
                                 dirs.append(e)
                             elif e.is_file(follow_symlinks=False) or e.is_symlink():
                                 files.append(e.name)
-                except OSError as exc:
-                    self.warnings.append(f"{rel or '.'}: not listed: {exc.strerror}")
+                    if unlisted and rel in unlisted:
+                        self._listed_again(rel)
+                except OSError as exc:  # what was listed before a failure is kept
+                    self._not_listed(rel, exc)
                 dirnames = [e.name for e in dirs]
                 if not rel:
                     frame = pframe
@@ -1053,6 +1061,8 @@ class Index:
         rec = self._records.get(rel_dir)
         if rec is None:
             return False
+        if rel_dir in self.unlisted:
+            return True  # listing failed last time: try again (a chmod moves no mtime)
         try:
             st = os.lstat(self.root + "/" + rel_dir if rel_dir else self.root)
         except OSError:
@@ -1109,6 +1119,42 @@ class Index:
     def _warn_once(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
+
+    @staticmethod
+    def _unlisted_warning(rel: str, reason: str) -> str:
+        return f"{rel or '.'}: not listed: {reason}"
+
+    def _not_listed(self, rel: str, exc: OSError) -> None:
+        """Record that folder ``rel`` could not be listed (a warning, once)."""
+        reason = exc.strerror or str(exc)
+        old = self.unlisted.get(rel)
+        if old is not None and old[1] != reason:
+            self._listed_again(rel)
+        self.unlisted[rel] = (exc.errno or 0, reason)
+        self._warn_once(self._unlisted_warning(rel, reason))
+
+    def _listed_again(self, rel: str) -> None:
+        """Folder ``rel`` was listed after a failure: forget the failure and its warning."""
+        got = self.unlisted.pop(rel, None)
+        if got is not None:
+            message = self._unlisted_warning(rel, got[1])
+            if message in self.warnings:
+                self.warnings.remove(message)
+
+    def unlisted_under(self, rel_dir: str, recursive: bool = True) -> list[tuple[str, int, str]]:
+        """``(folder, errno, reason)`` for the walked folders at or below ``rel_dir``
+        (only ``rel_dir`` itself when not ``recursive``) whose last listing failed, sorted:
+        their files are unknown, so an expansion over them is incomplete and says so."""
+        if not self.unlisted:
+            return []
+        out = []
+        for rel, (err, reason) in self.unlisted.items():
+            if rel not in self._records:
+                continue  # gone, or not walked any more (hidden meanwhile)
+            inside = rel == rel_dir or (recursive and (not rel_dir or _under(rel, rel_dir)))
+            if inside:
+                out.append((rel, err, reason))
+        return sorted(out)
 
     def _retree(self, rel_dir: str, delta: _Delta) -> str:
         """Re-walk the subtree at ``rel_dir`` (normalized as ``refresh`` says) into

@@ -12,6 +12,7 @@ import base64
 import binascii
 import bisect
 import dataclasses
+import errno
 import math
 import os
 import posixpath
@@ -47,7 +48,7 @@ from readmany_daemon.render import (
     Piece,
     continuation_request,
     cut_notice,
-    render,
+    render_parts,
     return_display,
 )
 from readmany_daemon.workspace import Workspace
@@ -299,7 +300,10 @@ def _inside(ws: Workspace, rel: str) -> bool:
 
 
 def _lstat(ws: Workspace, rel: str) -> tuple[str, os.stat_result] | None:
-    """lstat ``rel``, trying its NFC and NFD spellings too; returns the spelling that exists."""
+    """lstat ``rel``, trying its NFC and NFD spellings too; returns the spelling that
+    exists, None when none does. Other failures (a folder on the way that cannot be
+    searched, a symbolic link loop, a name too long) raise their ``OSError``: the entry
+    gets the matching code, not ``not-found`` (see ``_path_error``)."""
     for candidate in dict.fromkeys(
         (rel, unicodedata.normalize("NFC", rel), unicodedata.normalize("NFD", rel))
     ):
@@ -307,9 +311,38 @@ def _lstat(ws: Workspace, rel: str) -> tuple[str, os.stat_result] | None:
             return candidate, os.lstat(ws.abspath(candidate))
         except (FileNotFoundError, NotADirectoryError):
             continue
-        except OSError:
-            return None
     return None
+
+
+def _path_error(raw: str, exc: OSError) -> tuple[str, str]:
+    """``(code, message)`` for a requested path whose ``lstat``/``stat`` failed with
+    something other than "no such file" (PROTOCOL §4 codes)."""
+    if isinstance(exc, PermissionError):
+        return (
+            Code.PERMISSION_DENIED,
+            f"{raw}: permission denied (a folder on its path cannot be searched)",
+        )
+    if exc.errno == errno.ELOOP:
+        return Code.NOT_FOUND, _LOOP_MESSAGE.format(raw)
+    reason = exc.strerror or str(exc)
+    return Code.FS_ERROR, f"{raw}: file system error: {reason}"
+
+
+#: A symbolic link that resolves to no file because it loops (a→b→a): like a broken
+#: link, ``not-found``, named or reached by an expansion.
+_LOOP_MESSAGE = "{} is a symbolic link loop (too many levels of symbolic links)"
+
+
+def _glob_scope(pattern: str, recursive: bool) -> tuple[str, bool]:
+    """The folder a glob pattern can match below (its leading components without glob
+    characters) and whether it reaches below that folder's own entries."""
+    parts = pattern.strip("/").split("/")
+    k = 0
+    while k < len(parts) - 1 and not _has_magic(parts[k]):
+        k += 1
+    rest = parts[k:]
+    deep = len(rest) > 1 or (recursive and any("**" in p for p in rest))
+    return "/".join(parts[:k]), deep
 
 
 class _Resolver:
@@ -383,9 +416,19 @@ class _Resolver:
                 f"{raw} is outside the workspace {self.ws.root}",
             )
             return
-        found = (
-            _lstat(self.ws, rel) if not raw.endswith("/") or rel else (rel, os.lstat(self.ws.root))
-        )
+        try:
+            found = (
+                _lstat(self.ws, rel)
+                if not raw.endswith("/") or rel
+                else (rel, os.lstat(self.ws.root))
+            )
+        except OSError as exc:
+            if _has_magic(raw):  # no such literal path: the pattern's own answer
+                self.expand(raw, key, "glob", rel)
+                return
+            code, message = _path_error(raw, exc)
+            self.preset(raw, key, Status.ERROR, code, message)
+            return
         if found is not None:
             rel, st = found
             if not _inside(self.ws, rel):
@@ -400,10 +443,14 @@ class _Resolver:
             if stat_mod.S_ISLNK(st.st_mode):
                 try:
                     st = os.stat(self.ws.abspath(rel))
-                except OSError:
-                    self.preset(
-                        raw, key, Status.ERROR, Code.NOT_FOUND, f"{raw} is a broken symbolic link"
-                    )
+                except OSError as exc:
+                    if exc.errno == errno.ELOOP:
+                        code, message = Code.NOT_FOUND, _LOOP_MESSAGE.format(raw)
+                    elif isinstance(exc, FileNotFoundError | NotADirectoryError):
+                        code, message = Code.NOT_FOUND, f"{raw} is a broken symbolic link"
+                    else:
+                        code, message = _path_error(raw, exc)
+                    self.preset(raw, key, Status.ERROR, code, message, rel=rel)
                     return
             if stat_mod.S_ISDIR(st.st_mode):
                 target = self.ws.relpath(os.path.realpath(self.ws.abspath(rel)))
@@ -475,6 +522,8 @@ class _Resolver:
                 raw, key, Status.ERROR, Code.INVALID_PATTERN, f"invalid pattern {raw}: {exc}"
             )
             return
+        if self._unlisted(raw, key, kind, rel, recursive):
+            return
         if self.exclude is not None:
             kept = [m for m in matches if not self.exclude.match(m)]
             if len(kept) != len(matches):
@@ -495,6 +544,48 @@ class _Resolver:
             self.out.hints.append(f"[{message}.]")
             return
         self.add_matches(matches, raw.rsplit("/", 1)[-1].lower())
+
+    def _unlisted(self, raw: str, key: str, kind: str, rel: str, recursive: bool) -> bool:
+        """Account for folders an expansion covers that could not be listed (no read or
+        search permission, an I/O error): their files are unknown, never silently
+        missing. A folder named itself, or the folder a glob's literal part names, is an
+        ``error`` entry (``permission-denied`` or ``fs-error``; returns True: nothing else
+        to add); folders below add a warning line to ``llmContent`` while the rest is
+        answered."""
+        if kind == "dir":
+            scope, deep = rel, recursive
+        else:
+            scope, deep = _glob_scope(rel, recursive)
+        failed = self.ws.index.unlisted_under(scope, deep)
+        if not failed:
+            return False
+        if failed[0][0] == scope:
+            _, err, reason = failed[0]
+            denied = err in (errno.EACCES, errno.EPERM)
+            self.preset(
+                raw,
+                key,
+                Status.ERROR,
+                Code.PERMISSION_DENIED if denied else Code.FS_ERROR,
+                f"{raw}: the folder cannot be listed ({reason})",
+                rel=rel,
+            )
+            return True
+        for folder, _, reason in failed[:_UNLISTED_NAMED]:
+            self.out.hints.append(
+                f"[Warning: {folder}/ cannot be listed ({reason}); "
+                f"its files are missing from {raw}.]"
+            )
+        if len(failed) > _UNLISTED_NAMED:
+            self.out.hints.append(
+                f"[Warning: {len(failed) - _UNLISTED_NAMED} more folders cannot be listed; "
+                f"their files are missing from {raw}.]"
+            )
+        return False
+
+
+#: Unlisted folders named per expansion in ``llmContent`` warnings; the rest are counted.
+_UNLISTED_NAMED = 5
 
 
 def _window_key(key: str, offset: int | None, limit: int | None) -> str:
@@ -533,6 +624,40 @@ def _number_lines(text: str, first: int) -> str:
     return out + ("\n" if trailing else "")
 
 
+def real_path(ws: Workspace, rel: str, real_dirs: dict[str, str] | None = None) -> str:
+    """``os.path.realpath`` of workspace-relative ``rel`` (POSIX, normalized).
+
+    ``real_dirs`` memoizes the real path of each parent folder (keyed by its relative
+    path) for the span of one request, so a glob over thousands of files in a few folders
+    costs one ``lstat`` per file instead of one per path component. A folder replaced by
+    a symbolic link during that span is seen as the request saw it first; the read still
+    goes through ``read_file``'s own ``lstat``/``fstat`` checks."""
+    return _real_path_stat(ws, rel, real_dirs)[0]
+
+
+def _real_path_stat(
+    ws: Workspace, rel: str, real_dirs: dict[str, str] | None
+) -> tuple[str, os.stat_result | None]:
+    """:func:`real_path` and, when the last component is not a symbolic link, its
+    ``lstat`` (then equal to its ``stat``: one system call serves both); else None."""
+    if real_dirs is None:
+        return os.path.realpath(ws.abspath(rel)), None
+    head, _, name = rel.rpartition("/")
+    if name in ("", ".", ".."):
+        return os.path.realpath(ws.abspath(rel)), None
+    real_dir = real_dirs.get(head)
+    if real_dir is None:
+        real_dir = real_dirs[head] = os.path.realpath(ws.abspath(head))
+    candidate = f"{real_dir}/{name}"
+    try:
+        st = os.lstat(candidate)
+    except (OSError, ValueError):
+        return candidate, None  # as realpath: a missing path resolves to itself
+    if stat_mod.S_ISLNK(st.st_mode):
+        return os.path.realpath(candidate), None
+    return candidate, st
+
+
 def _read_source(
     ws: Workspace,
     item: Item,
@@ -540,12 +665,14 @@ def _read_source(
     max_lines: int | None,
     max_chars: int | None,
     attach: bool,
+    real_dirs: dict[str, str] | None = None,
 ) -> tuple[content_mod.Loaded | None, str | None, str]:
     """The content of ``item`` from the overlay, the cache or the disk, in that order.
 
-    Returns ``(loaded, overlay_text, source)``; exactly one of the first two is set."""
+    Returns ``(loaded, overlay_text, source)``; exactly one of the first two is set.
+    ``real_dirs``: see :func:`real_path`."""
     assert item.rel is not None
-    real = os.path.realpath(ws.abspath(item.rel))
+    real, known = _real_path_stat(ws, item.rel, real_dirs)
     if ws.relpath(real) is None:
         # A symbolic link (or a folder on the way) that leaves the root: never read.
         outside = content_mod.Loaded(
@@ -558,15 +685,19 @@ def _read_source(
         buffer = ws.overlay(real)
         if buffer is not None:
             return None, buffer.text, "overlay"
-    if ws.cache is not None:
-        try:
-            st = os.stat(real)
-        except OSError:
-            st = None
-        if st is not None:
-            hit = ws.cache.get(real, st)
-            if hit is not None:
-                return hit, None, "cache"
+    try:
+        st: os.stat_result | None = known or os.stat(real)
+    except OSError as exc:
+        st = None
+        if exc.errno == errno.ELOOP:  # realpath stops at a loop: a→b→a
+            loop = content_mod.Loaded(
+                kind="error", code=Code.NOT_FOUND, message=_LOOP_MESSAGE.format(item.label)
+            )
+            return loop, None, "disk"
+    if ws.cache is not None and st is not None:
+        hit = ws.cache.get(real, st)
+        if hit is not None:
+            return hit, None, "cache"
     loaded = content_mod.read_file(
         real,
         max_file_bytes=ws.settings.max_file_bytes,
@@ -581,9 +712,11 @@ def _read_source(
     return loaded, None, "disk"
 
 
-def load(ws: Workspace, item: Item, params: ReadManyParams) -> Loaded:
+def load(
+    ws: Workspace, item: Item, params: ReadManyParams, real_dirs: dict[str, str] | None = None
+) -> Loaded:
     """Read one item and cut it to its window and per-file caps (the load and budget
-    stages). Never raises for a per-file problem."""
+    stages). Never raises for a per-file problem. ``real_dirs``: see :func:`real_path`."""
     if item.result is not None:
         return Loaded(item, item.result)
     assert item.rel is not None
@@ -601,7 +734,9 @@ def load(ws: Workspace, item: Item, params: ReadManyParams) -> Loaded:
         base.status, base.code, base.mime_type = Status.SKIPPED, Code.BINARY, mime
         base.message = f"{item.label} is binary ({mime}); name it explicitly to attach it"
         return Loaded(item, base)
-    loaded, overlay_text, source = _read_source(ws, item, want_full, max_lines, max_chars, attach)
+    loaded, overlay_text, source = _read_source(
+        ws, item, want_full, max_lines, max_chars, attach, real_dirs
+    )
     base.source = source
     encoding: str | None
     if overlay_text is not None:
@@ -638,7 +773,8 @@ def load(ws: Workspace, item: Item, params: ReadManyParams) -> Loaded:
         # the whole file (total lines counted without decoding the rest).
         window = loaded.window
     else:
-        window = content_mod.window(text, item.offset or 1, max_lines, max_chars)
+        known = loaded.total_lines if loaded is not None and complete else None
+        window = content_mod.window(text, item.offset or 1, max_lines, max_chars, known)
     return _finish(item, base, window, text, params)
 
 
@@ -668,7 +804,8 @@ def _finish(
         and not budget_cut
     )
     cut = (window.next_offset is not None and not whole_window) or window.cut_line is not None
-    if offset > 1 and window.total_lines < offset and not window.text:
+    total = window.total_lines
+    if offset > 1 and total is not None and total < offset and not window.text:
         base.status, base.code = Status.ERROR, Code.NOT_FOUND
         base.message = (
             f"offset {offset} is past the end of {item.label} ({window.total_lines} lines)"
@@ -859,7 +996,17 @@ def _omitted_piece(items: Items, i: int, code: str) -> Piece:
 
 
 def answer(ws: Workspace, params: ReadManyParams) -> ReadManyResult:
-    """Answer ``readMany/read`` on ``ws`` (PROTOCOL §3-§5).
+    """Answer ``readMany/read`` on ``ws`` (PROTOCOL §3-§5); see :func:`answer_parts`."""
+    result, parts = answer_parts(ws, params)
+    result.llm_content = "".join(parts)
+    return result
+
+
+def answer_parts(ws: Workspace, params: ReadManyParams) -> tuple[ReadManyResult, list[str]]:
+    """Answer ``readMany/read`` on ``ws`` (PROTOCOL §3-§5) with ``llmContent`` left empty
+    and returned beside the result as strings to concatenate (``render.render_parts``):
+    the daemon encodes and sends a large answer part by part instead of building one
+    string of it.
 
     Work grows with the files read, not with the size of an expansion: the matches of a
     glob stay a list of paths, and entries after the budget's stop are counted and
@@ -897,10 +1044,11 @@ def answer(ws: Workspace, params: ReadManyParams) -> ReadManyResult:
     indexes = _Flat([r for r in ranges if r[0] < r[1]])
 
     cache: dict[int, Loaded] = {}
+    real_dirs: dict[str, str] = {}
 
     def loaded_at(i: int) -> Loaded:
         if i not in cache:
-            cache[i] = load(ws, items[i], params)
+            cache[i] = load(ws, items[i], params, real_dirs)
         return cache[i]
 
     # stopOnError: everything after the first error (in request order) is omitted.
@@ -986,16 +1134,46 @@ def answer(ws: Workspace, params: ReadManyParams) -> ReadManyResult:
         unlisted_omitted=acc.unlisted_omitted,
         unlisted_skipped=acc.unlisted_skipped,
     )
-    return ReadManyResult(
-        llm_content=render(params.format, acc.pieces, notices),
-        return_display=return_display(acc.summary, acc.pieces),
+    files = [p.result for p in acc.pieces]
+    for result in files:
+        result.path = _wire_safe(result.path)
+        if result.message is not None:
+            result.message = _wire_safe(result.message)
+    for attachment in acc.attachments:
+        attachment.path = _wire_safe(attachment.path)
+    if packing.partial_included_path is not None:
+        packing.partial_included_path = _wire_safe(packing.partial_included_path)
+    packing.omitted_paths = [_wire_safe(p) for p in packing.omitted_paths]
+    answered = ReadManyResult(
+        llm_content="",
+        return_display=_wire_safe(return_display(acc.summary, acc.pieces)),
         summary=acc.summary,
-        files=[p.result for p in acc.pieces],
+        files=files,
         packing=packing,
         clock=ws.clock(),
         attachments=acc.attachments,
         next_cursor=next_cursor,
     )
+    return answered, [_wire_safe(part) for part in render_parts(params.format, acc.pieces, notices)]
+
+
+def _wire_safe(text: str) -> str:
+    """``text`` as valid Unicode for JSON/UTF-8 output: file names with bytes that are not
+    UTF-8 reach the engine as surrogate escapes (``os.fsdecode``), which no encoder
+    accepts; each such byte is shown as U+FFFD (as ripgrep and editors show it). Text
+    that is valid already (nearly always) is returned as is, after one encode check
+    (none for ASCII text)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            raw = text.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            raw = text.encode("utf-8", "surrogatepass")
+        return raw.decode("utf-8", "replace")
+    return text
 
 
 def _account_tail(
@@ -1055,7 +1233,8 @@ def _budget_cut(lo: Loaded, allowed: int, params: ReadManyParams) -> Loaded:
     while True:
         window = content_mod.window(lo.full, offset, lines, max(raw_allowed, 1))
         window.total_lines = lo.window.total_lines
-        if window.next_offset is None and window.line_end < lo.window.total_lines:
+        total = lo.window.total_lines
+        if window.next_offset is None and (total is None or window.line_end < total):
             window.next_offset = window.line_end + 1
         base = msgspec.structs.replace(lo.result, status=Status.OK, code=None, next_offset=None)
         cut = _finish(item, base, window, lo.full, params, budget_cut=True)

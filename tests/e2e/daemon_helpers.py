@@ -77,10 +77,12 @@ def git(root: Path, *args: str, env: dict[str, str]) -> str:
 
 
 class Daemon:
-    """``readmany serve --socket`` under ``env``; ``start`` waits for its ready line."""
+    """``readmany serve --socket`` under ``env``; ``start`` waits for its ready line.
+    ``prefix``: a command the daemon runs under (e.g. ``setpriv`` dropping privileges)."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], prefix: list[str] | None = None) -> None:
         self.env = env
+        self.prefix = list(prefix or [])
         self.socket = os.path.join(env["XDG_RUNTIME_DIR"], "readmany", "daemon.sock")
         self.proc: subprocess.Popen[str] | None = None
         self.lines: queue.Queue[str | None] = queue.Queue()
@@ -89,7 +91,15 @@ class Daemon:
     def start(self, timeout: float = 30.0) -> Daemon:
         self.lines = queue.Queue()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "readmany_daemon", "serve", "--socket", self.socket],
+            [
+                *self.prefix,
+                sys.executable,
+                "-m",
+                "readmany_daemon",
+                "serve",
+                "--socket",
+                self.socket,
+            ],
             env=self.env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -864,3 +864,26 @@ def test_decode_then_window_never_loses_characters(text: str) -> None:
     got = decode(data)
     assert got.text == text
     assert window(got.text).text == text
+
+
+def test_over_limit_file_is_read_no_further_than_scan_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a 10 GB file must not be read (or counted) to its end: past SCAN_BYTES the line
+    # count is unknown and a window starting further is too-large
+    monkeypatch.setattr(content, "SCAN_BYTES", 2 * content.CHUNK_BYTES)
+    path = tmp_path / "big.log"
+    path.write_bytes(b"".join(b"line %07d\n" % i for i in range(1, 600_001)))  # 7.2 MB
+    head = read_file(str(path), max_file_bytes=1000, limit=3)
+    assert head.kind == "text" and head.total_lines is None
+    assert head.bytes_read == 2 * content.CHUNK_BYTES
+    assert head.window is not None and head.window.text == (
+        "line 0000001\nline 0000002\nline 0000003\n"
+    )
+    assert head.window.next_offset == 4 and head.window.total_lines is None
+    far = read_file(str(path), max_file_bytes=1000, offset=500_000, limit=1)
+    assert (far.kind, far.code) == ("error", Code.TOO_LARGE)
+    assert far.bytes_read <= 2 * content.CHUNK_BYTES + content.CHUNK_BYTES
+    # within the limit everything is as before: exact total
+    small = read_file(str(path), max_file_bytes=1000, offset=2, limit=1)
+    assert small.window is not None and small.window.text == "line 0000002\n"

@@ -372,3 +372,31 @@ def test_memory_per_file_is_small(repo: Path) -> None:
     assert n == 2000
     grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
     assert grown / n < 600  # includes fixed costs; ~100 bytes per file at 100k
+
+
+def test_unlisted_folder_is_recorded_and_listed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a folder that cannot be listed is remembered (warning, unlisted_under) and stays
+    # stale, so the next check lists it again once it can be
+    write_tree(tmp_path, {"a.txt": "", "locked/s.txt": "", "locked/deep/t.txt": ""})
+    real_scandir = os.scandir
+    denied = {str(tmp_path / "locked")}
+
+    def scandir(path: str) -> object:
+        if path in denied:
+            raise PermissionError(13, "Permission denied", path)
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)  # the file system's answer, not the index's
+    idx = Index.build(str(tmp_path), Settings())
+    assert idx.files() == ["a.txt"]
+    assert idx.unlisted_under("") == [("locked", 13, "Permission denied")]
+    assert idx.unlisted_under("locked", recursive=False) == [("locked", 13, "Permission denied")]
+    assert idx.unlisted_under("other") == []
+    assert "locked: not listed: Permission denied" in idx.warnings
+    assert idx.is_stale("locked")
+    denied.clear()
+    idx.verify()
+    assert idx.files() == ["a.txt", "locked/deep/t.txt", "locked/s.txt"]
+    assert idx.unlisted_under("") == [] and idx.warnings == []
