@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/bench_daemon.py [--tree DIR] [--files N] [--runs N] [--quick]
+    python bench/bench_daemon.py [--tree DIR] [--files N] [--runs N] [--quick] [--only NAME]
 
 Builds or reuses the tree (``bench/.trees/stdlib-100k`` by default, see ``gen_tree.py``;
 ``--quick`` alone uses a 300-file tree), starts private daemons (each with its own socket
@@ -881,10 +881,15 @@ def _attempt(rows: list[Row], label: str, fn: Callable[[], Row | list[Row]]) -> 
     rows.extend(got if isinstance(got, list) else [got])
 
 
-def run_all(tree: Path, cfg: Settings) -> list[Row]:
-    """Every measure, in an order that keeps the big answer (3) last on the main daemon."""
+MEASURES = ("latency", "oneshot", "full", "write", "restart", "memory", "throughput")  # (1)-(7)
+
+
+def run_all(tree: Path, cfg: Settings, only: frozenset[str] = frozenset(MEASURES)) -> list[Row]:
+    """The measures named in ``only`` (all by default), in an order that keeps the big
+    answer (3) last on the main daemon; the memory measure (6) always runs (it indexes
+    the root)."""
     rows: list[Row] = []
-    order = ["latency", "oneshot", "full", "write", "restart", "memory", "throughput"]  # (1)-(7)
+    order = list(MEASURES)
     by_name: dict[str, list[Row]] = {}
     with private_home() as home, running(home) as daemon:
         try:
@@ -918,6 +923,8 @@ def run_all(tree: Path, cfg: Settings) -> list[Row]:
             ),
             ("full", "full read", lambda: measure_full_read(daemon, tree, cfg)),
         ):
+            if name not in only:
+                continue
             got: list[Row] = []
             _attempt(got, label, fn)
             by_name[name] = got
@@ -928,7 +935,8 @@ def run_all(tree: Path, cfg: Settings) -> list[Row]:
                     flush=True,
                 )
     got = []
-    _attempt(got, "restart", lambda: measure_restart(tree, small, cfg))
+    if "restart" in only:
+        _attempt(got, "restart", lambda: measure_restart(tree, small, cfg))
     by_name["restart"] = got
     for r in got:
         print(
@@ -970,6 +978,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a tiny smoke run (few repetitions)")
     parser.add_argument("--results-dir", type=Path, help="where to write JSON (bench/results)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target FAILs")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=MEASURES,
+        help="run only this measure (repeatable; memory always runs)",
+    )
     args = parser.parse_args(argv)
 
     quick = args.quick
@@ -993,7 +1007,7 @@ def main(argv: list[str] | None = None) -> int:
     tree = tree.resolve()
     print(f"tree: {info.summary() if info else tree}", file=sys.stderr, flush=True)
     started = time.monotonic()
-    rows = run_all(tree, cfg)
+    rows = run_all(tree, cfg, frozenset(args.only or MEASURES))
     elapsed = time.monotonic() - started
 
     print(table([r.cells() for r in rows]))

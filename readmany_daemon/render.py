@@ -145,19 +145,26 @@ def _framed(pieces: Sequence[Piece], with_errors: bool) -> list[Piece]:
     return [p for p in pieces if p.result.status in keep and (p.content is not None or with_errors)]
 
 
-def render_separator(pieces: Sequence[Piece], notices: Notices) -> str:
-    """``--- {label} ---\\n{content}`` (+ ``\\n`` if missing) + ``\\n`` per file, then the
-    notice lines, then ``--- End of content ---`` (PROTOCOL §5, seeds 002/003)."""
+def separator_parts(pieces: Sequence[Piece], notices: Notices) -> list[str]:
+    """:func:`render_separator` as a list of strings whose concatenation is the answer;
+    each file's content is one element, never copied (a full read of a large tree is
+    encoded and sent part by part)."""
     out: list[str] = []
     for p in _framed(pieces, with_errors=False):
         content = p.content or ""
-        if not content.endswith("\n"):
-            content += "\n"
-        out.append(f"--- {p.result.path} ---\n{content}\n")
+        out.append(f"--- {p.result.path} ---\n")
+        out.append(content)
+        out.append("\n" if content.endswith("\n") else "\n\n")
     for line in _notice_lines(pieces, notices, framed_errors=False):
         out.append(line + "\n")
     out.append("--- End of content ---")
-    return "".join(out)
+    return out
+
+
+def render_separator(pieces: Sequence[Piece], notices: Notices) -> str:
+    """``--- {label} ---\\n{content}`` (+ ``\\n`` if missing) + ``\\n`` per file, then the
+    notice lines, then ``--- End of content ---`` (PROTOCOL §5, seeds 002/003)."""
+    return "".join(separator_parts(pieces, notices))
 
 
 def _error_text(r: FileResult) -> str:
@@ -243,6 +250,15 @@ RENDERERS = {
 def render(fmt: str, pieces: Sequence[Piece], notices: Notices) -> str:
     """``llmContent`` in format ``fmt`` (``separator``, ``heredoc``, ``xml`` or ``json``)."""
     return RENDERERS[fmt](pieces, notices)
+
+
+def render_parts(fmt: str, pieces: Sequence[Piece], notices: Notices) -> list[str]:
+    """``llmContent`` as strings whose concatenation equals :func:`render`'s answer: one
+    element per header, content and separator in the ``separator`` format, the whole
+    text as one element in the others."""
+    if fmt == "separator":
+        return separator_parts(pieces, notices)
+    return [render(fmt, pieces, notices)]
 
 
 def return_display(summary: Summary, pieces: Sequence[Piece]) -> str:

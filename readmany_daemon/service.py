@@ -791,15 +791,18 @@ class Service:
         finally:
             lock.release()
 
-    def read_sync(self, entry: RootEntry, params: Any) -> Any:
+    def read_sync(self, entry: RootEntry, params: Any, parts: bool = False) -> Any:
         """``request.answer`` on ``entry`` (``params``: ``ReadManyParams``), after the
-        freshness barrier its ``sync`` asks for."""
+        freshness barrier its ``sync`` asks for; with ``parts``, ``request.answer_parts``
+        (a ``(result, llm_content_parts)`` pair)."""
         from readmany_daemon import request
 
         lock = self._locked(entry)
         try:
             self._ensure_index(entry)
             self._fresh_for(entry, getattr(params, "sync", "auto"))
+            if parts:
+                return request.answer_parts(entry.ws, params)
             return request.answer(entry.ws, params)
         finally:
             self._after(entry)
