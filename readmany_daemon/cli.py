@@ -36,43 +36,90 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_filter_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--root", metavar="DIR", help="workspace folder (default: the current directory)")
-    p.add_argument("--no-default-excludes", action="store_true", help="do not apply the default excludes (node_modules, .venv, …)")
-    p.add_argument("--no-gitignore", action="store_true", help="ignore .gitignore, .git/info/exclude and core.excludesFile")
-    p.add_argument("--no-ignore-files", action="store_true", help="ignore .readmanyignore and the configured ignore files")
+    p.add_argument(
+        "--root", metavar="DIR", help="workspace folder (default: the current directory)"
+    )
+    p.add_argument(
+        "--no-default-excludes",
+        action="store_true",
+        help="do not apply the default excludes (node_modules, .venv, …)",
+    )
+    p.add_argument(
+        "--no-gitignore",
+        action="store_true",
+        help="ignore .gitignore, .git/info/exclude and core.excludesFile",
+    )
+    p.add_argument(
+        "--no-ignore-files",
+        action="store_true",
+        help="ignore .readmanyignore and the configured ignore files",
+    )
     p.add_argument("--no-daemon", action="store_true", help="answer in this process")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
-    parser = _Parser(prog="readmany", description="Read many files at once, exactly, within budgets.")
+    parser = _Parser(
+        prog="readmany", description="Read many files at once, exactly, within budgets."
+    )
     parser.add_argument("--version", action="version", version=f"readmany {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     r = sub.add_parser("read", help="read files, folders and globs; print llmContent")
     r.add_argument("paths", nargs="*", metavar="PATH", help="paths, folders or glob patterns")
     _add_filter_flags(r)
-    r.add_argument("--include", action="append", default=None, metavar="GLOB", help="more patterns (repeatable)")
-    r.add_argument("--exclude", action="append", default=None, metavar="GLOB", help="gitignore-syntax patterns removed from expansions (repeatable)")
-    r.add_argument("--no-recursive", action="store_true", help="a folder gives only its own files; ** acts as *")
+    r.add_argument(
+        "--include",
+        action="append",
+        default=None,
+        metavar="GLOB",
+        help="more patterns (repeatable)",
+    )
+    r.add_argument(
+        "--exclude",
+        action="append",
+        default=None,
+        metavar="GLOB",
+        help="gitignore-syntax patterns removed from expansions (repeatable)",
+    )
+    r.add_argument(
+        "--no-recursive",
+        action="store_true",
+        help="a folder gives only its own files; ** acts as *",
+    )
     r.add_argument("--per-file-max-lines", type=int, metavar="N")
     r.add_argument("--per-file-max-chars", type=int, metavar="N")
     r.add_argument("--max-total-files", type=int, metavar="N")
     r.add_argument("--max-total-chars", type=int, metavar="N")
-    r.add_argument("--prefer-full-read", action="store_true", help="lift the per-file limits (the totals still hold)")
+    r.add_argument(
+        "--prefer-full-read",
+        action="store_true",
+        help="lift the per-file limits (the totals still hold)",
+    )
     r.add_argument("--packing", metavar="S", help="auto | request-order | smallest-first")
     r.add_argument("--stop-on-error", action="store_true")
     r.add_argument("--format", metavar="F", help="separator | heredoc | xml | json")
     r.add_argument("--line-numbers", action="store_true")
     r.add_argument("--absolute-paths", action="store_true")
-    r.add_argument("--params", metavar="JSON", help="a raw ReadManyParams object; flags override it")
+    r.add_argument(
+        "--params", metavar="JSON", help="a raw ReadManyParams object; flags override it"
+    )
     r.add_argument("--json", action="store_true", help="print the whole ReadManyResult as JSON")
-    r.add_argument("--cursor", metavar="TOKEN", help="continue an answer whose budget omitted files")
+    r.add_argument(
+        "--cursor", metavar="TOKEN", help="continue an answer whose budget omitted files"
+    )
 
     f = sub.add_parser("files", help="list the visible files, sorted by bytes")
-    f.add_argument("patterns", nargs="*", metavar="PATTERN", help="globs, folders or paths (default: everything)")
+    f.add_argument(
+        "patterns",
+        nargs="*",
+        metavar="PATTERN",
+        help="globs, folders or paths (default: everything)",
+    )
     _add_filter_flags(f)
-    f.add_argument("-0", "--null", action="store_true", help="separate paths with NUL instead of newline")
+    f.add_argument(
+        "-0", "--null", action="store_true", help="separate paths with NUL instead of newline"
+    )
 
     s = sub.add_parser(
         "serve", help="serve JSON-RPC (LSP framing) on stdio, the shared socket or loopback TCP"
@@ -80,11 +127,15 @@ def build_parser() -> argparse.ArgumentParser:
     mode = s.add_mutually_exclusive_group(required=True)
     mode.add_argument("--stdio", action="store_true", help="one client on stdin/stdout")
     mode.add_argument(
-        "--socket", nargs="?", const="", metavar="PATH",
+        "--socket",
+        nargs="?",
+        const="",
+        metavar="PATH",
         help="the shared per-user daemon (default: $XDG_RUNTIME_DIR/readmany/daemon.sock)",
     )
     mode.add_argument(
-        "--tcp", metavar="HOST:PORT",
+        "--tcp",
+        metavar="HOST:PORT",
         help="loopback TCP; clients send READMANY_TOKEN as initializationOptions.authToken",
     )
     s.add_argument("--log-file", metavar="PATH", help="log here, not stderr (never file contents)")
@@ -92,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     lsp = sub.add_parser("lsp", help="bridge stdio to the shared daemon, starting it if none runs")
     m = sub.add_parser("mcp", help="Model Context Protocol server on stdio, backed by the daemon")
     m.add_argument(
-        "--root", metavar="DIR",
+        "--root",
+        metavar="DIR",
         help="workspace folder (default: the client's MCP roots, else the current directory)",
     )
     m.add_argument("--no-daemon", action="store_true", help="answer in this process only")
@@ -311,6 +363,9 @@ def _daemon_answer(args: argparse.Namespace, method: str, params: dict[str, Any]
             args.no_daemon = True  # one runs: do not start another after answering
             return None
         except ConnectionClosed:
+            # It died mid-request (killed, crashed): the answer is produced here and,
+            # unless disabled, a new daemon is started for the next call.
+            _say("warning: the daemon went away before answering; answering in this process")
             return None
         for _, note in client.notifications:
             if isinstance(note, dict) and note.get("type", 4) <= 2:

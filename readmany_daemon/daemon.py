@@ -5,16 +5,27 @@ Rules (PROTOCOL §1):
 - Socket: ``$XDG_RUNTIME_DIR/readmany/daemon.sock``, else
   ``$TMPDIR/readmany-$UID/daemon.sock`` (``/tmp`` when ``TMPDIR`` is unset). The folder
   is created 0700 and must belong to the user; the socket is 0600.
+- Peers: every accepted unix connection is checked with the kernel's peer credentials
+  (``SO_PEERCRED`` on Linux, ``LOCAL_PEERCRED`` on macOS/BSD): a peer whose uid is not
+  the daemon's effective uid is closed at once, unanswered, with a warning in the log.
+  The folder and socket modes already keep other users out; the check also holds when
+  they are loosened (a shared runtime folder, a umask accident) and against root-less
+  tricks such as a passed file descriptor. Where the system cannot tell, the modes alone
+  protect.
 - One daemon per socket: the daemon holds an exclusive ``flock`` on ``daemon.sock.lock``
   for its lifetime (released by the kernel when it dies). A starting daemon that gets
   the lock knows any socket file left is stale and replaces it; one that does not
   connects, compares versions (``serverInfo.version`` of ``initialize``) and exits 0 when
   they match, or asks the other to stop (``readMany/stopDaemon``, then SIGTERM) and takes
-  its place.
+  its place. Whatever is left at the socket path is replaced by the lock holder: a socket
+  nobody listens on, and in the per-user runtime folder also a regular file or a symlink
+  (only this user can write there). At an explicit ``--socket PATH`` elsewhere, a
+  non-socket is refused (exit 1), so that a typo never deletes a file.
 - Idle exit: ``idleTimeoutSeconds`` after the last connection closed; roots unused for
   that long are dropped before then.
-- ``serve --tcp``: loopback only, ``READMANY_TOKEN`` required from every connection
-  (``initializationOptions.authToken``).
+- ``serve --tcp``: loopback only (the host given and every address it was bound to),
+  ``READMANY_TOKEN`` required from every connection (``initializationOptions.authToken``).
+  Without ``--tcp`` the daemon has no TCP listener at all.
 - Auto-start: ``spawn`` starts ``python -m readmany_daemon serve --socket PATH`` detached
   (new session, stdio on /dev/null, cwd ``/``), logging to
   ``$XDG_STATE_HOME/readmany/daemon.log`` (never file contents).
@@ -56,6 +67,7 @@ __all__ = [
     "ensure_private_dir",
     "ensure_running",
     "parse_tcp",
+    "peer_credentials",
     "probe_version",
     "runtime_dir",
     "serve_socket",
@@ -104,7 +116,7 @@ def ensure_private_dir(path: str) -> None:
         st = os.lstat(path)
     except OSError as exc:
         raise DaemonError(f"cannot create {path}: {exc}") from None
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
         raise DaemonError(f"{path} is not a folder owned by this user; refusing to use it")
     if st.st_mode & 0o077:
         os.chmod(path, 0o700)
@@ -252,10 +264,42 @@ def parse_tcp(spec: str) -> tuple[str, int]:
     return host, port
 
 
+def peer_credentials(sock: Any) -> tuple[int, int | None] | None:
+    """``(uid, pid)`` of the process at the other end of unix socket ``sock``, from the
+    kernel as recorded when the peer called ``connect`` (``SO_PEERCRED`` on Linux:
+    ``struct ucred {pid, uid, gid}``; ``LOCAL_PEERCRED`` on macOS/BSD: ``struct xucred
+    {version, uid, ...}``, no pid). None when the system cannot tell."""
+    import socket
+    import struct
+
+    try:
+        if hasattr(socket, "SO_PEERCRED"):
+            size = struct.calcsize("3i")
+            raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, size)
+            pid, uid, _gid = struct.unpack("3i", raw)
+            return uid, pid
+        if sys.platform == "darwin" or "bsd" in sys.platform:
+            sol_local, local_peercred = 0, 0x001  # <sys/un.h>
+            raw = sock.getsockopt(sol_local, local_peercred, 76)
+            return int(struct.unpack_from("=I", raw, 4)[0]), None
+    except (OSError, struct.error):
+        return None
+    return None
+
+
 class Daemon:
     """Accepts connections and serves each with its own ``ReadManyServer`` over one
     shared ``Service``; exits when asked or after ``idleTimeoutSeconds`` without a
-    connection."""
+    connection.
+
+    Unix connections are accepted from this user only: on accept, the peer's uid is read
+    from the kernel (``SO_PEERCRED`` on Linux, ``LOCAL_PEERCRED`` on macOS, see
+    ``peer_uid``) and a peer whose uid differs from the daemon's effective uid is closed
+    at once, before a byte is read or written, with a warning in the log naming its uid
+    and pid. This holds even if the folder (0700) or socket (0600) modes were loosened;
+    root gets no exception. TCP connections (``kind="tcp"``) authenticate with the token
+    instead.
+    """
 
     def __init__(self, service: Service, *, kind: str, token: str | None = None) -> None:
         import asyncio
@@ -277,6 +321,9 @@ class Daemon:
 
         from readmany_daemon.server import StreamWriter, run_connection
 
+        if self.kind == "socket" and not self._peer_allowed(writer):
+            writer.close()
+            return
         task = asyncio.current_task()
         if task is not None:
             self._connections.add(task)
@@ -294,6 +341,21 @@ class Daemon:
             if task is not None:
                 self._connections.discard(task)
             writer.close()
+
+    def _peer_allowed(self, writer: asyncio.StreamWriter) -> bool:
+        """Whether the peer of a new unix connection runs as this daemon's user (see the
+        class doc); logs a refusal."""
+        sock = writer.get_extra_info("socket")
+        creds = peer_credentials(sock) if sock is not None else None
+        if creds is None or creds[0] == os.geteuid():
+            return True
+        _log().warning(
+            "refused a connection from uid %d (pid %s): only uid %d may use this daemon",
+            creds[0],
+            creds[1] if creds[1] is not None else "?",
+            os.geteuid(),
+        )
+        return False
 
     async def _idle_watch(self) -> None:
         import asyncio
@@ -350,7 +412,11 @@ def _acquire_lock(path: str) -> int | None:
     this version already serves there. Replaces a daemon of another version."""
     import fcntl
 
-    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path + ".lock", flags, 0o600)
+    except OSError as exc:
+        raise DaemonError(f"cannot open the daemon lock {path}.lock: {exc}") from None
     deadline = time.monotonic() + START_TIMEOUT
     asked = False
     while True:
@@ -376,9 +442,10 @@ def _acquire_lock(path: str) -> int | None:
         time.sleep(_POLL)
 
 
-def _bind_unix(path: str) -> Any:
-    """A listening unix socket at ``path`` (mode 0600), replacing a stale socket file.
-    Call only while holding the lock."""
+def _bind_unix(path: str, *, private: bool = False) -> Any:
+    """A listening unix socket at ``path`` (mode 0600), replacing a stale socket file
+    (and, when the folder is the ``private`` per-user runtime folder, a regular file or
+    symlink left there). Call only while holding the lock."""
     import socket
 
     try:
@@ -386,9 +453,18 @@ def _bind_unix(path: str) -> Any:
     except FileNotFoundError:
         pass
     else:
-        if not stat.S_ISSOCK(st.st_mode):
+        if stat.S_ISSOCK(st.st_mode):
+            _log().info("replacing the stale socket %s", path)
+        elif private and (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+            _log().warning("replacing %s: it was not a socket", path)
+        else:
             raise DaemonError(f"{path} exists and is not a socket; refusing to replace it")
-        os.unlink(path)  # stale: its daemon no longer holds the lock
+        try:
+            os.unlink(path)  # stale: its daemon no longer holds the lock
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise DaemonError(f"cannot replace the stale {path}: {exc}") from None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
@@ -429,7 +505,8 @@ def serve_socket(
     path = os.path.abspath(path or default_socket_path())
     configure_logging(settings.log_level, log_file)
     directory = os.path.dirname(path)
-    if directory == runtime_dir() or not os.path.exists(directory):
+    private = directory == runtime_dir()
+    if private or not os.path.exists(directory):
         ensure_private_dir(directory)
     lock_fd = _acquire_lock(path)
     if lock_fd is None:
@@ -439,7 +516,7 @@ def serve_socket(
     sock = None
     inode: int | None = None
     try:
-        sock = _bind_unix(path)
+        sock = _bind_unix(path, private=private)
         inode = os.stat(path).st_ino
         service = Service(settings)
 
@@ -468,6 +545,18 @@ def serve_socket(
         os.close(lock_fd)
 
 
+def _check_loopback(server: asyncio.base_events.Server) -> None:
+    """Refuse to go on when a listening socket is bound to a non-loopback address (a
+    ``localhost`` that resolves elsewhere). Raises ``UsageError``."""
+    import ipaddress
+
+    for sock in server.sockets:
+        address = sock.getsockname()[0]
+        if not ipaddress.ip_address(address.split("%", 1)[0]).is_loopback:
+            server.close()
+            raise UsageError(f"--tcp: bound to {address}, which is not a loopback address")
+
+
 def serve_tcp(
     spec: str,
     settings: Settings,
@@ -494,6 +583,7 @@ def serve_tcp(
     async def main() -> None:
         daemon = Daemon(service, kind="tcp", token=token)
         server = await asyncio.start_server(daemon._handle, host, port)
+        _check_loopback(server)
         bound = server.sockets[0].getsockname()
         await daemon.run(
             server,

@@ -673,7 +673,8 @@ def _read_source(
     ``real_dirs``: see :func:`real_path`."""
     assert item.rel is not None
     real, known = _real_path_stat(ws, item.rel, real_dirs)
-    if ws.relpath(real) is None:
+    real_rel = ws.relpath(real)
+    if real_rel is None:
         # A symbolic link (or a folder on the way) that leaves the root: never read.
         outside = content_mod.Loaded(
             kind="error",
@@ -681,6 +682,20 @@ def _read_source(
             message=f"{item.label} resolves outside the workspace {ws.root}",
         )
         return outside, None, "disk"
+    if real_rel != item.rel:
+        # A symbolic link inside the root: the deny rules hold for where it leads too
+        # (a link to .env or .git/config must not read what naming them cannot).
+        deny = ws.explain(real_rel, False, Filters(False, False, False))
+        if deny is not None:
+            denied = content_mod.Loaded(
+                kind="error",
+                code=Code.DENIED,
+                message=(
+                    f"{item.label} leads to {real_rel}, which is denied by {deny.source}"
+                    f" ({deny.pattern}) and is never read"
+                ),
+            )
+            return denied, None, "disk"
     if ws.overlay is not None:
         buffer = ws.overlay(real)
         if buffer is not None:
