@@ -186,6 +186,7 @@ class Watcher:
         self._unwatched: set[str] = set()
         self._cids = itertools.count(1)
         self._fd: Any = None
+        self._fdlock = threading.Lock()  # _fd is set (started) or taken by stop() under it
         self._observer: Any = None
         self._stopping = threading.Event()
         self._started = threading.Event()
@@ -213,7 +214,8 @@ class Watcher:
         self._stopping.set()
         with self._cond:
             self._cond.notify_all()
-        fd, self._fd = self._fd, None
+        with self._fdlock:
+            fd, self._fd = self._fd, None
         if fd is not None:
             fd.stop()
             fd.join(timeout=5)
@@ -428,13 +430,17 @@ class Watcher:
     def _setup(self) -> None:
         inotify = _inotify_fd_class() if self._backend in ("auto", "inotify") else None
         if inotify is not None:
-            try:
-                self._fd = inotify()
-            except OSError as exc:
-                self.state = "off"
-                self._warn(f"cannot start inotify ({exc.strerror}); using stat checks")
-                return
-            self._fd.start()
+            with self._fdlock:
+                if self._stopping.is_set():
+                    return
+                try:
+                    fd = inotify()
+                except OSError as exc:
+                    self.state = "off"
+                    self._warn(f"cannot start inotify ({exc.strerror}); using stat checks")
+                    return
+                fd.start()
+                self._fd = fd
             self._setup_inotify()
         else:
             self._setup_observer()
@@ -475,13 +481,16 @@ class Watcher:
 
     def _add_special(self, path: str, kind: str) -> bool:
         cid = next(self._cids)
+        fd = self._fd
+        if fd is None:  # stopped meanwhile
+            return False
         try:
-            wd = self._fd.add_callback(os.fsencode(path), WATCH_MASK, self, cid)
+            wd = fd.add_callback(os.fsencode(path), WATCH_MASK, self, cid)
         except OSError as exc:
             self._warn(f"cannot watch {path}: {exc.strerror}")
             return False
         if wd < 0:
-            self._fd.remove_callbacks([(wd, cid)])
+            fd.remove_callbacks([(wd, cid)])
             return False
         with self._wlock:
             self._special[wd] = kind
@@ -498,8 +507,11 @@ class Watcher:
                 return
             cid = next(self._cids)
             path = self._root_slash + rel if rel else self.root
+            fd = self._fd
+            if fd is None:  # stopped meanwhile
+                return
             try:
-                wd = self._fd.add_callback(os.fsencode(path), WATCH_MASK, self, cid)
+                wd = fd.add_callback(os.fsencode(path), WATCH_MASK, self, cid)
             except OSError as exc:
                 if exc.errno == errno.ENOSPC:
                     self._unwatched.add(rel)
@@ -511,7 +523,7 @@ class Watcher:
                     self._set_degraded(f"cannot watch {rel or '.'}: {exc.strerror}")
                 return
             if wd < 0:  # EACCES: watchdog returns -1 instead of raising
-                self._fd.remove_callbacks([(wd, cid)])
+                fd.remove_callbacks([(wd, cid)])
                 self._unwatched.add(rel)
                 return
             other = self._by_wd.get(wd)

@@ -14,33 +14,17 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.e2e.editor_support import BIN, REPO, missing, readmany_cmd
+
 RUN_LUA = "editors/nvim/tests/run.lua"
-BIN = Path(sys.executable).parent
 TIMEOUT = 40  # seconds for the whole editor run
 INSTALL = "apt-get install neovim (any Neovim 0.7+; Debian 12 ships 0.7.2)"
-
-
-def readmany_cmd() -> list[str]:
-    """This checkout's ``readmany``: the venv's console script, else ``python -m``."""
-    script = BIN / "readmany"
-    if script.is_file() and os.access(script, os.X_OK):
-        return [str(script)]
-    return [sys.executable, "-m", "readmany_daemon"]
-
-
-def missing(what: str) -> None:
-    """Skip, or fail under CI (a CI run must not pass by skipping the editor tests)."""
-    if os.environ.get("CI"):
-        pytest.fail(f"{what} (CI is set, so this is a failure, not a skip)")
-    pytest.skip(what)
 
 
 @pytest.fixture

@@ -614,7 +614,12 @@ local function attach(bufnr)
     local err
     id, err = start_client(root)
     if not id then
-      return notify(err, vim.log.levels.WARN)
+      -- once per session: BufReadPost and FileType both fire for every file opened
+      if state.autostart_warned ~= err then
+        state.autostart_warned = err
+        notify(err, vim.log.levels.WARN)
+      end
+      return
     end
   end
   vim.lsp.buf_attach_client(bufnr, id)

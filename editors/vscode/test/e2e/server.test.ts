@@ -32,7 +32,7 @@ const BIG = Array.from({ length: 300 }, (_, i) => `line ${i + 1}`).join('\n') + 
 
 function interpreterCandidates(): string[] {
   const venv = process.env.VIRTUAL_ENV;
-  return [process.env.READMANY_PYTHON, venv && path.join(venv, 'bin', 'python'), '/work/venv/bin/python'].filter(
+  return [process.env.READMANY_PYTHON, venv && path.join(venv, 'bin', 'python')].filter(
     (p): p is string => typeof p === 'string' && p !== '' && fs.existsSync(p),
   );
 }
