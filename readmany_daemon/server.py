@@ -25,6 +25,10 @@ pygls 2.1 facts this module works around (DESIGN.md):
 - ``_execute_handler`` keeps a future per handled notification in
   ``_request_futures`` forever: pruned when it completes (memory stays flat);
 - the built-in ``exit`` calls ``sys.exit``: here it ends only this connection;
+- ``pygls.io_.run_async`` skips a badly framed message line by line (and misreads the
+  rest of the stream), buffers any ``Content-Length``, and answers nothing for a body
+  that is not JSON or not a message: ``read_frame``/``dispatch`` replace it (error
+  responses, ``MAX_MESSAGE_BYTES``, back-pressure; see "reading side");
 - ``pygls`` logs whole messages (file contents) at INFO: its logger stays at WARNING
   and its log arguments are redacted.
 """
@@ -32,12 +36,14 @@ pygls 2.1 facts this module works around (DESIGN.md):
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import hmac
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import uuid
@@ -54,7 +60,6 @@ from pygls.exceptions import (
     JsonRpcRequestCancelled,
     JsonRpcServerNotInitialized,
 )
-from pygls.io_ import run_async
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.protocol.json_rpc import (
@@ -69,6 +74,7 @@ from readmany_daemon import __version__
 from readmany_daemon.errors import InvalidParams, ReadManyError, RootNotFound, jsonrpc_code
 from readmany_daemon.messages import (
     ReadManyParams,
+    ReadManyResult,
     decode_files_params,
     decode_read_params,
     fold_read_params,
@@ -154,18 +160,57 @@ class BlockingWriter:
             with contextlib.suppress(BrokenPipeError, ValueError):
                 self._stream.flush()
 
+    def write_chunks(self, chunks: list[bytes | memoryview]) -> None:
+        """Write one message given as consecutive byte chunks (a large answer)."""
+        if self.closed:
+            return
+        for chunk in chunks:
+            self._stream.write(chunk)
+        self._stream.flush()
+
 
 class StreamWriter:
-    """pygls writer over an ``asyncio.StreamWriter`` (socket connections)."""
+    """pygls writer over an ``asyncio.StreamWriter`` (socket connections).
+
+    A large message comes as chunks (:meth:`write_chunks`); they are written one at a
+    time, each after the transport has drained below its high-water mark, so the
+    process never buffers a second copy of a large answer. Messages written meanwhile
+    queue behind it, in order."""
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
         self.closed = False
+        self._queue: collections.deque[bytes | memoryview] = collections.deque()
+        self._flushing: asyncio.Task[None] | None = None
 
     def write(self, data: bytes) -> None:
         if self.closed or self._writer.is_closing():
             return
-        self._writer.write(data)
+        if self._flushing is None:
+            self._writer.write(data)
+        else:
+            self._queue.append(data)
+
+    def write_chunks(self, chunks: list[bytes | memoryview]) -> None:
+        """Queue one message given as consecutive byte chunks; written with back-pressure."""
+        if self.closed or self._writer.is_closing():
+            return
+        self._queue.extend(chunks)
+        if self._flushing is None:
+            self._flushing = asyncio.get_running_loop().create_task(self._flush())
+
+    async def _flush(self) -> None:
+        try:
+            while self._queue:
+                if self._writer.is_closing():
+                    break
+                self._writer.write(self._queue.popleft())
+                await self._writer.drain()
+        except ConnectionError:
+            log.info("client went away while a large answer was written")
+        finally:
+            self._queue.clear()
+            self._flushing = None
 
     def close(self) -> None:
         if not self.closed:
@@ -180,6 +225,60 @@ def _encode_body(obj: Any) -> bytes:
         # A lone surrogate (a non-UTF-8 file name kept by surrogateescape): JSON's
         # \\udcXX escape carries it; msgspec refuses to write it.
         return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+#: Answers whose ``llmContent`` parts hold fewer characters are joined and encoded whole.
+SPLIT_ENCODE_CHARS = 1 << 20
+
+#: Bytes of encoded ``llmContent`` per chunk written of a large answer (about).
+CHUNK_BYTES = 1 << 20
+
+
+@dataclass
+class EncodedResult:
+    """A JSON-RPC ``result`` already encoded: UTF-8 JSON as consecutive chunks whose
+    lengths (bytes) add up to ``size``. Built off the event loop by
+    :func:`encode_read_result`; ``ReadManyProtocol._send_data`` frames it."""
+
+    chunks: list[bytes | memoryview]
+    size: int
+
+
+def _json_string_body(text: str) -> memoryview:
+    """The JSON encoding of ``text`` without its quotes (JSON escapes are per character,
+    so the bodies of consecutive parts concatenate to the body of their concatenation)."""
+    return memoryview(_encode_body(text))[1:-1]
+
+
+def encode_read_result(result: ReadManyResult, parts: list[str]) -> Any:
+    """A ``readMany/read`` answer ready for the wire: builtins with ``llmContent`` joined
+    when small, else an :class:`EncodedResult` whose ``llmContent`` is encoded in chunks
+    of about ``CHUNK_BYTES`` bytes, never as one string (a full read of a large tree
+    would otherwise be copied whole by the join, the encoder and the transport)."""
+    if sum(map(len, parts)) < SPLIT_ENCODE_CHARS:
+        result.llm_content = "".join(parts)
+        return to_builtins(result)
+    encoded = _encode_body(to_builtins(result))  # llmContent is "" and the first field
+    prefix = b'{"llmContent":"'
+    if not encoded.startswith(prefix):
+        result.llm_content = "".join(parts)
+        return to_builtins(result)
+    # Each part is encoded alone (joining text with one non-ASCII character in it would
+    # widen the whole join to 2 or 4 bytes a character) and the bytes are grouped.
+    chunks: list[bytes | memoryview] = [prefix]
+    group: list[memoryview] = []
+    size = 0
+    for part in parts:
+        body = _json_string_body(part)
+        group.append(body)
+        size += len(body)
+        if size >= CHUNK_BYTES:
+            chunks.append(group[0] if len(group) == 1 else b"".join(group))
+            group, size = [], 0
+    if group:
+        chunks.append(group[0] if len(group) == 1 else b"".join(group))
+    chunks.append(memoryview(encoded)[len(prefix) :])
+    return EncodedResult(chunks, sum(map(len, chunks)))
 
 
 # ----------------------------------------------------------------------------- protocol
@@ -241,6 +340,20 @@ class ReadManyProtocol(LanguageServerProtocol):
 
         super()._execute_handler(msg_id, handler, done, args, kwargs)
 
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Any:
+        """pygls cancels the pending requests while iterating ``_request_futures``; the
+        done-callbacks of ``_execute_handler`` delete from that dict as each future is
+        cancelled ("dictionary changed size during iteration", exit code 1 after a
+        shutdown that raced a read). Let pygls iterate a copy; deletions still reach
+        the original, which is put back afterwards."""
+        original = self._request_futures
+        self._request_futures = dict(original)
+        try:
+            return (yield from super().lsp_shutdown(*args))
+        finally:
+            self._request_futures = original
+
     def _send_handler_result(self, future: Any, *, msg_id: MsgId) -> None:
         """Expected errors (invalid params, cancelled, ...) are answered without the
         traceback pygls logs for them."""
@@ -256,6 +369,20 @@ class ReadManyProtocol(LanguageServerProtocol):
         """Frame and write one message (LSP §"Base Protocol": ``Content-Length`` counts
         the UTF-8 bytes of the body). Builtin results are encoded with msgspec."""
         if not data or self.writer is None:
+            return
+        if isinstance(data, JsonRPCResponseMessage) and isinstance(data.result, EncodedResult):
+            head = b'{"jsonrpc":"2.0","id":%s,"result":' % msgspec.json.encode(data.id)
+            length = len(head) + data.result.size + 1
+            chunks = [b"Content-Length: %d\r\n\r\n%s" % (length, head), *data.result.chunks, b"}"]
+            try:
+                write_chunks = getattr(self.writer, "write_chunks", None)
+                if write_chunks is not None:
+                    write_chunks(chunks)
+                else:
+                    self.writer.write(b"".join(chunks))
+            except ConnectionError:
+                log.info("client went away while a message was written")
+                self._server.stop_event.set()
             return
         if isinstance(data, JsonRPCResponseMessage) and (
             data.result is None or isinstance(data.result, (dict, list))
@@ -765,7 +892,13 @@ def _did_close(ls: ReadManyServer, params: types.DidCloseTextDocumentParams) -> 
 async def _read(ls: ReadManyServer, raw: Any) -> Any:
     params = decode_read_params(_with_defaults(ls.read_defaults, raw))
     entry = ls.root_for(_cursor_root(params))
-    return to_builtins(await ls.engine(ls.service.read_sync, entry, params))
+    return await ls.engine(_read_encoded, ls.service, entry, params)
+
+
+def _read_encoded(service: Service, entry: RootEntry, params: ReadManyParams) -> Any:
+    """``Service.read_sync`` then :func:`encode_read_result`, on the engine's thread: a
+    large answer is encoded off the event loop, after the root's lock is released."""
+    return encode_read_result(*service.read_sync(entry, params, True))
 
 
 @_boundary
@@ -874,6 +1007,243 @@ def warm_up(service: Service) -> None:
     server.close()
 
 
+# ------------------------------------------------------------------------ reading side
+#
+# pygls' ``run_async`` reads frames leniently: a frame without a usable ``Content-Length``
+# is skipped line by line (the connection then misreads everything after it and the
+# client waits forever), any ``Content-Length`` is buffered whole, and a body that is
+# not JSON, or JSON that is not a message, gets no answer at all. ``_serve`` replaces it:
+# the faults below are answered (JSON-RPC 2.0 §5.1 codes, ``id: null`` when no id could
+# be read) and, where the framing itself is lost, the connection is closed with a log
+# line. Other connections never notice.
+
+#: Largest message body a connection accepts, in bytes (the ``Content-Length``). A larger
+#: frame is refused unread (-32600) and its connection closed. 64 MiB holds a
+#: ``textDocument/didOpen`` of a file at ``maxFileBytes`` (20 MiB) even if JSON escapes
+#: triple it; PROTOCOL §1 (LSP base protocol) sets no limit of its own.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+#: Largest header section (every header line and the blank line), in bytes.
+MAX_HEADER_BYTES = 8192
+#: Requests and notifications one connection may have running before it stops reading
+#: more, so that a client pipelining thousands of requests queues at most this many
+#: engine jobs ahead of the other connections' (the executor is shared).
+MAX_PENDING_MESSAGES = 64
+#: Bytes of answers a client may leave unread before its connection stops reading
+#: requests (until the client reads), so that a client that never reads cannot make the
+#: daemon buffer answers without end.
+MAX_UNREAD_ANSWER_BYTES = 16 * 1024 * 1024
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+_HEADER_NAME = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+class FramingError(Exception):
+    """The byte stream is not LSP base-protocol framing (or breaks a limit above); the
+    connection cannot find the next message and is closed. ``code`` is the JSON-RPC
+    error sent first (-32700, or -32600 for a message over ``MAX_MESSAGE_BYTES``)."""
+
+    def __init__(self, message: str, code: int = PARSE_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+async def read_frame(reader: Any) -> bytes | None:
+    """Read one LSP base-protocol frame (LSP 3.17 §"Base Protocol": header lines
+    ``Name: value\\r\\n``, a blank line, then ``Content-Length`` bytes of body) and
+    return the body; None at the end of input (also mid-frame: the client went away).
+
+    Header names are matched case-insensitively; headers other than
+    ``Content-Length`` (``Content-Type``) are ignored; a bare ``\\n`` line end is
+    accepted. Raises ``FramingError`` for a line that is no header, a missing, negative
+    or non-numeric ``Content-Length``, a header section over ``MAX_HEADER_BYTES`` or a
+    line over the reader's limit, and a body over ``MAX_MESSAGE_BYTES`` (not read)."""
+    length: int | None = None
+    seen = 0
+    while True:
+        try:
+            line: bytes = await reader.readline()
+        except (ValueError, asyncio.LimitOverrunError):
+            # asyncio.StreamReader.readline: a line over its limit (the daemon's: 64 KiB)
+            raise FramingError("a header line is too long") from None
+        if not line or not line.endswith(b"\n"):
+            return None
+        seen += len(line)
+        if seen > MAX_HEADER_BYTES:
+            raise FramingError(f"the header section is over {MAX_HEADER_BYTES} bytes")
+        text = line.rstrip(b"\r\n")
+        if not text:
+            if length is None:
+                if seen <= 2:
+                    continue  # blank lines between frames: tolerated
+                raise FramingError("a header section without Content-Length")
+            break
+        name, colon, value = text.partition(b":")
+        if not colon or not _HEADER_NAME.fullmatch(name):
+            raise FramingError(f"not a header line: {text[:40]!r}")
+        if name.lower() == b"content-length":
+            value = value.strip()
+            if not value.isdigit() or len(value) > 15:
+                raise FramingError(f"Content-Length {value[:20]!r} is not a byte count")
+            length = int(value)
+            if length > MAX_MESSAGE_BYTES:
+                raise FramingError(
+                    f"a message of {length} bytes is over the limit of "
+                    f"{MAX_MESSAGE_BYTES} (server.MAX_MESSAGE_BYTES)",
+                    INVALID_REQUEST,
+                )
+    body: bytes = await reader.readexactly(length)
+    return body if len(body) == length else None  # (StdinAsyncReader: short at EOF)
+
+
+def _send_error(server: ReadManyServer, msg_id: Any, code: int, message: str) -> None:
+    """Write a JSON-RPC error response (``id`` null when the message's id is unknown)."""
+    writer = server.protocol.writer
+    if writer is None:
+        return
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}},
+        separators=(",", ":"),
+    ).encode("ascii")
+    try:
+        writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    except ConnectionError:
+        server.stop_event.set()
+
+
+def _valid_id(value: Any) -> bool:
+    # JSON-RPC 2.0 §4: a string, a number (without a fraction: an int here) or null.
+    return value is None or isinstance(value, str) or type(value) is int
+
+
+def _params_error(exc: JsonRpcException) -> str:
+    """The message of a -32602 raised while pygls structured LSP-typed params: the
+    fields cattrs named (``$.processId``), else pygls' own message."""
+    cause = exc.__cause__
+    if cause is None:
+        return str(exc.message)
+    import cattrs
+
+    if not isinstance(cause, (cattrs.ClassValidationError, cattrs.IterableValidationError)):
+        return str(exc.message)
+    out = []
+    found = cattrs.transform_error(cause)
+    for item in found:
+        text, _, path = item.rpartition(" @ ")
+        path = re.sub(r"^\$\.params", "$", path)
+        path = re.sub(r"_([a-z])", lambda m: m.group(1).upper(), path)
+        out.append(f"{text} at `{path}`")
+    return "invalid params: " + "; ".join(out) if out else str(exc.message)
+
+
+def _known_method(server: ReadManyServer, method: str) -> bool:
+    fm = server.protocol.fm
+    return method in fm.builtin_features or method in fm.features or method == types.CANCEL_REQUEST
+
+
+def dispatch(server: ReadManyServer, body: bytes) -> None:
+    """Decode one message body and hand it to the protocol; the faults a client can
+    cause get an error response (JSON-RPC 2.0 §5.1): a body that is not UTF-8 or not
+    JSON → -32700; JSON that is not a message object (an array: batches are not part of
+    LSP; a number; no ``"jsonrpc": "2.0"``; an id that is not a string or an integer; a
+    method that is not a string) → -32600; LSP-typed params of the wrong shape → -32602
+    naming the fields. Unknown methods are pygls': -32601 for a request, a notification
+    is ignored. Never raises for what a client sends."""
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        _send_error(server, None, PARSE_ERROR, f"Parse error: the body is not UTF-8 ({exc})")
+        return
+    except (ValueError, RecursionError) as exc:
+        _send_error(server, None, PARSE_ERROR, f"Parse error: the body is not JSON ({exc})")
+        return
+    if not isinstance(data, dict):
+        kind = "an array (batches are not supported)" if isinstance(data, list) else "not an object"
+        _send_error(server, None, INVALID_REQUEST, f"Invalid Request: the message is {kind}")
+        return
+    msg_id = data.get("id")
+    reply_id = msg_id if _valid_id(msg_id) else None
+    problem = None
+    if data.get("jsonrpc") != "2.0":
+        problem = '"jsonrpc" must be "2.0"'
+    elif not _valid_id(msg_id):
+        problem = '"id" must be a string or an integer'
+    elif "method" in data and not isinstance(data["method"], str):
+        problem = '"method" must be a string'
+    elif "method" not in data and "id" not in data:
+        problem = 'a message needs a "method" or an "id"'
+    if problem is not None:
+        _send_error(server, reply_id, INVALID_REQUEST, f"Invalid Request: {problem}")
+        return
+    is_request = "method" in data and "id" in data
+    protocol = server.protocol
+    method = data.get("method")
+    if method is not None and not _known_method(server, method):
+        # Decided here: pygls' message types need ``params`` and fail (-32603) without.
+        if is_request:
+            _send_error(server, reply_id, -32601, f"Method Not Found: {method}")
+        else:
+            log.info("connection %d: ignored a notification of %r", server.conn_id, method)
+        return
+    try:
+        message = protocol.structure_message(data)
+    except JsonRpcInvalidParams as exc:
+        if is_request:
+            _send_error(server, reply_id, exc.code, _params_error(exc))
+        else:
+            log.warning("connection %d: %s: bad params ignored", server.conn_id, data["method"])
+        return
+    except JsonRpcException as exc:
+        if is_request:
+            _send_error(server, reply_id, exc.code, str(exc.message))
+        return
+    try:
+        protocol.handle_message(message)
+    except Exception:
+        # Connection boundary: a bug met while dispatching one message must not end the
+        # connection (or the daemon); it is logged with its traceback and answered.
+        log.exception("connection %d: could not handle a message", server.conn_id)
+        if is_request:
+            _send_error(server, reply_id, -32603, "Internal error (see the daemon log)")
+
+
+async def _wait_for_room(server: ReadManyServer, writer: Any) -> None:
+    """Back-pressure between messages: wait while the connection has
+    ``MAX_PENDING_MESSAGES`` handlers running, or ``MAX_UNREAD_ANSWER_BYTES`` of answers
+    its client has not read (socket connections)."""
+    futures = server.protocol._request_futures
+    while len(futures) >= MAX_PENDING_MESSAGES and not server.stop_event.is_set():
+        running: list[Any] = [f for f in futures.values() if isinstance(f, asyncio.Future)]
+        if not running:
+            break
+        await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+    stream = getattr(writer, "_writer", None)
+    if isinstance(stream, asyncio.StreamWriter) and not stream.is_closing():
+        transport = stream.transport
+        if transport.get_write_buffer_size() > MAX_UNREAD_ANSWER_BYTES:
+            # drain() returns once the buffer is below the transport's low-water mark.
+            with contextlib.suppress(ConnectionError):
+                await stream.drain()
+
+
+async def _serve(server: ReadManyServer, reader: Any, writer: Any) -> None:
+    """Read and dispatch frames until ``exit``, the end of input or a framing fault."""
+    while not server.stop_event.is_set():
+        try:
+            body = await read_frame(reader)
+        except FramingError as exc:
+            log.warning("connection %d: %s; closing the connection", server.conn_id, exc)
+            _send_error(server, None, exc.code, f"{exc}; closing the connection")
+            server.end(1)
+            return
+        if body is None:
+            log.info("connection %d: end of input", server.conn_id)
+            return
+        dispatch(server, body)
+        await _wait_for_room(server, writer)
+
+
 async def run_connection(
     service: Service,
     reader: Any,
@@ -884,22 +1254,17 @@ async def run_connection(
     on_stop_daemon: Callable[[], None] | None = None,
     live: set[ReadManyServer] | None = None,
 ) -> ReadManyServer:
-    """Serve one connection until ``exit`` or end of input; returns its server (its
-    ``exit_code`` is 0 after ``shutdown`` + ``exit``, else 1). While it runs, the
-    server is in ``live`` (the daemon ends them all when it stops)."""
+    """Serve one connection until ``exit``, end of input or a framing fault (see
+    ``read_frame``: an error response, then the connection is closed); returns its
+    server (its ``exit_code`` is 0 after ``shutdown`` + ``exit``, else 1). While it
+    runs, the server is in ``live`` (the daemon ends them all when it stops)."""
     server = ReadManyServer(service, kind=kind, token=token)
     server.on_stop_daemon = on_stop_daemon
     server.protocol.set_writer(writer)
     if live is not None:
         live.add(server)
     try:
-        await run_async(
-            stop_event=server.stop_event,
-            reader=reader,
-            protocol=server.protocol,
-            logger=log,
-            error_handler=server.report_server_error,
-        )
+        await _serve(server, reader, writer)
     except (ConnectionError, asyncio.IncompleteReadError):
         log.info("connection %d: client went away", server.conn_id)
     finally:

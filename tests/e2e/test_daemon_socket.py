@@ -15,6 +15,7 @@ import os
 import queue
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -235,6 +236,52 @@ def test_socket_serves_and_cli_answers_through_it(
 
     bad = cli(denv, "read", "a.txt", "--per-file-max-lines", "0", cwd=ws)
     assert bad.returncode == 2 and "perFileMaxLines" in bad.stderr
+
+
+def test_large_answer_is_sent_in_chunks_and_in_order(
+    daemons: Any, denv: dict[str, str], sock: Path, tmp_path: Path
+) -> None:
+    """An answer over 1 MiB characters (encoded and written chunk by chunk) equals the
+    in-process one, and a request sent right behind it is answered after it, whole."""
+    root = tmp_path / "big"
+    line = 'caf\u00e9 "q" \\ \t \U0001f600 \u2028 end\n'
+    write(root, {f"d{i}/f{i}.txt": line * (40_000 // len(line)) for i in range(40)})
+    write(root, {"small.txt": "small\n"})
+    d = daemons("--socket")
+    d.wait_line("serving on")
+    args = ["read", "--json", "**/*.txt", "--prefer-full-read"]
+    args += ["--max-total-files", "1000", "--max-total-chars", "100000000"]
+    via_daemon = cli(denv, *args, cwd=root)
+    in_process = cli(denv, *args, "--no-daemon", cwd=root)
+    assert via_daemon.returncode == in_process.returncode == 0, via_daemon.stderr
+    warm, cold = json.loads(via_daemon.stdout), json.loads(in_process.stdout)
+    assert len(warm["llmContent"]) > 1 << 20
+    for r in (warm, cold):
+        r.pop("clock")
+        for f in r["files"]:
+            f.pop("source", None)
+    assert warm == cold
+
+    client = Client.connect_unix(str(sock), timeout=10.0)
+    client.settimeout(60.0)
+    try:
+        client.initialize(str(root))
+        big = {"paths": ["**/*.txt"], "preferFullRead": True, "maxTotalFiles": 1000}
+        big["maxTotalChars"] = 10**8
+        client.send({"jsonrpc": "2.0", "id": 101, "method": "readMany/read", "params": big})
+        # Once the big answer has begun to arrive (and, unread, fills the socket), a
+        # second answer must queue behind it rather than land inside it.
+        assert client._sock.recv(1, socket.MSG_PEEK)
+        small = {"paths": ["small.txt"]}
+        client.send({"jsonrpc": "2.0", "id": 102, "method": "readMany/read", "params": small})
+        first, second = client.receive(), client.receive()
+        assert (first["id"], second["id"]) == (101, 102)
+        assert first["result"]["llmContent"] == cold["llmContent"]
+        assert (
+            second["result"]["llmContent"] == "--- small.txt ---\nsmall\n\n--- End of content ---"
+        )
+    finally:
+        client.close()
 
 
 async def test_clients_at_once_share_overlays_and_exit_closes_one(

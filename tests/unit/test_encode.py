@@ -1,0 +1,67 @@
+"""The chunked encoding of large ``readMany/read`` answers (server.encode_read_result)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from readmany_daemon import server
+from readmany_daemon.messages import PackingInfo, ReadManyResult, Summary, to_builtins
+
+
+def _result() -> ReadManyResult:
+    return ReadManyResult(
+        llm_content="",
+        return_display="Read **2** file(s)",
+        summary=Summary(matched=2, read=2),
+        files=[],
+        packing=PackingInfo(strategy="request-order"),
+        clock="c:1",
+    )
+
+
+def _decoded(encoded: Any) -> dict[str, Any]:
+    if isinstance(encoded, server.EncodedResult):
+        body = b"".join(bytes(c) for c in encoded.chunks)
+        assert len(body) == encoded.size
+        value: dict[str, Any] = json.loads(body)
+        return value
+    return dict(encoded)
+
+
+PARTS = [
+    "--- a.py ---\n",
+    'print("quote \\" and backslash \\\\")\n\ttab\x00nul\x1fus\n',
+    "\n",
+    "--- caf\u00e9.txt ---\n",
+    "caf\u00e9 \U0001f600 \u2028 line sep\n" * 7,
+    "\n",
+    "--- End of content ---",
+]
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 17, 1 << 20])
+def test_chunks_concatenate_to_the_whole_answer(
+    monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    monkeypatch.setattr(server, "SPLIT_ENCODE_CHARS", 0)
+    monkeypatch.setattr(server, "CHUNK_BYTES", chunk)
+    encoded = server.encode_read_result(_result(), list(PARTS))
+    assert isinstance(encoded, server.EncodedResult)
+    whole = _result()
+    whole.llm_content = "".join(PARTS)
+    assert _decoded(encoded) == to_builtins(whole)
+
+
+def test_small_answers_stay_builtins() -> None:
+    encoded = server.encode_read_result(_result(), list(PARTS))
+    assert isinstance(encoded, dict)
+    assert encoded["llmContent"] == "".join(PARTS)
+
+
+def test_empty_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(server, "SPLIT_ENCODE_CHARS", 0)
+    encoded = server.encode_read_result(_result(), [])
+    assert _decoded(encoded)["llmContent"] == ""
