@@ -63,6 +63,7 @@ test. pathspec is therefore not imported at run time.
 
 from __future__ import annotations
 
+import array
 import bisect
 import os
 import re
@@ -71,7 +72,7 @@ import subprocess
 import threading
 import weakref
 import zlib
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any, Final, NamedTuple
 
 import msgspec
@@ -111,6 +112,9 @@ _K_DENY, _K_IGNORE_FILE, _K_GIT, _K_DEFAULT = 0, 1, 2, 3  # indexes into a state
 
 #: git's ``PATTERN_MAX_FILE_SIZE`` (dir.c): larger pattern files are skipped whole.
 MAX_PATTERN_FILE_BYTES: Final = 100 * 1024 * 1024
+#: Problem lines listed per ignore file (``file:line: reason``); the rest are counted in
+#: one more warning, so that a broken or generated file cannot flood ``readMany/status``.
+MAX_WARNINGS_PER_FILE: Final = 20
 
 
 class Filters(NamedTuple):
@@ -784,10 +788,102 @@ def _read_all(fd: int) -> bytes:
         chunks.append(chunk)
 
 
+class PathTable(Sequence[str]):
+    """Paths sorted in the byte order of their UTF-8 (git's index order), packed into
+    one ``bytes`` of NUL-terminated entries plus an ``array`` of start offsets: about
+    ``len(path) + 4`` bytes per path where a ``list`` of ``str`` costs ~100 (the tracked
+    set of a 100,000-file repository is most of an index's memory otherwise).
+
+    Indexing gives ``str`` (undecodable bytes as surrogate escapes, like
+    ``os.fsdecode``); :meth:`contains` and :meth:`has_under` bisect on bytes."""
+
+    __slots__ = ("_blob", "_keys", "_starts")
+
+    def __init__(self, blob: bytes = b"") -> None:
+        """``blob``: NUL-terminated paths in byte order (``git ls-files -z`` output)."""
+        if blob and not blob.endswith(b"\0"):
+            blob += b"\0"
+        self._blob = blob
+        starts = array.array("I" if len(blob) < 1 << 32 else "Q", [0])
+        find, append, pos = blob.find, starts.append, 0
+        while (end := find(b"\0", pos)) >= 0:
+            pos = end + 1
+            append(pos)
+        self._starts = starts
+        self._keys = _PathKeys(blob, starts)
+
+    @classmethod
+    def of(cls, paths: Iterable[str]) -> PathTable:
+        """A table of ``paths`` (any order; sorted here by their UTF-8 bytes)."""
+        keys = sorted(p.encode("utf-8", "surrogateescape") for p in paths)
+        return cls(b"".join(k + b"\0" for k in keys))
+
+    def __len__(self) -> int:
+        return len(self._starts) - 1
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return self._keys[i].decode("utf-8", "surrogateescape")
+
+    def __iter__(self) -> Iterator[str]:
+        blob = self._blob
+        if not blob:
+            return iter(())
+        return (b.decode("utf-8", "surrogateescape") for b in blob[:-1].split(b"\0"))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PathTable):
+            return self._blob == other._blob
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-style equality, as list
+
+    def joined(self) -> str:
+        """The paths joined by NUL (the snapshot's form)."""
+        return self._blob[:-1].decode("utf-8", "surrogateescape")
+
+    def contains(self, rel: str) -> bool:
+        """Whether ``rel`` is one of the paths."""
+        key = rel.encode("utf-8", "surrogateescape")
+        keys = self._keys
+        i = bisect.bisect_left(keys, key)
+        return i < len(keys) and keys[i] == key
+
+    def has_under(self, rel_dir: str) -> bool:
+        """Whether ``rel_dir`` is one of the paths or a folder holding one."""
+        key = rel_dir.encode("utf-8", "surrogateescape")
+        keys = self._keys
+        i = bisect.bisect_left(keys, key)
+        if i < len(keys) and keys[i] == key:
+            return True
+        key += b"/"
+        i = bisect.bisect_left(keys, key, i)
+        return i < len(keys) and keys[i].startswith(key)
+
+
+class _PathKeys:
+    """The bytes of each entry of a :class:`PathTable` (what ``bisect`` compares)."""
+
+    __slots__ = ("_blob", "_starts")
+
+    def __init__(self, blob: bytes, starts: array.array[int]) -> None:
+        self._blob = blob
+        self._starts = starts
+
+    def __len__(self) -> int:
+        return len(self._starts) - 1
+
+    def __getitem__(self, i: int) -> bytes:
+        if i < 0:
+            i += len(self)
+        return self._blob[self._starts[i] : self._starts[i + 1] - 1]
+
+
 class _Tracked:
     """The tracked paths of one repository, relative to the workspace root (``prefix`` is
     the repository's folder relative to the root, ``""`` or ``"sub/"``). Loaded lazily
-    from ``git ls-files -z --cached``."""
+    from ``git ls-files -z --cached`` into a :class:`PathTable`."""
 
     def __init__(
         self, cwd: str, prefix: str, warnings: list[str], paths: list[str] | None = None
@@ -800,10 +896,10 @@ class _Tracked:
         )
         self._lock = threading.Lock()
         self._loaded = paths is not None
-        self._sorted: list[str] = paths if paths is not None else []
+        self._sorted: PathTable = PathTable.of(paths) if paths is not None else PathTable()
         self.error: str | None = None
 
-    def _load(self) -> list[str]:
+    def _load(self) -> PathTable:
         with self._lock:
             if self._loaded:
                 return self._sorted
@@ -811,24 +907,19 @@ class _Tracked:
             self._call = None
             assert call is not None
             rc, out = call.result()
-            paths: list[str] = []
+            table = PathTable()
             if rc != 0:
                 self.error = call.error or f"git ls-files failed in {self.cwd}"
                 self._warnings.append(f"{self.error} (no tracked set: tracked files may be hidden)")
             elif out:
-                text = out.decode("utf-8", "surrogateescape")
-                paths = text.split("\0")
-                if not paths[-1]:
-                    paths.pop()
                 if self.prefix:
-                    paths = [self.prefix + p for p in paths]
-                # git lists in byte order, which is code point order unless surrogate
-                # escapes (undecodable bytes) are present
-                if not text.isascii():
-                    paths.sort()
-            self._sorted = paths
+                    prefix = self.prefix.encode("utf-8", "surrogateescape")
+                    out = b"".join(prefix + p + b"\0" for p in out.rstrip(b"\0").split(b"\0"))
+                # git lists in byte order: the table's order
+                table = PathTable(out)
+            self._sorted = table
             self._loaded = True
-            return paths
+            return table
 
     def fetch(self) -> None:
         """Wait for ``git ls-files`` and keep its raw output (decoded on first use)."""
@@ -838,20 +929,14 @@ class _Tracked:
 
     def contains(self, rel: str) -> bool:
         """Whether ``rel`` (root-relative) is tracked."""
-        lst = self._sorted if self._loaded else self._load()
-        i = bisect.bisect_left(lst, rel)
-        return i < len(lst) and lst[i] == rel
+        table = self._sorted if self._loaded else self._load()
+        return table.contains(rel)
 
     def has_under(self, rel_dir: str) -> bool:
         """Whether folder ``rel_dir`` holds a tracked path (or is itself a tracked
         gitlink, i.e. a submodule)."""
-        lst = self._sorted if self._loaded else self._load()
-        i = bisect.bisect_left(lst, rel_dir)
-        if i < len(lst) and lst[i] == rel_dir:
-            return True
-        key = rel_dir + "/"
-        i = bisect.bisect_left(lst, key, i)
-        return i < len(lst) and lst[i].startswith(key)
+        table = self._sorted if self._loaded else self._load()
+        return table.has_under(rel_dir)
 
     def wait(self) -> None:
         """Finish loading (for callers that want errors reported now)."""
@@ -1008,6 +1093,7 @@ class IgnoreRules:
         self.root = root
         self.settings = settings
         self.warnings: list[str] = []
+        self._file_warnings: set[str] = set()  # what ``_read_list`` added (re-reads: once)
         loc = repo_location(root)
         self.repo: RepoLocation | None = loc
         self.repo_top: str | None = loc.top if loc else None
@@ -1158,7 +1244,13 @@ class IgnoreRules:
             os.close(fd)
         found: list[str] = []
         lst = PatternList.from_bytes(data, label, base, kind, found)
-        self.warnings.extend(w for w in found if w not in self.warnings)  # re-reads: once
+        if len(found) > MAX_WARNINGS_PER_FILE:
+            more = len(found) - MAX_WARNINGS_PER_FILE
+            found[MAX_WARNINGS_PER_FILE:] = [f"{label}: {more} more problem lines not listed"]
+        for w in found:  # re-reads: once (a set: a file's warnings are not re-scanned)
+            if w not in self._file_warnings:
+                self._file_warnings.add(w)
+                self.warnings.append(w)
         return lst
 
     def _dir_lists(

@@ -1392,7 +1392,7 @@ class Index:
             for rel, rec in self._records.items()
         ]
         t = self.rules._tracked
-        tracked = t._sorted if t is not None and t._loaded else None
+        tracked = t._sorted.joined() if t is not None and t._loaded else None
         return IndexDump(dirs, self.rule_sources(), tracked, self.rules._index_stamp)
 
     def rule_sources(self) -> dict[str, str]:
@@ -1488,7 +1488,7 @@ class Index:
             trees.add(rel)
         t = rules._tracked
         if dump.tracked is not None and t is not None and rules._index_stamp != dump.stamp:
-            current = t._load()
+            current = list(t._load())
             before = dump.tracked
             if isinstance(before, str) and "\0".join(current) != before:
                 before = before.split("\0") if before else []

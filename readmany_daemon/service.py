@@ -253,6 +253,8 @@ class RootEntry:
     #: generation) last written, when (monotonic), and when the index was built.
     snapshot_path: str | None = None
     from_snapshot: bool = False
+    #: Milliseconds the index took to be ready (a walk, or a snapshot load + reconcile).
+    index_ms: float | None = None
     saved: tuple[str, int] | None = None
     saved_at: float = 0.0
     built_at: float = 0.0
@@ -537,6 +539,7 @@ class Service:
         ws.__dict__["index"] = index
         ws.__dict__.pop("rules", None)  # the engine must use the index's (live) rules
         entry.built_at = time.monotonic()
+        entry.index_ms = (entry.built_at - started) * 1000
         if entry.from_snapshot:
             entry.saved = (ws.instance, index.clock)  # the file holds this state already
         record = self._recorder(entry)
@@ -935,6 +938,7 @@ class Service:
                 "clock": entry.ws.clock(),
                 "indexed": entry.indexed,
                 "connections": entry.refs,
+                **({"indexMs": round(entry.index_ms, 1)} if entry.index_ms is not None else {}),
                 "watcher": watcher,
             }
             if entry.index_error:
