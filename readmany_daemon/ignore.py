@@ -515,7 +515,7 @@ class PatternList:
             p.name_quick for p in pos if p.name_quick is not None and not p.dir_only
         )
         self.name_quick_dirs = tuple(p.name_quick for p in pos if p.name_quick is not None)
-        self._combined: dict[bool, tuple[re.Pattern[str] | None, re.Pattern[str] | None]] = {}
+        self._combined: dict[bool, tuple[list[Any], list[Any]]] = {}
 
     @classmethod
     def from_bytes(
@@ -577,9 +577,10 @@ class PatternList:
             patterns.append(pat)
         return cls(source, base, kind, patterns, digest, False)
 
-    def _combine(self, is_dir: bool) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
-        """``(basename regex, path regex)``: the list's patterns as one alternation each,
-        last line first, so the first alternative that matches is git's last match."""
+    def _combine(self, is_dir: bool) -> tuple[list[Any], list[Any]]:
+        """``(basename regexes, path regexes)``: the list's patterns as alternations of at
+        most ``_ALTERNATION_CHUNK`` each, last line first, so the first alternative that
+        matches is git's last match (see :func:`_compile_alternation`)."""
         got = self._combined.get(is_dir)
         if got is None:
             name_alts: list[str] = []
@@ -589,26 +590,25 @@ class PatternList:
                 if (pat.dir_only and not is_dir) or pat.full == _NEVER:
                     continue
                 (name_alts if pat.nodir else path_alts).append(f"(?P<g{idx}>{pat.full})")
-            got = (
-                re.compile("|".join(name_alts), re.DOTALL) if name_alts else None,
-                re.compile("|".join(path_alts), re.DOTALL) if path_alts else None,
-            )
+            got = (_compile_alternation(name_alts), _compile_alternation(path_alts))
             self._combined[is_dir] = got
         return got
 
     def last_match(self, path: str, name: str, is_dir: bool) -> _Pattern | None:
         """The last pattern matching ``path`` (top-relative byte view, below ``base``) with
         basename ``name``, or ``None`` (git's ``last_matching_pattern_from_list``)."""
-        name_rx, path_rx = self._combine(is_dir)
+        name_rxs, path_rxs = self._combine(is_dir)
         best = -1
-        if name_rx is not None:
-            m = name_rx.fullmatch(name)
+        for rx in name_rxs:  # chunks hold later lines first: the first hit is the last line
+            m = rx.fullmatch(name)
             if m is not None:
-                best = int(m.lastgroup[1:])  # type: ignore[index]
-        if path_rx is not None:
-            m = path_rx.fullmatch(path, len(self.base))
+                best = int(m.lastgroup[1:])
+                break
+        for rx in path_rxs:
+            m = rx.fullmatch(path, len(self.base))
             if m is not None:
-                best = max(best, int(m.lastgroup[1:]))  # type: ignore[index]
+                best = max(best, int(m.lastgroup[1:]))
+                break
         return self.patterns[best] if best >= 0 else None
 
     def verdict(self, pat: _Pattern) -> Verdict:
@@ -1048,6 +1048,47 @@ class NameMatcher:
                 seen |= new
                 hits |= _match_names(rx, new)
         return hits
+
+
+#: Alternatives per compiled regex of one ignore file: a file of 200,000 patterns is
+#: compiled as 400 regexes, not one alternation whose compile time is superlinear.
+_ALTERNATION_CHUNK: Final = 500
+
+
+def _risky(source: str) -> bool:
+    """Whether a translated pattern can make a backtracking engine take exponential time:
+    several unbounded repetitions (``a*a*a*…b``, ``**/**/…``) against a name that almost
+    matches. git's wildmatch is linear there; so is RE2."""
+    return source.count("*") + source.count("+") >= 3
+
+
+def _compile_alternation(alts: list[str]) -> list[Any]:
+    """``alts`` (named groups, in priority order) compiled as chunks of at most
+    ``_ALTERNATION_CHUNK``, in the same order; each matches with ``.fullmatch(s[, pos])``
+    and reports its alternative in ``.lastgroup``.
+
+    A chunk holding a risky alternative (:func:`_risky`), and every chunk of a list over
+    ``_ALTERNATION_CHUNK`` alternatives (Python's ``re`` compiles ~7,000 patterns a
+    second), is compiled with RE2 when it is installed (linear time, the same
+    leftmost-first priority); otherwise, or when RE2 lacks a construct, with ``re``
+    (cheaper per call for the few ordinary patterns of a usual ignore file)."""
+    out: list[Any] = []
+    many = len(alts) > _ALTERNATION_CHUNK
+    for at in range(0, len(alts), _ALTERNATION_CHUNK):
+        chunk = alts[at : at + _ALTERNATION_CHUNK]
+        src = "|".join(chunk)
+        mod = _re2() if many or any(_risky(a) for a in chunk) else None
+        if mod is not None:
+            options = mod.Options()
+            options.dot_nl = True  # re.DOTALL
+            options.log_errors = False
+            try:
+                out.append(mod.compile(src, options))
+                continue
+            except mod.error:
+                pass
+        out.append(re.compile(src, re.DOTALL))
+    return out
 
 
 def _compile_quick(parts: Sequence[str]) -> Any:

@@ -182,15 +182,10 @@ def test_status_reports_ignore_file_warnings(repo: Path) -> None:
         service.close()
 
 
-# ---------------------------------------------------------------- known limits (slow)
+# ------------------------------------------ huge and pathological pattern files (slow)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="ignore.PatternList._combine compiles one alternation of every pattern of a "
-    "file: 200k distinct patterns take ~45 s to compile on first match (superlinear)",
-)
 def test_huge_file_of_valid_patterns_loads_in_bounded_time(repo: Path) -> None:
     data = b"\n".join(b"build%d/*.o" % i for i in range(200_000)) + b"\n"
     write_tree(repo, {".gitignore": data})
@@ -202,11 +197,6 @@ def test_huge_file_of_valid_patterns_loads_in_bounded_time(repo: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="ignore patterns are matched with backtracking regexes: 'a*a*…b' against a long "
-    "name backtracks exponentially (git's wildmatch does not)",
-)
 @pytest.mark.parametrize("pattern", ["a*a*a*a*a*a*a*a*a*a*a*a*a*a*b", "**/" * 12 + "x"])
 def test_pathological_pattern_matches_in_bounded_time(repo: Path, pattern: str) -> None:
     code = (
