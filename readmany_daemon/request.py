@@ -295,8 +295,26 @@ def _to_rel(ws: Workspace, raw: str) -> str | None:
 
 def _inside(ws: Workspace, rel: str) -> bool:
     """True when ``rel``'s real path (symlinks resolved) stays inside the root."""
-    real = os.path.realpath(ws.abspath(rel))
-    return ws.relpath(real) is not None
+    return ws.relpath(_realpath(ws, rel)) is not None
+
+
+def _realpath(ws: Workspace, rel: str) -> str:
+    """``os.path.realpath(ws.abspath(rel))`` for a normalized workspace-relative ``rel``
+    (``""`` = the root). The root is a real path already, so only ``rel``'s own
+    components are ``lstat``'ed (realpath would walk the root's ancestors too); one
+    that is a symbolic link, or missing, hands over to ``os.path.realpath``."""
+    if not rel:
+        return ws.root
+    path = ws.root.rstrip("/")
+    for part in rel.split("/"):
+        path = f"{path}/{part}"
+        try:
+            st = os.lstat(path)
+        except (OSError, ValueError):
+            return os.path.realpath(ws.abspath(rel))
+        if stat_mod.S_ISLNK(st.st_mode):
+            return os.path.realpath(ws.abspath(rel))
+    return path
 
 
 def _lstat(ws: Workspace, rel: str) -> tuple[str, os.stat_result] | None:
@@ -453,7 +471,7 @@ class _Resolver:
                     self.preset(raw, key, Status.ERROR, code, message, rel=rel)
                     return
             if stat_mod.S_ISDIR(st.st_mode):
-                target = self.ws.relpath(os.path.realpath(self.ws.abspath(rel)))
+                target = self.ws.relpath(_realpath(self.ws, rel))
                 self.expand(raw, key, "dir", target or "")
                 return
             if not stat_mod.S_ISREG(st.st_mode):
@@ -640,14 +658,14 @@ def _real_path_stat(
 ) -> tuple[str, os.stat_result | None]:
     """:func:`real_path` and, when the last component is not a symbolic link, its
     ``lstat`` (then equal to its ``stat``: one system call serves both); else None."""
-    if real_dirs is None:
-        return os.path.realpath(ws.abspath(rel)), None
     head, _, name = rel.rpartition("/")
     if name in ("", ".", ".."):
         return os.path.realpath(ws.abspath(rel)), None
+    if real_dirs is None:
+        real_dirs = {}
     real_dir = real_dirs.get(head)
     if real_dir is None:
-        real_dir = real_dirs[head] = os.path.realpath(ws.abspath(head))
+        real_dir = real_dirs[head] = _realpath(ws, head)
     candidate = f"{real_dir}/{name}"
     try:
         st = os.lstat(candidate)

@@ -80,7 +80,14 @@ from readmany_daemon.messages import (
     fold_read_params,
     to_builtins,
 )
-from readmany_daemon.service import Cancelled, RequestContext, RootEntry, Service, index_key
+from readmany_daemon.service import (
+    Cancelled,
+    RequestContext,
+    RootEntry,
+    Service,
+    index_key,
+    release_memory,
+)
 from readmany_daemon.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
@@ -167,6 +174,7 @@ class BlockingWriter:
         for chunk in chunks:
             self._stream.write(chunk)
         self._stream.flush()
+        release_memory()
 
 
 class StreamWriter:
@@ -211,6 +219,7 @@ class StreamWriter:
         finally:
             self._queue.clear()
             self._flushing = None
+            release_memory()
 
     def close(self) -> None:
         if not self.closed:

@@ -56,6 +56,7 @@ import contextlib
 import errno
 import itertools
 import logging
+import math
 import os
 import shutil
 import threading
@@ -186,6 +187,8 @@ class Watcher:
         self._unwatched: set[str] = set()
         self._cids = itertools.count(1)
         self._fd: Any = None
+        #: when the last cookie round trip that arrived started (monotonic s; root lock)
+        self._barrier_started = -math.inf
         self._fdlock = threading.Lock()  # _fd is set (started) or taken by stop() under it
         self._observer: Any = None
         self._stopping = threading.Event()
@@ -243,18 +246,27 @@ class Watcher:
         """Apply every queued hint now. The caller holds the root's lock."""
         self._drain_locked()
 
-    def barrier(self, timeout: float = COOKIE_TIMEOUT) -> bool:
+    def barrier(self, timeout: float = COOKIE_TIMEOUT, since: float | None = None) -> bool:
         """Make the index reflect every write that finished before this call (PROTOCOL §6)
         with a cookie round trip, then apply what is queued. The caller holds the root's
         lock. Returns False when the watcher cannot vouch for that (starting, degraded
         by an overflow, no cookie folder, a cookie that did not come within ``timeout``
         s): the caller uses stat checks instead. Folders left unwatched by the watch
-        limit are stat'ed here."""
+        limit are stat'ed here.
+
+        ``since``: when the request arrived (``time.monotonic()``, taken before waiting
+        for the root's lock). A round trip that started after it (another
+        request's, while this one waited) already covers every write that finished
+        before it, so only the queue is applied: concurrent requests share barriers,
+        as a group commit shares a disk flush."""
         if not self._cookie_ok and time.monotonic() >= self._cookie_retry_at:
             self._cookie_ok = self._cookie_watched()
         if self.state not in ("running", "degraded") or not self._cookie_ok:
             self._drain_locked()
             return False
+        if since is not None and self._barrier_started > since:
+            return self._settle()
+        started = time.monotonic()
         assert self._cookie_dir is not None
         name = f"{COOKIE_PREFIX}{os.getpid()}-{next(self._cookie_seq)}"
         got = threading.Event()
@@ -286,6 +298,12 @@ class Watcher:
             )
             self._drain_locked()
             return False
+        self._barrier_started = started
+        return self._settle()
+
+    def _settle(self) -> bool:
+        """The end of a barrier: apply the queue, stat the unwatched folders; False when
+        an overflow (or a state change) means the watcher cannot vouch."""
         self._drain_locked()
         if self._overflow or self.state not in ("running", "degraded"):
             return False

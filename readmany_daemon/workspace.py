@@ -24,6 +24,9 @@ _instances = itertools.count(1)
 #: Expansion answers remembered per workspace (each valid only for one index clock).
 _EXPANSIONS_KEPT = 64
 
+#: Verdicts ``Workspace.explain`` remembers (three or so per named path read).
+_VERDICTS_KEPT = 4096
+
 
 @dataclass
 class Overlay:
@@ -50,6 +53,9 @@ class Workspace:
     _expansions: OrderedDict[
         tuple[str, str, Filters, bool], tuple[int, list[str], Counter[str]]
     ] = field(default_factory=OrderedDict, repr=False)
+    _verdicts: OrderedDict[tuple[str, bool, Filters], tuple[int, Verdict | None]] = field(
+        default_factory=OrderedDict, repr=False
+    )
 
     @classmethod
     def open(cls, path: str, settings: Settings, **kw: object) -> Workspace:
@@ -108,7 +114,26 @@ class Workspace:
 
     def explain(self, rel: str, is_dir: bool, filters: Filters) -> Verdict | None:
         """Why ``rel`` would be hidden under ``filters``: the verdict of its nearest hidden
-        ancestor folder, else its own; None when visible."""
+        ancestor folder, else its own; None when visible.
+
+        Remembered like :meth:`expand`, until the index's clock moves (every change the
+        index takes in, ignore files and git's index included, moves it) and never with
+        ``index.stat_checks`` on: a named read of the same file then costs no rule
+        evaluation (each evaluation probes the folders on the way for ignore files)."""
+        index = self.__dict__.get("index")
+        key = (rel, is_dir, filters)
+        if index is not None and not index.stat_checks:
+            hit = self._verdicts.get(key)
+            if hit is not None and hit[0] == index.clock:
+                return hit[1]
+        verdict = self._explain(rel, is_dir, filters)
+        if index is not None and not index.stat_checks:
+            self._verdicts[key] = (index.clock, verdict)
+            if len(self._verdicts) > _VERDICTS_KEPT:
+                self._verdicts.popitem(last=False)
+        return verdict
+
+    def _explain(self, rel: str, is_dir: bool, filters: Filters) -> Verdict | None:
         parts = rel.split("/")
         for i in range(1, len(parts)):
             verdict = self.rules.check("/".join(parts[:i]), True, filters)

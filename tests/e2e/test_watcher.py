@@ -176,6 +176,30 @@ def test_ignore_file_edits_change_what_is_listed(
         eventually(client, "**", sorted([*everything, "src/.readmanyignore"]))
 
 
+def test_named_reads_follow_ignore_file_edits_at_once(daemon: Daemon, repo: Path) -> None:
+    """A named path's verdict (ignored_by, skipped/ignored, denied) is remembered between
+    reads, but never past a change: each read right after an ignore-file write (no
+    waiting) sees the write (PROTOCOL §6)."""
+    write(repo, {"notes/a.txt": "a\n"})
+    with open_root(daemon, repo) as client:
+
+        def read() -> dict[str, Any]:
+            answer = client.request("readMany/read", {"paths": ["notes/a.txt"]})
+            result: dict[str, Any] = answer["files"][0]
+            return result
+
+        for round_ in range(20):
+            (repo / ".gitignore").write_text("notes/\n")
+            assert read().get("ignoredBy") == ".gitignore:1", round_
+            (repo / ".readmanyignore").write_text("*.txt\n")
+            got = read()
+            assert (got["status"], got.get("code")) == ("skipped", "ignored"), round_
+            (repo / ".readmanyignore").unlink()
+            (repo / ".gitignore").write_text("# nothing\n")
+            got = read()
+            assert got["status"] == "ok" and "ignoredBy" not in got, round_
+
+
 def test_git_index_changes_what_is_visible(daemon: Daemon, repo: Path, env: dict[str, str]) -> None:
     write(
         repo,
