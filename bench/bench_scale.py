@@ -26,8 +26,8 @@ private daemon (``readmany serve --socket``, own XDG folders so no snapshot is r
 
 Each figure is the median over ``--runs`` (5) runs. It prints a Markdown table, the growth
 per file from one size to the next, and writes ``bench/results/scale-latest.json`` and a
-PNG plot (``bench/results/scale-latest.png``, matplotlib) of bytes per file, index µs per
-file and warm latency against the number of paths.
+PNG plot (``bench/plots/scale.png``, matplotlib; committed beside the README table) of
+bytes per file, index µs per file and warm latency against the number of paths.
 
 ``--quick``: 300 and 1,000 paths in a temporary folder, 1 run, a few requests.
 """
@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         "--readmany-src", type=Path, help="folder holding the readmany_daemon to measure"
     )
     parser.add_argument(
-        "--results-dir", type=Path, help="where to write JSON and PNG (bench/results)"
+        "--results-dir", type=Path, help="where to write JSON and PNG (bench/results, bench/plots)"
     )
     parser.add_argument("--markdown", type=Path, help="also write the table to this file")
     args = parser.parse_args(argv)
@@ -400,8 +400,13 @@ def main(argv: list[str] | None = None) -> int:
     if verdict is not None:
         text += "\n\n" + table([{**verdict, "ratio": f"{verdict['ratio']:.2f}x"}])
         print("\n" + table([{**verdict, "ratio": f"{verdict['ratio']:.2f}x"}]))
-    png_dir = args.results_dir or RESULTS_DIR
-    png = plot(results, png_dir / "scale-latest.png")
+    # The committed plot is the full run's; a smoke run's goes with the results.
+    if args.results_dir or args.quick:
+        png_path = (args.results_dir or RESULTS_DIR) / "scale-latest.png"
+    else:
+        png_path = Path(__file__).resolve().parent / "plots" / "scale.png"
+    png_path.parent.mkdir(parents=True, exist_ok=True)
+    png = plot(results, png_path)
     if png is not None:
         print(f"plot: {png}")
     if args.markdown is not None:

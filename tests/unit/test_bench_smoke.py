@@ -219,3 +219,24 @@ def test_bench_peers_quick(gen_tree: ModuleType, tmp_path: Path) -> None:
     saved = json.loads((results / "peers-latest.json").read_text(encoding="utf-8"))
     mine = [r for r in saved["results"] if r["kind"].startswith("readmany")]
     assert len(mine) == 8 and all(r["median_ms"] is not None and not r["error"] for r in mine)
+
+
+def test_bench_scale_quick(tmp_path: Path) -> None:
+    """``bench_scale.py --quick`` (300 and 1,000 empty files in a temporary folder): it
+    runs, prints the table with the flatness target and writes its JSON and plot into the
+    results folder given, not into the repository."""
+    results = tmp_path / "results"
+    plot = BENCH / "plots" / "scale.png"
+    before = plot.stat().st_mtime_ns if plot.exists() else None
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "bench_scale.py"), "--quick", "--results-dir", str(results)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "| paths (tree)" in proc.stdout and "bytes/file" in proc.stdout, proc.stdout
+    saved = json.loads((results / "scale-latest.json").read_text(encoding="utf-8"))
+    assert saved
+    assert (plot.stat().st_mtime_ns if plot.exists() else None) == before
