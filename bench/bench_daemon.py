@@ -314,6 +314,7 @@ class Settings:
     write_timeout: float
     clients: int
     client_seconds: float
+    quick: bool = False
 
 
 def measure_memory(daemon: Daemon, tree: Path) -> tuple[Row, Client]:
@@ -575,14 +576,47 @@ def console_script() -> tuple[str, str]:
     return script, shebang
 
 
-def measure_oneshot(daemon: Daemon, tree: Path, small: str, cfg: Settings) -> list[Row]:
+def regular_install(quick: bool) -> str | None:
+    """The ``readmany`` console script of a regular (not editable) install of this
+    checkout, as the README's ``pip install .`` makes it, in ``bench/.trees/install-venv``
+    (rebuilt each run; ``--no-deps``: the warm path imports only the standard library).
+    An editable install's import hook alone costs ~16 ms at every interpreter start.
+    None with ``quick`` or when the install fails (reported on stderr)."""
+    if quick:
+        return None
+    venv = REPO_ROOT / "bench" / ".trees" / "install-venv"
+    try:
+        if not (venv / "bin" / "python").is_file():
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+        subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
+             "--force-reinstall", str(REPO_ROOT)],
+            check=True, timeout=600, capture_output=True,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as exc:
+        print(f"bench_daemon: no regular install ({exc}); that row is skipped", file=sys.stderr)
+        return None
+    return str(venv / "bin" / "readmany")
+
+
+def measure_oneshot(
+    daemon: Daemon, tree: Path, small: str, cfg: Settings, quick: bool = False
+) -> list[Row]:
     """(2): one-shot ``readmany read`` answered by the warm daemon vs ``python -c pass``,
-    interleaved; plus ``--no-daemon`` for information."""
+    interleaved: the console script of a regular install (:func:`regular_install`), this
+    venv's console script (editable in a checkout) and ``python -m``; plus
+    ``--no-daemon`` for information."""
     script, shebang = console_script()
     env = dict(daemon.env)
     read_args = ("read", "--root", str(tree), small)
+    installed = regular_install(quick)
     commands = [
         Command("python -c pass", (sys.executable, "-c", "pass"), env=env),
+        *(
+            [Command("readmany read (pip install .)", (installed, *read_args), env=env)]
+            if installed
+            else []
+        ),
         Command("readmany read (console script)", (script, *read_args), env=env),
         Command(
             "python -m readmany_daemon read",
@@ -932,7 +966,7 @@ def run_all(tree: Path, cfg: Settings, only: frozenset[str] = frozenset(MEASURES
             (
                 "oneshot",
                 "one-shot readmany read",
-                lambda: measure_oneshot(daemon, tree, small, cfg),
+                lambda: measure_oneshot(daemon, tree, small, cfg, cfg.quick),
             ),
             ("full", "full read", lambda: measure_full_read(daemon, tree, cfg)),
         ):
@@ -1016,6 +1050,7 @@ def main(argv: list[str] | None = None) -> int:
         write_timeout=0.5 if quick else 2.0,
         clients=args.clients,
         client_seconds=args.client_seconds or (1.0 if quick else 5.0),
+        quick=quick,
     )
     tree = tree.resolve()
     print(f"tree: {info.summary() if info else tree}", file=sys.stderr, flush=True)

@@ -550,14 +550,17 @@ class _Resolver:
         self.out.hidden.update(hidden)
         if not matches:
             message = f"{raw} matched no visible file"
-            if hidden:
+            # The counts are hidden files that match and hidden folders in the pattern's
+            # scope (not searched: they may or may not hold matches). Deny rules can't be
+            # lifted and nearly always mean .git/ alone: not worth a hint.
+            liftable = {k: n for k, n in hidden.items() if _HIDDEN_HINTS.get(k)}
+            if liftable:
                 parts = [
-                    f"{n} hidden by {kind_} rules (show with {_HIDDEN_HINTS[kind_]})"
-                    if _HIDDEN_HINTS.get(kind_)
-                    else f"{n} hidden by {kind_} rules (these cannot be lifted)"
-                    for kind_, n in sorted(hidden.items())
+                    f"{n} file(s) or folder(s) hidden by {kind_} rules were not searched"
+                    f" (show them with {_HIDDEN_HINTS[kind_]})"
+                    for kind_, n in sorted(liftable.items())
                 ]
-                message += ": " + "; ".join(parts)
+                message += "; " + "; ".join(parts)
             self.preset(raw, raw, Status.SKIPPED, Code.NO_MATCH, message)
             self.out.hints.append(f"[{message}.]")
             return
