@@ -68,6 +68,29 @@ def connect(
     return client
 
 
+def peer_credentials(sock: Any) -> tuple[int, int | None] | None:
+    """``(uid, pid)`` of the process at the other end of unix socket ``sock``, from the
+    kernel as recorded when the peer called ``connect`` (``SO_PEERCRED`` on Linux:
+    ``struct ucred {pid, uid, gid}``; ``LOCAL_PEERCRED`` on macOS/BSD: ``struct xucred
+    {version, uid, ...}``, no pid). None when the system cannot tell."""
+    import struct
+    import sys
+
+    try:
+        if hasattr(_socket, "SO_PEERCRED"):
+            size = struct.calcsize("3i")
+            raw = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, size)
+            pid, uid, _gid = struct.unpack("3i", raw)
+            return uid, pid
+        if sys.platform == "darwin" or "bsd" in sys.platform:
+            sol_local, local_peercred = 0, 0x001  # <sys/un.h>
+            raw = sock.getsockopt(sol_local, local_peercred, 76)
+            return int(struct.unpack_from("=I", raw, 4)[0]), None
+    except (OSError, struct.error):
+        return None
+    return None
+
+
 class RpcError(Exception):
     """The daemon answered with a JSON-RPC error (``code``, ``message``, ``data``)."""
 
@@ -99,8 +122,10 @@ class Client:
 
     @classmethod
     def connect_unix(cls, path: str, timeout: float | None = 5.0) -> Client:
-        """Connect to the unix socket ``path``. Raises ``OSError``: FileNotFoundError
-        (none), ConnectionRefusedError (stale socket), ``socket.timeout``."""
+        """Connect to the unix socket ``path``, served by a process of this user (its uid
+        checked with :func:`peer_credentials`). Raises ``OSError``: FileNotFoundError
+        (none), ConnectionRefusedError (stale socket), ``socket.timeout``,
+        PermissionError (a socket of another user)."""
         family = getattr(_socket, "AF_UNIX", None)
         if family is None:
             raise OSError("unix sockets are not available on this system")
@@ -109,6 +134,15 @@ class Client:
             sock.settimeout(timeout)
             sock.connect(path)
             sock.settimeout(None)
+            # Whoever serves the socket sees the workspace paths, params and settings we
+            # send and chooses the answer: only a server of this user is trusted (a
+            # fallback path under /tmp can be taken by anyone first).
+            creds = peer_credentials(sock)
+            if creds is not None and creds[0] != os.geteuid():
+                raise PermissionError(
+                    f"{path} is served by uid {creds[0]}, not by this user "
+                    f"(uid {os.geteuid()}): not using it"
+                )
         except OSError:
             sock.close()
             raise

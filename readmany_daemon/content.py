@@ -720,6 +720,38 @@ def _read_upto(fd: int, n: int) -> bytes:
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
+_DIR_FLAGS: Final = (
+    os.O_RDONLY
+    | getattr(os, "O_DIRECTORY", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+def open_beneath(root: str, rel: str, flags: int) -> int:
+    """Open ``rel`` (a relative POSIX path without ``..``) below folder ``root`` one
+    component at a time, each folder with ``O_DIRECTORY | O_NOFOLLOW`` relative to the
+    one before (``dir_fd``), the last with ``flags`` (which should hold ``O_NOFOLLOW``).
+
+    A path checked once (``realpath`` inside the root) can be changed before it is
+    opened: a folder on the way swapped for a symbolic link to elsewhere would make a
+    plain ``open`` read outside the root. Here a symbolic link anywhere on the way fails
+    the open (``ELOOP``/``ENOTDIR``) instead, as ``openat2(RESOLVE_NO_SYMLINKS)`` does.
+    Returns the descriptor; raises ``OSError``."""
+    parts = [p for p in rel.split("/") if p]
+    if not parts or ".." in parts:
+        raise OSError(errno.EINVAL, "not a path below the root", rel)
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        for part in parts[:-1]:
+            nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        return os.open(parts[-1], flags, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
 def read_file(
     abs_path: str,
     *,
@@ -729,12 +761,16 @@ def read_file(
     max_chars: int | None = None,
     want_full: bool = False,
     want_bytes: bool = False,
+    beneath: str | None = None,
 ) -> Loaded:
     """Read one regular file safely, decode it and cut the asked window.
 
     ``abs_path`` must be absolute and already free of symbolic links in its last
     component: the file is opened with ``O_NOFOLLOW``, so a symlink is *not-a-file*
     (resolve it first, e.g. with ``os.path.realpath`` checked against the workspace).
+    With ``beneath`` (a real folder holding ``abs_path``) no component below it may be a
+    symbolic link at the time of the open either (:func:`open_beneath`): a path swapped
+    after it was checked gives ``fs-error``, never another file.
     Opening uses ``O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY`` (flags the
     platform lacks are left out). An ``lstat`` first refuses anything but a regular file
     without opening it (opening some devices has side effects); then the *opened*
@@ -771,7 +807,10 @@ def read_file(
     if not stat.S_ISREG(pre.st_mode):
         return _not_a_file(pre.st_mode)
     try:
-        fd = os.open(abs_path, _OPEN_FLAGS)
+        if beneath is not None and abs_path.startswith(beneath.rstrip("/") + "/"):
+            fd = open_beneath(beneath, abs_path[len(beneath.rstrip("/")) + 1 :], _OPEN_FLAGS)
+        else:
+            fd = os.open(abs_path, _OPEN_FLAGS)
     except OSError as exc:
         return _os_error(exc)
     try:

@@ -54,6 +54,7 @@ from readmany_daemon.client import (
     RpcError,
     connect,
     default_socket_path,
+    peer_credentials,
     runtime_dir,
 )
 from readmany_daemon.errors import DaemonError, UsageError
@@ -262,29 +263,6 @@ def parse_tcp(spec: str) -> tuple[str, int]:
     if port > 65535:
         raise UsageError(f"--tcp: port {port} is out of range")
     return host, port
-
-
-def peer_credentials(sock: Any) -> tuple[int, int | None] | None:
-    """``(uid, pid)`` of the process at the other end of unix socket ``sock``, from the
-    kernel as recorded when the peer called ``connect`` (``SO_PEERCRED`` on Linux:
-    ``struct ucred {pid, uid, gid}``; ``LOCAL_PEERCRED`` on macOS/BSD: ``struct xucred
-    {version, uid, ...}``, no pid). None when the system cannot tell."""
-    import socket
-    import struct
-
-    try:
-        if hasattr(socket, "SO_PEERCRED"):
-            size = struct.calcsize("3i")
-            raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, size)
-            pid, uid, _gid = struct.unpack("3i", raw)
-            return uid, pid
-        if sys.platform == "darwin" or "bsd" in sys.platform:
-            sol_local, local_peercred = 0, 0x001  # <sys/un.h>
-            raw = sock.getsockopt(sol_local, local_peercred, 76)
-            return int(struct.unpack_from("=I", raw, 4)[0]), None
-    except (OSError, struct.error):
-        return None
-    return None
 
 
 class Daemon:

@@ -449,7 +449,13 @@ class _Resolver:
             return
         if found is not None:
             rel, st = found
-            if not _inside(self.ws, rel):
+            try:
+                inside = _inside(self.ws, rel)
+            except OSError as exc:  # the path changed while it was resolved
+                code, message = _path_error(raw, exc)
+                self.preset(raw, key, Status.ERROR, code, message)
+                return
+            if not inside:
                 self.preset(
                     raw,
                     key,
@@ -471,8 +477,22 @@ class _Resolver:
                     self.preset(raw, key, Status.ERROR, code, message, rel=rel)
                     return
             if stat_mod.S_ISDIR(st.st_mode):
-                target = self.ws.relpath(_realpath(self.ws, rel))
-                self.expand(raw, key, "dir", target or "")
+                try:
+                    target = self.ws.relpath(_realpath(self.ws, rel))
+                except OSError as exc:
+                    code, message = _path_error(raw, exc)
+                    self.preset(raw, key, Status.ERROR, code, message)
+                    return
+                if target is None:  # swapped for a link out since the check above
+                    self.preset(
+                        raw,
+                        key,
+                        Status.ERROR,
+                        Code.OUTSIDE_WORKSPACE,
+                        f"{raw} resolves outside the workspace {self.ws.root}",
+                    )
+                    return
+                self.expand(raw, key, "dir", target)
                 return
             if not stat_mod.S_ISREG(st.st_mode):
                 self.preset(
@@ -693,7 +713,11 @@ def _read_source(
     Returns ``(loaded, overlay_text, source)``; exactly one of the first two is set.
     ``real_dirs``: see :func:`real_path`."""
     assert item.rel is not None
-    real, known = _real_path_stat(ws, item.rel, real_dirs)
+    try:
+        real, known = _real_path_stat(ws, item.rel, real_dirs)
+    except OSError as exc:  # the path changed while it was resolved (a racing swap)
+        code, message = _path_error(item.label, exc)
+        return content_mod.Loaded(kind="error", code=code, message=message), None, "disk"
     real_rel = ws.relpath(real)
     if real_rel is None:
         # A symbolic link (or a folder on the way) that leaves the root: never read.
@@ -736,6 +760,7 @@ def _read_source(
             return hit, None, "cache"
     loaded = content_mod.read_file(
         real,
+        beneath=ws.root,
         max_file_bytes=ws.settings.max_file_bytes,
         offset=item.offset or 1,
         limit=max_lines,

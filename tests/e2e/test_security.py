@@ -731,3 +731,117 @@ def test_deny_rules_hold_through_symlinks(daemon: Daemon, tmp_path: Path) -> Non
     if found := _leaks(run.stdout, secrets):
         leaked["cli"] = found
     assert not leaked, leaked
+
+
+def test_a_folder_swapped_for_a_link_out_mid_request_is_never_followed(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """A writer in the workspace flips ``sub`` between a real folder and a link to a
+    folder outside while requests run: no answer may hold the outside file (each open
+    walks the path from the root without following links), and every race is a per-file
+    status, never a JSON-RPC error."""
+    import threading
+
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    secret = f"OUTSIDE-{uuid.uuid4().hex}"
+    write(root, {"sub/x.txt": "inside\n", "a.txt": "a\n"})
+    write(outside, {"x.txt": secret + "\n"})
+    daemon.start()
+    stop = threading.Event()
+    flips = 0
+
+    def flipper() -> None:
+        nonlocal flips
+        real, link = root / "real", root / "lnk"
+        while not stop.is_set():
+            os.rename(root / "sub", real)
+            os.symlink(outside, link)
+            os.rename(link, root / "sub")  # sub -> outside
+            os.unlink(root / "sub")
+            os.rename(real, root / "sub")  # sub is the real folder again
+            flips += 1
+
+    leaked: list[Any] = []
+    errors: list[str] = []
+    with daemon.session(root) as c:
+        thread = threading.Thread(target=flipper, daemon=True)
+        thread.start()
+        try:
+            for n in range(150):
+                for entry in ("sub/x.txt", "sub/**", "sub"):
+                    sync = "none" if n % 2 else "auto"
+                    answer = _read_all(c, entry, sync=sync, format="json")
+                    if "files" not in answer:  # a JSON-RPC error
+                        errors.append(f"{entry}: {answer}")
+                        continue
+                    if _leaks(answer, [secret]):
+                        leaked.append((entry, answer.get("files")))
+        finally:
+            stop.set()
+            thread.join(10)
+    assert flips > 10, flips
+    assert not leaked, leaked[:3]
+    assert not errors, errors[:5]
+
+
+_FAKE_SERVER = r"""
+import json, os, socket, sys
+path = sys.argv[1]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+os.chmod(path, 0o777)
+s.listen(8)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {
+        "capabilities": {}, "serverInfo": {"name": "readmany", "version": "0.1.0"}}}).encode()
+    try:
+        c.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        c.recv(65536)
+    except OSError:
+        pass
+    c.close()
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to serve as another uid")
+def test_clients_refuse_a_socket_served_by_another_user(tmp_path: Path) -> None:
+    """The fallback socket path lies in /tmp, where anyone can be first: the client
+    checks the serving process's uid (SO_PEERCRED) and never talks to another user's
+    server; the CLI then answers in its own process."""
+    exe = _python_for(NOBODY)
+    if exe is None:
+        pytest.skip("no Python interpreter the nobody user can run")
+    import tempfile
+
+    tmpdir = Path(tempfile.mkdtemp(prefix="rmsec", dir="/tmp"))  # reachable by nobody
+    os.chmod(tmpdir, 0o755)
+    folder = tmpdir / f"readmany-{os.getuid()}"  # the fallback runtime folder
+    folder.mkdir(mode=0o777)
+    os.chmod(folder, 0o777)
+    path = str(folder / "daemon.sock")
+    fake = subprocess.Popen(
+        [exe, "-I", "-c", _FAKE_SERVER, path], user=NOBODY, group=NOBODY, extra_groups=[],
+        stdout=subprocess.PIPE, text=True, cwd="/",
+    )  # fmt: skip
+    try:
+        assert fake.stdout is not None and fake.stdout.readline().strip() == "ready"
+        with pytest.raises(PermissionError, match="not by this user"):
+            Client.connect_unix(path, timeout=5)
+        env = make_env(tmp_path / "home")
+        env.pop("XDG_RUNTIME_DIR", None)
+        env["TMPDIR"] = str(tmpdir)
+        root = tmp_path / "ws"
+        write(root, {"a.txt": "mine\n"})
+        run = cli(env, "read", "--root", str(root), "a.txt", "--json")
+        assert run.returncode == 0, run.stderr
+        answer = json.loads(run.stdout)
+        assert "mine" in answer["llmContent"], answer  # answered here, from the disk
+        assert answer["files"][0].get("source", "disk") == "disk"
+    finally:
+        fake.kill()
+        fake.wait(10)
+        if fake.stdout is not None:
+            fake.stdout.close()
+        shutil.rmtree(tmpdir, ignore_errors=True)

@@ -887,3 +887,25 @@ def test_over_limit_file_is_read_no_further_than_scan_bytes(
     # within the limit everything is as before: exact total
     small = read_file(str(path), max_file_bytes=1000, offset=2, limit=1)
     assert small.window is not None and small.window.text == "line 0000002\n"
+
+
+def test_read_beneath_refuses_a_link_anywhere_on_the_path(tmp_path: Path) -> None:
+    """``beneath``: the path is opened one component at a time without following links,
+    so a folder swapped for a link to elsewhere after the path was checked is refused
+    (a plain open would read the other file)."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "x.txt").write_text("inside\n")
+    outside.mkdir()
+    (outside / "x.txt").write_text("OUTSIDE\n")
+    target = str(root / "sub" / "x.txt")
+    assert read_file(target, max_file_bytes=1 << 20, beneath=str(root)).text == "inside\n"
+    (root / "sub").rename(root / "real")
+    (root / "sub").symlink_to(outside)  # the swap: same path, now leading out
+    assert read_file(target, max_file_bytes=1 << 20).text == "OUTSIDE\n"  # what it prevents
+    got = read_file(target, max_file_bytes=1 << 20, beneath=str(root))
+    assert got.kind == "error" and got.text is None, got
+    (root / "deep" / "er").mkdir(parents=True)
+    (root / "deep" / "er" / "y.txt").write_text("deep\n")
+    deep = str(root / "deep" / "er" / "y.txt")
+    assert read_file(deep, max_file_bytes=1 << 20, beneath=str(root)).text == "deep\n"
