@@ -220,10 +220,24 @@ def _workspace(args: argparse.Namespace) -> Any:
         raise RootNotFound(f"--root: {exc}", "root") from None
 
 
+class _OutputError(Exception):
+    """Standard output is closed or cannot be written (a full disk): one line on
+    stderr and exit 1, not a traceback."""
+
+
 def _write(text: str) -> None:
-    out = sys.stdout.buffer
-    out.write(text.encode("utf-8", "surrogateescape"))
-    out.flush()
+    """Write ``text`` (UTF-8, surrogate escapes as their bytes) to standard output.
+    Raises ``BrokenPipeError`` (the reader went away) or ``_OutputError``."""
+    if sys.stdout is None:
+        raise _OutputError("standard output is closed")
+    try:
+        out = sys.stdout.buffer
+        out.write(text.encode("utf-8", "surrogateescape"))
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:  # ValueError: a closed file object
+        raise _OutputError(str(exc)) from None
 
 
 def cmd_read(args: argparse.Namespace) -> int:
@@ -496,3 +510,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (``| head``): not an error of ours.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except _OutputError as exc:
+        print(f"readmany: cannot write the answer: {exc}", file=sys.stderr)
+        return EXIT_FAILED

@@ -1001,8 +1001,12 @@ class _NullWriter:
 def warm_up(service: Service) -> None:
     """Run one ``initialize`` through a throwaway server before the first client, so
     that the shared converter's dispatch caches are built (the first real connection
-    would otherwise pay ~15 ms of the CLI's warm-path budget), and import the engine."""
-    from readmany_daemon import request  # noqa: F401  (imported for its import cost)
+    would otherwise pay ~15 ms of the CLI's warm-path budget), and import the engine,
+    the snapshots and the watcher."""
+    # Every module a request may need, imported now: an install replaced under a
+    # running daemon (pip install -e over pip install .) must not break its first
+    # snapshot or watcher with ModuleNotFoundError hours later.
+    from readmany_daemon import request, snapshot, watcher  # noqa: F401
 
     server = ReadManyServer(service, kind="warm-up")
     server.protocol.set_writer(_NullWriter())
@@ -1070,6 +1074,7 @@ async def read_frame(reader: Any) -> bytes | None:
     line over the reader's limit, and a body over ``MAX_MESSAGE_BYTES`` (not read)."""
     length: int | None = None
     seen = 0
+    headers = 0
     while True:
         try:
             line: bytes = await reader.readline()
@@ -1084,10 +1089,11 @@ async def read_frame(reader: Any) -> bytes | None:
         text = line.rstrip(b"\r\n")
         if not text:
             if length is None:
-                if seen <= 2:
-                    continue  # blank lines between frames: tolerated
+                if not headers:
+                    continue  # blank lines between frames: tolerated (up to the cap)
                 raise FramingError("a header section without Content-Length")
             break
+        headers += 1
         name, colon, value = text.partition(b":")
         if not colon or not _HEADER_NAME.fullmatch(name):
             raise FramingError(f"not a header line: {text[:40]!r}")
@@ -1195,6 +1201,15 @@ def dispatch(server: ReadManyServer, body: bytes) -> None:
         else:
             log.info("connection %d: ignored a notification of %r", server.conn_id, method)
         return
+    if is_request and protocol._shutdown and method != types.EXIT:
+        # LSP §"shutdown": requests after it are errors (InvalidRequest).
+        _send_error(server, reply_id, INVALID_REQUEST, "Invalid Request: shutdown was received")
+        return
+    if method == types.CANCEL_REQUEST:
+        params = data.get("params")
+        if not isinstance(params, dict) or not _valid_id(params.get("id")):
+            log.info("connection %d: ignored a $/cancelRequest without a valid id", server.conn_id)
+            return
     try:
         message = protocol.structure_message(data)
     except JsonRpcInvalidParams as exc:

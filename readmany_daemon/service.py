@@ -652,6 +652,12 @@ class Service:
         if mode == "none":
             return
         watcher = entry.watcher
+        if watcher is not None and watcher.root_lost and os.path.isdir(entry.ws.root):
+            # The folder is back (recreated, moved back): watch it afresh. The old
+            # watcher is stopped on another thread (its loop may wait for this lock).
+            threading.Thread(target=watcher.stop, name="readmany-watcher-stop").start()
+            self._start_watcher(entry, entry.ws.index)
+            watcher = None  # this answer goes through stat checks; later ones the barrier
         if mode == "auto" and watcher is not None and watcher.barrier(since=since):
             return
         if watcher is not None:

@@ -187,6 +187,8 @@ class Watcher:
         self._unwatched: set[str] = set()
         self._cids = itertools.count(1)
         self._fd: Any = None
+        #: the root's own watch is gone (the folder deleted or moved away)
+        self.root_lost = False
         #: when the last cookie round trip that arrived started (monotonic s; root lock)
         self._barrier_started = -math.inf
         self._fdlock = threading.Lock()  # _fd is set (started) or taken by stop() under it
@@ -261,7 +263,7 @@ class Watcher:
         as a group commit shares a disk flush."""
         if not self._cookie_ok and time.monotonic() >= self._cookie_retry_at:
             self._cookie_ok = self._cookie_watched()
-        if self.state not in ("running", "degraded") or not self._cookie_ok:
+        if self.state not in ("running", "degraded") or not self._cookie_ok or self.root_lost:
             self._drain_locked()
             return False
         if since is not None and self._barrier_started > since:
@@ -379,7 +381,17 @@ class Watcher:
             special = self._special.pop(wd, None)
         if self._stopping.is_set():
             return
-        if rel is not None:
+        if rel == "":
+            # The workspace folder itself was deleted or moved away: nothing watches what
+            # may come in its place. Until the service starts a new watcher on it, the
+            # barrier cannot vouch (answers go through stat checks).
+            self.root_lost = True
+            self._set_degraded(
+                "the workspace folder was removed or replaced; using stat checks until "
+                "it is watched again"
+            )
+            self.push([("", FOLDER)])
+        elif rel is not None:
             self.push([(rel, FOLDER)])  # gone, or replaced: re-list; re-watch if still there
         elif special == _INFO:
             self.push([("", RULES)])

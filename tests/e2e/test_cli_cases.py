@@ -297,3 +297,31 @@ def test_files_null_separated_and_sorted_by_bytes(tmp_path: Path, readmany: Any)
     assert names[-1] == ""
     assert names[:-1] == sorted(names[:-1], key=lambda s: s.encode())
     assert "line\nbreak.txt" in names
+
+
+@pytest.mark.parametrize("stdout", ["full", "closed"])
+@pytest.mark.parametrize("command", ["read", "files"])
+def test_unwritable_output_is_one_line_and_exit_1(
+    tmp_path: Path, env: dict[str, str], stdout: str, command: str
+) -> None:
+    """Standard output that cannot be written (a full device, a closed descriptor): one
+    line on stderr naming why, exit 1, no traceback."""
+    import subprocess
+    import sys
+
+    write(tmp_path, {"a.txt": "a\n"})
+    args = [sys.executable, "-m", "readmany_daemon", command, "--no-daemon"]
+    args += ["--root", str(tmp_path)]
+    if command == "read":
+        args.append("a.txt")
+    if stdout == "full":
+        with open("/dev/full", "wb") as full:
+            proc = subprocess.run(args, env=env, stdout=full, stderr=subprocess.PIPE, text=True)
+    else:
+        proc = subprocess.run(
+            args, env=env, stderr=subprocess.PIPE, text=True, pass_fds=(),
+            preexec_fn=lambda: os.close(1),
+        )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("readmany: cannot write the answer"), lines

@@ -349,6 +349,37 @@ def test_unknown_methods_and_wrong_param_types(setup: Setup) -> None:
     setup.check_witness()
 
 
+def test_lifecycle_faults_get_answers_not_silence(setup: Setup) -> None:
+    """Blank lines between frames are skipped; a ``$/cancelRequest`` without a usable id
+    is ignored (no traceback); requests after ``shutdown`` get InvalidRequest (LSP
+    §"shutdown") instead of no answer, and ``exit`` still ends the connection."""
+    conn = initialized(setup)
+    try:
+        conn.send(b"\r\n\r\n\r\n" + request(2, "readMany/read", {"paths": ["b.txt"]}))
+        assert "beta line" in conn.reply()["result"]["llmContent"]
+        for params in ({"id": [1]}, {"id": {"a": 1}}, {}, [1], None):
+            body: dict[str, Any] = {"jsonrpc": "2.0", "method": "$/cancelRequest"}
+            if params is not None:
+                body["params"] = params
+            conn.send(frame(msg(body)))
+        conn.send(request(3, "readMany/status", {}))
+        assert "result" in conn.reply()
+        conn.send(request(4, "shutdown"))
+        assert conn.reply() == {"jsonrpc": "2.0", "id": 4, "result": None}
+        conn.send(request(5, "readMany/read", {"paths": ["b.txt"]}))
+        assert "shutdown" in assert_error(conn.reply(), -32600, 5)
+        conn.send(request(6, "readMany/status", {}))
+        assert_error(conn.reply(), -32600, 6)
+        conn.send(frame(msg({"jsonrpc": "2.0", "method": "exit"})))
+        conn.assert_closed()
+    finally:
+        conn.close()
+    setup.check_witness()
+    log = Path(setup.daemon.env["XDG_STATE_HOME"]) / "readmany" / "daemon.log"
+    logged = log.read_text(errors="replace") if log.exists() else ""
+    assert "Traceback" not in "".join(setup.daemon.stderr) + logged
+
+
 def test_initialize_with_wrong_param_types_names_the_fields(setup: Setup, raw: Raw) -> None:
     raw.send(request(1, "initialize", {"processId": "x", "capabilities": 5}))
     message = assert_error(raw.reply(), -32602, 1)

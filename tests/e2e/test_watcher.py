@@ -200,6 +200,26 @@ def test_named_reads_follow_ignore_file_edits_at_once(daemon: Daemon, repo: Path
             assert got["status"] == "ok" and "ignoredBy" not in got, round_
 
 
+def test_root_deleted_and_recreated_is_seen(daemon: Daemon, tmp_path: Path) -> None:
+    """The workspace folder itself removed and made again (``rm -rf root; mkdir root``):
+    the next answers show the new folder's files, never the old ones, and the new folder
+    is watched again (a file written later is seen through the barrier)."""
+    root = tmp_path / "gone"
+    write(root, {"one.txt": "one\n"})
+    with open_root(daemon, root) as client:
+        assert listed(client) == ["one.txt"]
+        shutil.rmtree(root)
+        write(root, {"two.txt": "two\n", "sub/three.txt": "3\n"})
+        assert listed(client, sync="auto") == ["sub/three.txt", "two.txt"]
+        got = client.request("readMany/read", {"paths": ["**"]})
+        assert "two" in got["llmContent"] and "one" not in got["llmContent"]
+        (root / "sub" / "four.txt").write_text("4\n")
+        assert listed(client, sync="auto") == ["sub/four.txt", "sub/three.txt", "two.txt"]
+        # watched again: a new file arrives through events alone (sync "none")
+        (root / "five.txt").write_text("5\n")
+        eventually(client, "**", ["five.txt", "sub/four.txt", "sub/three.txt", "two.txt"])
+
+
 def test_git_index_changes_what_is_visible(daemon: Daemon, repo: Path, env: dict[str, str]) -> None:
     write(
         repo,
