@@ -42,10 +42,12 @@ import functools
 import hmac
 import json
 import logging
+import math
 import os
 import re
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -124,6 +126,36 @@ class _RedactArgs(logging.Filter):
         return True
 
 
+class _Throttle(logging.Filter):
+    """At most one record per ``every`` seconds for each message text that repeats
+    without end when the process is out of descriptors (asyncio logs
+    "socket.accept() out of system resource" with a traceback for every failed accept:
+    hundreds of thousands of lines a minute, a log that fills the disk)."""
+
+    NOISY = ("socket.accept() out of system resource",)
+
+    def __init__(self, every: float = 60.0) -> None:
+        super().__init__()
+        self.every = every
+        self._last: dict[str, float] = {}
+        self._dropped: dict[str, int] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = str(record.msg)
+        key = next((n for n in self.NOISY if n in text), None)
+        if key is None:
+            return True
+        now = time.monotonic()
+        if now - self._last.get(key, -math.inf) < self.every:
+            self._dropped[key] = self._dropped.get(key, 0) + 1
+            return False
+        self._last[key] = now
+        dropped = self._dropped.pop(key, 0)
+        if dropped:
+            record.msg = f"{text} ({dropped} more like it in the last {self.every:g} s)"
+        return True
+
+
 def configure_logging(level: str = "WARNING", log_file: str | None = None) -> None:
     """Log to ``log_file`` (created with its folder, mode 0600) or stderr — never
     stdout, which carries the protocol. ``pygls`` stays at WARNING whatever ``level``."""
@@ -138,6 +170,7 @@ def configure_logging(level: str = "WARNING", log_file: str | None = None) -> No
     )
     # On the handler: a logger's own filters do not see its children's records.
     handler.addFilter(_RedactArgs())
+    handler.addFilter(_Throttle())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.getLevelNamesMapping().get(str(level).upper(), logging.WARNING))

@@ -77,6 +77,23 @@ def tune_malloc(arenas: int = 2) -> bool:
     return bool(libc is not None and libc.mallopt(_M_ARENA_MAX, arenas) == 1)
 
 
+def raise_open_files_limit() -> int | None:
+    """Raise the soft ``RLIMIT_NOFILE`` to the hard limit (capped at 1,048,576), as most
+    servers do: every client connection and every file being read holds a descriptor.
+    Returns the new soft limit, or None where it cannot be read or set."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = 1 << 20 if hard == resource.RLIM_INFINITY else min(hard, 1 << 20)
+        if soft == resource.RLIM_INFINITY or soft >= target:
+            return int(soft)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        return target
+    except (ImportError, OSError, ValueError):
+        return None
+
+
 def release_memory() -> None:
     """Give free heap memory back to the system (glibc ``malloc_trim``), after a large
     answer has been sent; a no-op elsewhere."""
@@ -390,6 +407,7 @@ class Service:
         answer stats the folders it expands); ``snapshots``: load and save index
         snapshots; ``warm_cache``: warm the content cache in the background."""
         tune_malloc()
+        raise_open_files_limit()
         self.settings = settings
         self.watch = watch
         self.snapshots = snapshots
