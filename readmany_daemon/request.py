@@ -1355,13 +1355,17 @@ def _bytes_key(path: str) -> bytes:
 
 
 def list_files(ws: Workspace, params: FilesParams) -> FilesResult:
-    """``readMany/files``: each visible file with its size (bytes) and mtime (ms)."""
+    """``readMany/files``: each visible file with its size (bytes) and mtime (ms); a file
+    deleted since the index saw it is left out (it is not a file any more)."""
+    rels = list_paths(ws, params.patterns, _filters(params), params.recursive, params.exclude)
+    prefix = ws.root.rstrip("/") + "/"
+    lstat = os.lstat
     infos: list[FileInfo] = []
-    for rel in list_paths(ws, params.patterns, _filters(params), params.recursive, params.exclude):
+    for rel in rels:
         try:
-            st = os.lstat(ws.abspath(rel))
-        except OSError:
-            continue  # deleted since the index saw it: not a file any more
+            st = lstat(prefix + rel)
+        except (OSError, ValueError):
+            continue
         infos.append(FileInfo(path=rel, size=st.st_size, mtime_ms=st.st_mtime_ns / 1e6))
     return FilesResult(files=infos, clock=ws.clock())
 
