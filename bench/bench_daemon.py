@@ -60,6 +60,7 @@ from common import (
     REPO_ROOT,
     Command,
     python_env,
+    reap,
     run_interleaved,
     table,
     tool_version,
@@ -257,15 +258,7 @@ class Daemon:
 
                 with contextlib.suppress(Exception):
                     stop(self.socket, timeout=30.0)
-                try:
-                    self.proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    self.proc.terminate()
-                    try:
-                        self.proc.wait(timeout=10)
-                    except subprocess.TimeoutExpired:
-                        self.proc.kill()
-                        self.proc.wait()
+                reap(self.proc)
         finally:
             if self._stderr is not None:
                 self._stderr.close()

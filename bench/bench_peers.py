@@ -71,7 +71,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import REPO_ROOT, TREES_DIR, python_env, table, tool_version, write_results
+from common import REPO_ROOT, TREES_DIR, python_env, reap, table, tool_version, write_results
 from gen_tree import _GIT_IDENTITY, build_tree, stdlib_dir, stdlib_files
 
 if str(REPO_ROOT) not in sys.path:
@@ -371,15 +371,7 @@ class PrivateDaemon:
                     timeout=60,
                     check=False,
                 )
-                try:
-                    self.proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    self.proc.terminate()
-                    try:
-                        self.proc.wait(timeout=10)
-                    except subprocess.TimeoutExpired:
-                        self.proc.kill()
-                        self.proc.wait()
+                reap(self.proc)
         finally:
             if self._log is not None:
                 self._log.close()

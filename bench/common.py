@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 #: Where results go by default (gitignored).
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -281,6 +282,20 @@ def write_results(
     path.write_text(text, encoding="utf-8")
     (folder / f"{name}-latest.json").write_text(text, encoding="utf-8")
     return path
+
+
+def reap(proc: subprocess.Popen[Any], wait: float = 30.0, grace: float = 10.0) -> None:
+    """Wait up to ``wait`` s for ``proc`` (asked to stop already) to exit, then SIGTERM
+    it and wait ``grace`` s more, then SIGKILL it."""
+    try:
+        proc.wait(timeout=wait)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def python_env() -> dict[str, str]:

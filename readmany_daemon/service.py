@@ -28,6 +28,7 @@ next file (``checkpoint``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -54,8 +55,9 @@ log = logging.getLogger(__name__)
 _M_ARENA_MAX = -8
 
 
+@functools.cache
 def _libc() -> Any:
-    """The C library through ctypes, or None (not glibc, or no ctypes)."""
+    """The C library through ctypes, or None (not glibc, or no ctypes); loaded once."""
     try:
         import ctypes
 

@@ -8,6 +8,7 @@ never bare sleeps.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import shutil
@@ -17,9 +18,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
+
+import pytest
 
 from readmany_daemon.client import Client
 
@@ -192,3 +195,60 @@ def status_root(client: Client, root: Path) -> dict[str, Any]:
         if item["root"] == real:
             return dict(item)
     raise AssertionError(f"{real} is not a root of the daemon")
+
+
+# ------------------------------------------------------------ processes of the daemon
+
+PY = [sys.executable, "-m", "readmany_daemon"]
+
+
+def _state(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def daemon_pids(sock: str) -> list[int]:
+    """Live (not zombie) ``readmany serve --socket`` processes whose command line names
+    ``sock``: each test has its own runtime folder, so these are the test's own."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            argv = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ours = b"readmany_daemon" in argv and b"serve" in argv and os.fsencode(sock) in argv
+        if ours and _state(int(name)) not in (None, "Z"):
+            pids.append(int(name))
+    return sorted(pids)
+
+
+def kill_daemons(sock: str) -> None:
+    """SIGKILL every daemon started (directly or detached) for ``sock``."""
+    for pid in daemon_pids(sock):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not daemon_pids(sock), 10)
+
+
+def cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*PY, *args], env=env, capture_output=True, text=True, timeout=timeout, cwd="/"
+    )
+
+
+@pytest.fixture(name="daemon")
+def fresh_daemon(tmp_path: Path) -> Iterator[Daemon]:
+    """A ``Daemon`` (not started) in a private HOME under ``tmp_path``; afterwards it is
+    stopped, every daemon started for its socket is killed, and its folders removed.
+    Modules use it as ``daemon = fresh_daemon``."""
+    d = Daemon(make_env(tmp_path / "home"))
+    try:
+        yield d
+    finally:
+        d.stop()
+        kill_daemons(d.socket)
+        d.cleanup()

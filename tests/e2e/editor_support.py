@@ -4,7 +4,10 @@ command and the skip-or-fail rule for a missing editor."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,3 +35,17 @@ def missing(what: str) -> None:
     if ci_is_set():
         pytest.fail(f"{what} (CI is set, so this is a failure, not a skip)")
     pytest.skip(what)
+
+
+def editor_env(env: dict[str, str], prefix: str, drop: tuple[str, ...]) -> Iterator[dict[str, str]]:
+    """``env`` (private HOME and XDG folders, READMANY_NO_DAEMON=1) with a short private
+    XDG_RUNTIME_DIR (``/tmp/{prefix}…``: the daemon socket must fit ``sun_path``), this
+    checkout's ``readmany`` first on PATH, and the variables in ``drop`` (the editor's
+    own, which would reach the user's editor) removed. The body of a fixture."""
+    runtime = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    e = dict(env, XDG_RUNTIME_DIR=str(runtime), READMANY_NO_DAEMON="1")
+    e["PATH"] = os.pathsep.join([str(BIN), e.get("PATH", "")])
+    for k in ("READMANY_TOKEN", "READMANY_IDLE_TIMEOUT_SECONDS", *drop):
+        e.pop(k, None)
+    yield e
+    shutil.rmtree(runtime, ignore_errors=True)

@@ -10,16 +10,15 @@ Skipped when Emacs 27+ or Eglot is missing, failed instead when ``CI`` is set.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.editor_support import BIN, REPO, missing, readmany_cmd
+from tests.e2e.editor_support import REPO, missing, readmany_cmd
+from tests.e2e.editor_support import editor_env as editor_support_env
 
 TIMEOUT = 40  # seconds for the whole editor run
 INSTALL = "apt-get install emacs-nox elpa-eglot (Eglot is built into Emacs 29+)"
@@ -47,21 +46,8 @@ def emacs() -> str:
 
 @pytest.fixture
 def editor_env(env: dict[str, str]) -> Iterator[dict[str, str]]:
-    """``env`` (private HOME and XDG folders, READMANY_NO_DAEMON=1) with a short private
-    XDG_RUNTIME_DIR (the daemon socket must fit ``sun_path``) and this checkout's
-    ``readmany`` first on PATH."""
-    runtime = Path(tempfile.mkdtemp(prefix="rmem", dir="/tmp"))
-    e = dict(env, XDG_RUNTIME_DIR=str(runtime), READMANY_NO_DAEMON="1")
-    e["PATH"] = os.pathsep.join([str(BIN), e.get("PATH", "")])
-    for k in (
-        "READMANY_TOKEN",
-        "READMANY_IDLE_TIMEOUT_SECONDS",
-        "EMACSLOADPATH",
-        "EMACS_SERVER_FILE",
-    ):
-        e.pop(k, None)
-    yield e
-    shutil.rmtree(runtime, ignore_errors=True)
+    """See ``editor_support.editor_env``."""
+    yield from editor_support_env(env, "rmem", ("EMACSLOADPATH", "EMACS_SERVER_FILE"))
 
 
 @pytest.mark.timeout(TIMEOUT + 20)

@@ -11,16 +11,15 @@ unsaved buffer winning over disk. Skipped when ``nvim`` is missing, failed inste
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.editor_support import BIN, REPO, missing, readmany_cmd
+from tests.e2e.editor_support import REPO, missing, readmany_cmd
+from tests.e2e.editor_support import editor_env as editor_support_env
 
 RUN_LUA = "editors/nvim/tests/run.lua"
 TIMEOUT = 40  # seconds for the whole editor run
@@ -53,22 +52,8 @@ def nvim() -> str:
 
 @pytest.fixture
 def editor_env(env: dict[str, str]) -> Iterator[dict[str, str]]:
-    """``env`` (private HOME and XDG folders, READMANY_NO_DAEMON=1) with a short private
-    XDG_RUNTIME_DIR (the daemon socket must fit ``sun_path``) and this checkout's
-    ``readmany`` first on PATH."""
-    runtime = Path(tempfile.mkdtemp(prefix="rmnv", dir="/tmp"))
-    e = dict(env, XDG_RUNTIME_DIR=str(runtime), READMANY_NO_DAEMON="1")
-    e["PATH"] = os.pathsep.join([str(BIN), e.get("PATH", "")])
-    for k in (
-        "READMANY_TOKEN",
-        "READMANY_IDLE_TIMEOUT_SECONDS",
-        "NVIM",
-        "NVIM_LISTEN_ADDRESS",
-        "VIMINIT",
-    ):
-        e.pop(k, None)
-    yield e
-    shutil.rmtree(runtime, ignore_errors=True)
+    """See ``editor_support.editor_env``."""
+    yield from editor_support_env(env, "rmnv", ("NVIM", "NVIM_LISTEN_ADDRESS", "VIMINIT"))
 
 
 def lsp_log(env: dict[str, str]) -> str:

@@ -16,66 +16,34 @@ Waits are deadline-bounded polls of process state or answers (``wait_for``).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import socket
 import stat
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from readmany_daemon.client import Client, ConnectionClosed
-from tests.e2e.daemon_helpers import Daemon, git, make_env, status_root, wait_for, write
+from tests.e2e.daemon_helpers import (
+    PY,
+    Daemon,
+    cli,
+    daemon_pids,
+    fresh_daemon,
+    git,
+    status_root,
+    wait_for,
+    write,
+)
 from tests.e2e.test_snapshot import saved_snapshot
 
-PY = [sys.executable, "-m", "readmany_daemon"]
-
+daemon = fresh_daemon  # the fixture (tests/e2e/daemon_helpers.py)
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def _state(pid: int) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
-
-
-def daemon_pids(sock: str) -> list[int]:
-    """Live (not zombie) ``readmany serve --socket`` processes whose command line names
-    ``sock``: each test has its own runtime folder, so these are the test's own."""
-    pids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            argv = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        ours = b"readmany_daemon" in argv and b"serve" in argv and os.fsencode(sock) in argv
-        if ours and _state(int(name)) not in (None, "Z"):
-            pids.append(int(name))
-    return sorted(pids)
-
-
-def kill_daemons(sock: str) -> None:
-    """SIGKILL every daemon started (directly or detached) for ``sock``."""
-    for pid in daemon_pids(sock):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: not daemon_pids(sock), 10)
-
-
-def cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*PY, *args], env=env, capture_output=True, text=True, timeout=timeout, cwd="/"
-    )
 
 
 def socket_fds(pid: int) -> int:
@@ -88,17 +56,6 @@ def socket_fds(pid: int) -> int:
         except OSError:
             pass  # closed while listed
     return count
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = Daemon(make_env(tmp_path / "home"))
-    try:
-        yield d
-    finally:
-        d.stop()
-        kill_daemons(d.socket)
-        d.cleanup()
 
 
 def autostart_env(daemon: Daemon) -> dict[str, str]:

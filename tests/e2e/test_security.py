@@ -23,7 +23,6 @@ import stat
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,28 +30,20 @@ import pytest
 
 from readmany_daemon.client import Client, RpcError
 from readmany_daemon.settings import DEFAULT_DENY_PATTERNS
-from tests.e2e.daemon_helpers import Daemon, git, make_env, wait_for, write
-from tests.e2e.test_process_faults import kill_daemons
+from tests.e2e.daemon_helpers import (
+    PY,
+    Daemon,
+    cli,
+    fresh_daemon,
+    git,
+    make_env,
+    wait_for,
+    write,
+)
 
-PY = [sys.executable, "-m", "readmany_daemon"]
+daemon = fresh_daemon  # the fixture (tests/e2e/daemon_helpers.py)
+
 NOBODY = 65534
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = Daemon(make_env(tmp_path / "home"))
-    try:
-        yield d
-    finally:
-        d.stop()
-        kill_daemons(d.socket)
-        d.cleanup()
-
-
-def cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*PY, *args], env=env, capture_output=True, text=True, timeout=timeout, cwd="/"
-    )
 
 
 # -------------------------------------------------------------------- other users
