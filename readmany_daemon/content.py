@@ -58,6 +58,7 @@ __all__ = [
     "SCAN_BYTES",
     "ContentCache",
     "Decoded",
+    "FolderHandles",
     "Loaded",
     "StatKey",
     "Window",
@@ -65,6 +66,7 @@ __all__ = [
     "decode",
     "mime_for",
     "read_file",
+    "read_file_at",
     "split_lines",
     "stat_key",
     "window",
@@ -372,9 +374,16 @@ def decode(data: bytes, *, complete: bool = True) -> Decoded:
             return Decoded("text", text, encoding, bom=True)
 
     has_nul = b"\x00" in data
-    text = _strict(data, "utf-8", complete)
-    if text is not None and not has_nul:
-        return Decoded("text", text, "utf-8")
+    if not has_nul:
+        if complete:  # the plain decode: no incremental decoder to build per file
+            try:
+                return Decoded("text", data.decode("utf-8"), "utf-8")
+            except UnicodeDecodeError:
+                pass
+        else:
+            text = _strict(data, "utf-8", complete)
+            if text is not None:
+                return Decoded("text", text, "utf-8")
     if data.startswith(_MAGIC):
         return _BINARY
     if has_nul:
@@ -752,6 +761,115 @@ def open_beneath(root: str, rel: str, flags: int) -> int:
         os.close(fd)
 
 
+class FolderHandles:
+    """Descriptors of folders below one real root folder, for the span of one request.
+
+    Each folder is opened once, with ``O_DIRECTORY | O_NOFOLLOW`` relative to its parent's
+    descriptor (``dir_fd``), so the chain from the root is checked as
+    :func:`open_beneath` checks it, but a folder shared by many files costs one
+    ``openat`` instead of one per component per file. At most ``limit`` descriptors stay
+    open (least recently used closed first); :meth:`close` closes them all.
+
+    A descriptor keeps naming the folder it opened even if that folder is renamed
+    meanwhile (the request sees the tree as it was when it got there, as the
+    ``real_dirs`` memo of the request stage does); a symbolic link swapped in for a folder
+    before it is opened fails the open (``ELOOP``/``ENOTDIR``).
+    """
+
+    def __init__(self, root: str, limit: int = 64) -> None:
+        if limit < 2:
+            raise ValueError(f"limit must be >= 2 descriptors, got {limit}")
+        self._root = root
+        self._limit = limit
+        self._fds: OrderedDict[str, int] = OrderedDict()
+
+    def fd(self, rel_dir: str) -> int:
+        """The descriptor of folder ``rel_dir`` (root-relative POSIX, normalized, ``""`` =
+        the root), valid until the next call. Raises ``OSError`` (``ELOOP``/``ENOTDIR``
+        for a symbolic link on the way, ``ENOENT``, ``EACCES``, ``EINVAL`` for ``..``)."""
+        fd = self._fds.get(rel_dir)
+        if fd is not None:
+            self._fds.move_to_end(rel_dir)
+            return fd
+        if not rel_dir:
+            fd = os.open(self._root, _DIR_FLAGS)
+        else:
+            head, _, name = rel_dir.rpartition("/")
+            if name in ("", ".", ".."):
+                raise OSError(errno.EINVAL, "not a folder below the root", rel_dir)
+            fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd(head))
+        self._fds[rel_dir] = fd
+        while len(self._fds) > self._limit:
+            os.close(self._fds.popitem(last=False)[1])
+        return fd
+
+    def close(self) -> None:
+        """Close every descriptor still open (safe to call more than once)."""
+        while self._fds:
+            os.close(self._fds.popitem()[1])
+
+    def __enter__(self) -> FolderHandles:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_file_at(
+    dir_fd: int,
+    name: str,
+    pre: os.stat_result,
+    *,
+    max_file_bytes: int,
+    offset: int = 1,
+    limit: int | None = None,
+    max_chars: int | None = None,
+    want_full: bool = False,
+    want_bytes: bool = False,
+) -> Loaded:
+    """:func:`read_file` for file ``name`` (one component) in the folder open as
+    ``dir_fd`` (see :class:`FolderHandles`), whose ``lstat`` (``os.stat(name,
+    dir_fd=dir_fd, follow_symlinks=False)``) the caller already holds as ``pre``.
+
+    The same checks as :func:`read_file`: ``pre`` must be a regular file, the open uses
+    ``O_NOFOLLOW | O_NONBLOCK`` and the opened descriptor is ``fstat``-ed again. Same
+    result and errors."""
+    _check_window_args(offset, limit, max_chars)
+    read_at = time.time_ns()
+    if not stat.S_ISREG(pre.st_mode):
+        return _not_a_file(pre.st_mode)
+    try:
+        fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        return _os_error(exc)
+    return _read_fd(fd, read_at, max_file_bytes, offset, limit, max_chars, want_full, want_bytes)
+
+
+def _read_fd(
+    fd: int,
+    read_at: int,
+    max_file_bytes: int,
+    offset: int,
+    limit: int | None,
+    max_chars: int | None,
+    want_full: bool,
+    want_bytes: bool,
+) -> Loaded:
+    """``fstat`` the just-opened ``fd``, refuse anything but a regular file, read it; the
+    descriptor is always closed."""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return _not_a_file(st.st_mode)
+        return _read_open_file(
+            fd, st, read_at, max_file_bytes, offset, limit, max_chars, want_full, want_bytes
+        )
+    except OSError as exc:
+        return _os_error(exc)
+    finally:
+        os.close(fd)
+
+
 def read_file(
     abs_path: str,
     *,
@@ -813,17 +931,7 @@ def read_file(
             fd = os.open(abs_path, _OPEN_FLAGS)
     except OSError as exc:
         return _os_error(exc)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return _not_a_file(st.st_mode)
-        return _read_open_file(
-            fd, st, read_at, max_file_bytes, offset, limit, max_chars, want_full, want_bytes
-        )
-    except OSError as exc:
-        return _os_error(exc)
-    finally:
-        os.close(fd)
+    return _read_fd(fd, read_at, max_file_bytes, offset, limit, max_chars, want_full, want_bytes)
 
 
 def _read_open_file(
@@ -1108,11 +1216,13 @@ def _read_prefix(
 # --------------------------------------------------------------------------- cache
 
 
-class _Entry(msgspec.Struct, frozen=True):
+class _Entry(msgspec.Struct):
     loaded: Loaded
     key: StatKey
     cached_at_ns: int
     cost: int
+    #: ``loaded.text`` as a JSON string body (UTF-8, escaped, no quotes), made on demand.
+    json_body: bytes | None = None
 
 
 #: Bytes charged per entry on top of its text and data (struct, key, dict slot).
@@ -1145,8 +1255,9 @@ class ContentCache:
 
     Only whole reads are stored (``sha256`` set and the stat known): text, or binary
     verdicts. Size accounting (``bytes_used``, bytes) is :func:`_cost`: ``sys.getsizeof``
-    of the text (about its UTF-8 size for ASCII), raw data, plus 512 bytes an entry. An
-    entry larger than ``max_bytes`` is not stored. All methods are thread-safe (one lock).
+    of the text (about its UTF-8 size for ASCII), raw data, plus 512 bytes an entry, plus
+    the JSON form of the text once :meth:`json_body` made it. An entry larger than
+    ``max_bytes`` is not stored. All methods are thread-safe (one lock).
     """
 
     def __init__(
@@ -1161,6 +1272,9 @@ class ContentCache:
         self._clock = clock
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        #: ``id(entry.loaded.text)`` → path, for :meth:`json_body` (the entry holds the
+        #: text, so an id here is never reused by another live string).
+        self._by_text: dict[int, str] = {}
         self._bytes = 0
         self._hits = 0
         self._misses = 0
@@ -1233,11 +1347,45 @@ class ContentCache:
             if cost > self.max_bytes:
                 return False
             self._entries[path] = _Entry(loaded, key, cached_at, cost)
+            if loaded.text is not None:
+                self._by_text[id(loaded.text)] = path
             self._bytes += cost
-            while self._bytes > self.max_bytes:
-                _, oldest = self._entries.popitem(last=False)
-                self._bytes -= oldest.cost
+            self._evict()
             return True
+
+    def json_body(self, text: str) -> bytes | None:
+        """``text`` encoded as the body of a JSON string (UTF-8, escaped as
+        ``msgspec.json`` escapes it, without the quotes) when ``text`` *is* (the same
+        object as) the text of a stored entry, else ``None``. Made on the first call and
+        kept with the entry (charged to ``max_bytes``), so a cached file sent again is not
+        escaped again. ``None`` too for text JSON can't carry as UTF-8 (lone surrogates).
+        """
+        with self._lock:
+            path = self._by_text.get(id(text))
+            if path is None:
+                return None
+            entry = self._entries.get(path)
+            if entry is None or entry.loaded.text is not text:
+                return None
+            if entry.json_body is not None:
+                return entry.json_body
+        try:
+            body = msgspec.json.encode(text)[1:-1]
+        except UnicodeEncodeError:
+            return None
+        with self._lock:
+            if self._entries.get(path) is entry and entry.json_body is None:
+                entry.json_body = body
+                entry.cost += len(body)
+                self._bytes += len(body)
+                self._entries.move_to_end(path)
+                self._evict()
+        return body
+
+    def _evict(self) -> None:
+        while self._bytes > self.max_bytes and self._entries:
+            _, oldest = self._entries.popitem(last=False)
+            self._forget(oldest)
 
     def invalidate(self, path: str) -> bool:
         """Forget ``path``; returns whether an entry was there."""
@@ -1248,11 +1396,18 @@ class ContentCache:
         """Forget every entry (the hit and miss counters stay)."""
         with self._lock:
             self._entries.clear()
+            self._by_text.clear()
             self._bytes = 0
 
     def _drop(self, path: str) -> bool:
         entry = self._entries.pop(path, None)
         if entry is None:
             return False
-        self._bytes -= entry.cost
+        self._forget(entry)
         return True
+
+    def _forget(self, entry: _Entry) -> None:
+        """Account for ``entry``, already removed from ``_entries``."""
+        self._bytes -= entry.cost
+        if entry.loaded.text is not None:
+            self._by_text.pop(id(entry.loaded.text), None)

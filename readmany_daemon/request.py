@@ -665,38 +665,86 @@ def _number_lines(text: str, first: int) -> str:
     return out + ("\n" if trailing else "")
 
 
-def real_path(ws: Workspace, rel: str, real_dirs: dict[str, str] | None = None) -> str:
-    """``os.path.realpath`` of workspace-relative ``rel`` (POSIX, normalized).
+class RequestPaths:
+    """Path resolution state for the span of one request.
 
     ``real_dirs`` memoizes the real path of each parent folder (keyed by its relative
-    path) for the span of one request, so a glob over thousands of files in a few folders
-    costs one ``lstat`` per file instead of one per path component. A folder replaced by
-    a symbolic link during that span is seen as the request saw it first; the read still
-    goes through ``read_file``'s own ``lstat``/``fstat`` checks."""
-    return _real_path_stat(ws, rel, real_dirs)[0]
+    path), so a glob over thousands of files in a few folders costs one ``lstat`` per
+    file instead of one per path component; ``handles`` (``content.FolderHandles``) holds
+    descriptors of the real folders below the root, so each file is ``lstat``-ed and
+    opened by its name alone (``fstatat``/``openat``), never through a path walked again.
+    A folder replaced by a symbolic link during that span is seen as the request saw it
+    first; an open always goes through ``O_NOFOLLOW`` checks. Call :meth:`close` (or use
+    ``with``) at the end of the request."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.real_dirs: dict[str, tuple[str, str | None]] = {}
+        self.handles = content_mod.FolderHandles(ws.root)
+
+    def real_dir(self, head: str) -> tuple[str, str | None]:
+        """``(real path, root-relative real path or None when outside)`` of folder
+        ``head`` (workspace-relative)."""
+        known = self.real_dirs.get(head)
+        if known is None:
+            real = _realpath(self.ws, head)
+            known = self.real_dirs[head] = (real, self.ws.relpath(real))
+        return known
+
+    def close(self) -> None:
+        """Close the folder descriptors."""
+        self.handles.close()
+
+    def __enter__(self) -> RequestPaths:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def real_path(ws: Workspace, rel: str, paths: RequestPaths | None = None) -> str:
+    """``os.path.realpath`` of workspace-relative ``rel`` (POSIX, normalized); ``paths``
+    memoizes parent folders for one request (:class:`RequestPaths`)."""
+    return _real_path_stat(ws, rel, paths)[0]
+
+
+#: Where a file was ``lstat``-ed through a folder descriptor: (root-relative real folder,
+#: file name), to open it the same way.
+_At = tuple[str, str]
 
 
 def _real_path_stat(
-    ws: Workspace, rel: str, real_dirs: dict[str, str] | None
-) -> tuple[str, os.stat_result | None]:
+    ws: Workspace, rel: str, paths: RequestPaths | None
+) -> tuple[str, os.stat_result | None, _At | None]:
     """:func:`real_path` and, when the last component is not a symbolic link, its
-    ``lstat`` (then equal to its ``stat``: one system call serves both); else None."""
+    ``lstat`` (then equal to its ``stat``: one system call serves both), else None; and
+    where that ``lstat`` was made when it went through a folder descriptor."""
     head, _, name = rel.rpartition("/")
     if name in ("", ".", ".."):
-        return os.path.realpath(ws.abspath(rel)), None
-    if real_dirs is None:
-        real_dirs = {}
-    real_dir = real_dirs.get(head)
-    if real_dir is None:
-        real_dir = real_dirs[head] = _realpath(ws, head)
+        return os.path.realpath(ws.abspath(rel)), None, None
+    if paths is None:
+        real_dir, real_rel_dir = _realpath(ws, head), None  # no descriptors to keep
+    else:
+        real_dir, real_rel_dir = paths.real_dir(head)
     candidate = f"{real_dir}/{name}"
+    if paths is not None and real_rel_dir is not None:
+        try:
+            st = os.stat(name, dir_fd=paths.handles.fd(real_rel_dir), follow_symlinks=False)
+        except FileNotFoundError:
+            return candidate, None, None  # as realpath: a missing path resolves to itself
+        except (OSError, ValueError):
+            pass  # the path route below decides, as it did before descriptors
+        else:
+            if stat_mod.S_ISLNK(st.st_mode):
+                return os.path.realpath(candidate), None, None
+            return candidate, st, (real_rel_dir, name)
     try:
         st = os.lstat(candidate)
     except (OSError, ValueError):
-        return candidate, None  # as realpath: a missing path resolves to itself
+        return candidate, None, None  # as realpath: a missing path resolves to itself
     if stat_mod.S_ISLNK(st.st_mode):
-        return os.path.realpath(candidate), None
-    return candidate, st
+        return os.path.realpath(candidate), None, None
+    return candidate, st, None
 
 
 def _read_source(
@@ -706,15 +754,15 @@ def _read_source(
     max_lines: int | None,
     max_chars: int | None,
     attach: bool,
-    real_dirs: dict[str, str] | None = None,
+    paths: RequestPaths | None = None,
 ) -> tuple[content_mod.Loaded | None, str | None, str]:
     """The content of ``item`` from the overlay, the cache or the disk, in that order.
 
     Returns ``(loaded, overlay_text, source)``; exactly one of the first two is set.
-    ``real_dirs``: see :func:`real_path`."""
+    ``paths``: see :class:`RequestPaths`."""
     assert item.rel is not None
     try:
-        real, known = _real_path_stat(ws, item.rel, real_dirs)
+        real, known, at = _real_path_stat(ws, item.rel, paths)
     except OSError as exc:  # the path changed while it was resolved (a racing swap)
         code, message = _path_error(item.label, exc)
         return content_mod.Loaded(kind="error", code=code, message=message), None, "disk"
@@ -758,26 +806,47 @@ def _read_source(
         hit = ws.cache.get(real, st)
         if hit is not None:
             return hit, None, "cache"
-    loaded = content_mod.read_file(
-        real,
-        beneath=ws.root,
-        max_file_bytes=ws.settings.max_file_bytes,
-        offset=item.offset or 1,
-        limit=max_lines,
-        max_chars=max_chars,
-        want_full=want_full or attach,
-        want_bytes=attach,
-    )
+    offset, want = item.offset or 1, want_full or attach
+    max_bytes = ws.settings.max_file_bytes
+    loaded: content_mod.Loaded | None = None
+    if at is not None and known is not None and paths is not None:
+        try:
+            dir_fd = paths.handles.fd(at[0])
+        except OSError:
+            pass  # the folder changed since its lstat: the path route below decides
+        else:
+            loaded = content_mod.read_file_at(
+                dir_fd,
+                at[1],
+                known,
+                max_file_bytes=max_bytes,
+                offset=offset,
+                limit=max_lines,
+                max_chars=max_chars,
+                want_full=want,
+                want_bytes=attach,
+            )
+    if loaded is None:
+        loaded = content_mod.read_file(
+            real,
+            beneath=ws.root,
+            max_file_bytes=max_bytes,
+            offset=offset,
+            limit=max_lines,
+            max_chars=max_chars,
+            want_full=want,
+            want_bytes=attach,
+        )
     if ws.cache is not None and loaded.kind == "text" and loaded.complete_text:
         ws.cache.put(real, loaded)
     return loaded, None, "disk"
 
 
 def load(
-    ws: Workspace, item: Item, params: ReadManyParams, real_dirs: dict[str, str] | None = None
+    ws: Workspace, item: Item, params: ReadManyParams, paths: RequestPaths | None = None
 ) -> Loaded:
     """Read one item and cut it to its window and per-file caps (the load and budget
-    stages). Never raises for a per-file problem. ``real_dirs``: see :func:`real_path`."""
+    stages). Never raises for a per-file problem. ``paths``: see :class:`RequestPaths`."""
     if item.result is not None:
         return Loaded(item, item.result)
     assert item.rel is not None
@@ -796,7 +865,7 @@ def load(
         base.message = f"{item.label} is binary ({mime}); name it explicitly to attach it"
         return Loaded(item, base)
     loaded, overlay_text, source = _read_source(
-        ws, item, want_full, max_lines, max_chars, attach, real_dirs
+        ws, item, want_full, max_lines, max_chars, attach, paths
     )
     base.source = source
     encoding: str | None
@@ -1105,117 +1174,121 @@ def answer_parts(ws: Workspace, params: ReadManyParams) -> tuple[ReadManyResult,
     indexes = _Flat([r for r in ranges if r[0] < r[1]])
 
     cache: dict[int, Loaded] = {}
-    real_dirs: dict[str, str] = {}
+    with RequestPaths(ws) as paths:
 
-    def loaded_at(i: int) -> Loaded:
-        if i not in cache:
-            cache[i] = load(ws, items[i], params, real_dirs)
-        return cache[i]
+        def loaded_at(i: int) -> Loaded:
+            if i not in cache:
+                cache[i] = load(ws, items[i], params, paths)
+            return cache[i]
 
-    # stopOnError: everything after the first error (in request order) is omitted.
-    active: Sequence[int] = indexes
-    stopped_at = len(indexes)
-    if params.stop_on_error:
+        # stopOnError: everything after the first error (in request order) is omitted.
+        active: Sequence[int] = indexes
+        stopped_at = len(indexes)
+        if params.stop_on_error:
+            for pos, i in enumerate(indexes):
+                if loaded_at(i).result.status == Status.ERROR:
+                    stopped_at = pos + 1
+                    active = indexes[:stopped_at]
+                    break
+
+        totals = (params.max_total_files, params.max_total_chars)
+        plan = _pack(active, loaded_at, *totals, "request-order")
+        switched = False
+        could_gain = plan.full_success < params.max_total_files and plan.stop < len(active)
+        if params.packing == "smallest-first" or (
+            params.packing == "auto" and could_gain and not params.stop_on_error
+        ):
+            by_size = sorted(active, key=lambda i: (_size_hint(ws, items[i], cache.get(i)), i))
+            alt = _pack(by_size, loaded_at, *totals, "smallest-first")
+            if params.packing == "smallest-first" or alt.full_success > plan.full_success:
+                switched = params.packing == "auto"
+                plan = alt
+
+        # Entries not loaded: after the stop in packing order (budget), or after the error.
+        if plan.strategy == "request-order":
+            budget_from = plan.stop + (1 if plan.partial is not None else 0)
+            omitted_set: set[int] | None = None
+        else:
+            budget_from = len(active)
+            omitted_set = {
+                i for i in plan.order[plan.stop :] if plan.partial is None or i != plan.partial[0]
+            }
+
+        acc = _Account(Summary(matched=len(indexes), hidden=dict(resolved.hidden)))
         for pos, i in enumerate(indexes):
-            if loaded_at(i).result.status == Status.ERROR:
-                stopped_at = pos + 1
-                active = indexes[:stopped_at]
+            if pos >= budget_from:
                 break
-
-    totals = (params.max_total_files, params.max_total_chars)
-    plan = _pack(active, loaded_at, *totals, "request-order")
-    switched = False
-    could_gain = plan.full_success < params.max_total_files and plan.stop < len(active)
-    if params.packing == "smallest-first" or (
-        params.packing == "auto" and could_gain and not params.stop_on_error
-    ):
-        by_size = sorted(active, key=lambda i: (_size_hint(ws, items[i], cache.get(i)), i))
-        alt = _pack(by_size, loaded_at, *totals, "smallest-first")
-        if params.packing == "smallest-first" or alt.full_success > plan.full_success:
-            switched = params.packing == "auto"
-            plan = alt
-
-    # Entries not loaded: after the stop in packing order (budget), or after the error.
-    if plan.strategy == "request-order":
-        budget_from = plan.stop + (1 if plan.partial is not None else 0)
-        omitted_set: set[int] | None = None
-    else:
-        budget_from = len(active)
-        omitted_set = {
-            i for i in plan.order[plan.stop :] if plan.partial is None or i != plan.partial[0]
-        }
-
-    acc = _Account(Summary(matched=len(indexes), hidden=dict(resolved.hidden)))
-    for pos, i in enumerate(indexes):
-        if pos >= budget_from:
-            break
-        if omitted_set is not None and i in omitted_set and not items.is_preset(i):
-            acc.remaining.append((i, i + 1))
-            acc.add(_omitted_piece(items, i, Code.BUDGET))
-            continue
-        item = items[i]
-        lo = loaded_at(i)
-        if plan.partial is not None and plan.partial[0] == i and lo.window is not None:
-            lo = _budget_cut(lo, plan.partial[1], params)
-            if lo.result.next_offset is not None:
+            if omitted_set is not None and i in omitted_set and not items.is_preset(i):
                 acc.remaining.append((i, i + 1))
-                left = (
-                    (item.offset or 1) + item.limit - lo.result.next_offset if item.limit else None
+                acc.add(_omitted_piece(items, i, Code.BUDGET))
+                continue
+            item = items[i]
+            lo = loaded_at(i)
+            if plan.partial is not None and plan.partial[0] == i and lo.window is not None:
+                lo = _budget_cut(lo, plan.partial[1], params)
+                if lo.result.next_offset is not None:
+                    acc.remaining.append((i, i + 1))
+                    left = (
+                        (item.offset or 1) + item.limit - lo.result.next_offset
+                        if item.limit
+                        else None
+                    )
+                    acc.resume[i] = (lo.result.next_offset, left)
+            res = lo.result
+            text = lo.text if res.status in (Status.OK, Status.PARTIAL) else None
+            acc.add(Piece(res, item.key, text, item.explicit))
+            if lo.attachment is not None:
+                acc.attachments.append(lo.attachment)
+            if res.status == Status.PARTIAL and res.next_offset is not None:
+                acc.continuations.append(
+                    f"{res.path}: " + continuation_request(res.path, res.next_offset)
                 )
-                acc.resume[i] = (lo.result.next_offset, left)
-        res = lo.result
-        text = lo.text if res.status in (Status.OK, Status.PARTIAL) else None
-        acc.add(Piece(res, item.key, text, item.explicit))
-        if lo.attachment is not None:
-            acc.attachments.append(lo.attachment)
-        if res.status == Status.PARTIAL and res.next_offset is not None:
-            acc.continuations.append(
-                f"{res.path}: " + continuation_request(res.path, res.next_offset)
-            )
-    _account_tail(acc, items, indexes, budget_from, stopped_at)
-    acc.summary.estimated_tokens = math.ceil(acc.summary.total_chars / 4)
+        _account_tail(acc, items, indexes, budget_from, stopped_at)
+        acc.summary.estimated_tokens = math.ceil(acc.summary.total_chars / 4)
 
-    # A cursor whenever files were omitted; a budget-cut file alone continues by offset.
-    next_cursor = (
-        _encode_cursor(raw_params, acc.remaining, acc.resume) if acc.omitted_total else None
-    )
-    packing = PackingInfo(
-        strategy=plan.strategy,
-        switched_for_coverage=switched,
-        full_included_count=plan.full_count,
-        full_included_success_count=plan.full_success,
-        partial_included_path=items.label(plan.partial[0]) if plan.partial else None,
-        omitted_paths=acc.omitted_labels[:MAX_LISTED],
-        omitted_truncated=acc.omitted_total > MAX_LISTED,
-    )
-    notices = Notices(
-        continuations=acc.continuations,
-        cursor=next_cursor,
-        hints=resolved.hints,
-        unlisted_omitted=acc.unlisted_omitted,
-        unlisted_skipped=acc.unlisted_skipped,
-    )
-    files = [p.result for p in acc.pieces]
-    for result in files:
-        result.path = _wire_safe(result.path)
-        if result.message is not None:
-            result.message = _wire_safe(result.message)
-    for attachment in acc.attachments:
-        attachment.path = _wire_safe(attachment.path)
-    if packing.partial_included_path is not None:
-        packing.partial_included_path = _wire_safe(packing.partial_included_path)
-    packing.omitted_paths = [_wire_safe(p) for p in packing.omitted_paths]
-    answered = ReadManyResult(
-        llm_content="",
-        return_display=_wire_safe(return_display(acc.summary, acc.pieces)),
-        summary=acc.summary,
-        files=files,
-        packing=packing,
-        clock=ws.clock(),
-        attachments=acc.attachments,
-        next_cursor=next_cursor,
-    )
-    return answered, [_wire_safe(part) for part in render_parts(params.format, acc.pieces, notices)]
+        # A cursor whenever files were omitted; a budget-cut file alone continues by offset.
+        next_cursor = (
+            _encode_cursor(raw_params, acc.remaining, acc.resume) if acc.omitted_total else None
+        )
+        packing = PackingInfo(
+            strategy=plan.strategy,
+            switched_for_coverage=switched,
+            full_included_count=plan.full_count,
+            full_included_success_count=plan.full_success,
+            partial_included_path=items.label(plan.partial[0]) if plan.partial else None,
+            omitted_paths=acc.omitted_labels[:MAX_LISTED],
+            omitted_truncated=acc.omitted_total > MAX_LISTED,
+        )
+        notices = Notices(
+            continuations=acc.continuations,
+            cursor=next_cursor,
+            hints=resolved.hints,
+            unlisted_omitted=acc.unlisted_omitted,
+            unlisted_skipped=acc.unlisted_skipped,
+        )
+        files = [p.result for p in acc.pieces]
+        for result in files:
+            result.path = _wire_safe(result.path)
+            if result.message is not None:
+                result.message = _wire_safe(result.message)
+        for attachment in acc.attachments:
+            attachment.path = _wire_safe(attachment.path)
+        if packing.partial_included_path is not None:
+            packing.partial_included_path = _wire_safe(packing.partial_included_path)
+        packing.omitted_paths = [_wire_safe(p) for p in packing.omitted_paths]
+        answered = ReadManyResult(
+            llm_content="",
+            return_display=_wire_safe(return_display(acc.summary, acc.pieces)),
+            summary=acc.summary,
+            files=files,
+            packing=packing,
+            clock=ws.clock(),
+            attachments=acc.attachments,
+            next_cursor=next_cursor,
+        )
+        return answered, [
+            _wire_safe(part) for part in render_parts(params.format, acc.pieces, notices)
+        ]
 
 
 def _wire_safe(text: str) -> str:

@@ -45,6 +45,8 @@ import logging
 import math
 import os
 import re
+import select
+import socket
 import sys
 import threading
 import time
@@ -73,6 +75,7 @@ from pygls.protocol.json_rpc import (
 from pygls.uris import to_fs_path
 
 from readmany_daemon import __version__
+from readmany_daemon.content import ContentCache
 from readmany_daemon.errors import InvalidParams, ReadManyError, RootNotFound, jsonrpc_code
 from readmany_daemon.messages import (
     ReadManyParams,
@@ -210,6 +213,14 @@ class BlockingWriter:
         release_memory()
 
 
+#: Buffers handed to one ``sendmsg`` call (below every platform's ``IOV_MAX``).
+SENDMSG_BUFFERS = 512
+
+#: Socket send buffer asked for (the kernel caps it at ``net.core.wmem_max``) and the
+#: transport's high-water mark: a large answer goes out in fewer, larger writes.
+SEND_BUFFER_BYTES = 4 << 20
+
+
 class StreamWriter:
     """pygls writer over an ``asyncio.StreamWriter`` (socket connections).
 
@@ -223,6 +234,18 @@ class StreamWriter:
         self.closed = False
         self._queue: collections.deque[bytes | memoryview] = collections.deque()
         self._flushing: asyncio.Task[None] | None = None
+        # A second handle on the connection's socket, for large answers sent from a
+        # worker thread with sendmsg (scatter-gather: the chunks are never joined or
+        # copied into the transport's buffer, and the event loop stays free).
+        self._direct: socket.socket | None = None
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
+            with contextlib.suppress(OSError, ValueError):
+                self._direct = socket.socket(fileno=os.dup(sock.fileno()))
+        with contextlib.suppress(AttributeError, NotImplementedError):
+            writer.transport.set_write_buffer_limits(high=SEND_BUFFER_BYTES)
 
     def write(self, data: bytes) -> None:
         if self.closed or self._writer.is_closing():
@@ -241,23 +264,62 @@ class StreamWriter:
             self._flushing = asyncio.get_running_loop().create_task(self._flush())
 
     async def _flush(self) -> None:
+        loop = asyncio.get_running_loop()
         try:
             while self._queue:
                 if self._writer.is_closing():
                     break
+                if self._direct is not None and self._writer.transport.get_write_buffer_size() == 0:
+                    # Nothing waits in the transport: the bytes go out in order from here.
+                    batch = list(self._queue)
+                    self._queue.clear()
+                    await loop.run_in_executor(None, self._send_blocking, batch)
+                    continue
                 self._writer.write(self._queue.popleft())
                 await self._writer.drain()
-        except ConnectionError:
+        except (ConnectionError, OSError):
             log.info("client went away while a large answer was written")
         finally:
             self._queue.clear()
             self._flushing = None
+            if self.closed and self._direct is not None:
+                self._direct.close()
             release_memory()
+
+    def _send_blocking(self, chunks: list[bytes | memoryview]) -> None:
+        """Send ``chunks`` in order on the socket (non-blocking: wait for room with
+        ``poll``, a second at a time, giving up once the connection is closed). Raises
+        ``ConnectionError``/``OSError`` when the peer is gone."""
+        sock = self._direct
+        assert sock is not None
+        views = [memoryview(c) for c in chunks]
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLOUT)
+        i = 0
+        while i < len(views):
+            if self.closed:
+                raise ConnectionError("the connection was closed during the answer")
+            try:
+                sent = sock.sendmsg(views[i : i + SENDMSG_BUFFERS])
+            except BlockingIOError:
+                poller.poll(1000)
+                continue
+            while sent:
+                if sent >= len(views[i]):
+                    sent -= len(views[i])
+                    i += 1
+                else:
+                    views[i] = views[i][sent:]
+                    sent = 0
+            while i < len(views) and not len(views[i]):
+                i += 1
 
     def close(self) -> None:
         if not self.closed:
             self.closed = True
             self._writer.close()
+            if self._direct is not None and self._flushing is None:
+                self._direct.close()
 
 
 def _encode_body(obj: Any) -> bytes:
@@ -292,11 +354,21 @@ def _json_string_body(text: str) -> memoryview:
     return memoryview(_encode_body(text))[1:-1]
 
 
-def encode_read_result(result: ReadManyResult, parts: list[str]) -> Any:
+#: Parts at least this long (characters) are looked up in the content cache's JSON forms.
+CACHED_BODY_CHARS = 4096
+
+
+def encode_read_result(
+    result: ReadManyResult, parts: list[str], cache: ContentCache | None = None
+) -> Any:
     """A ``readMany/read`` answer ready for the wire: builtins with ``llmContent`` joined
     when small, else an :class:`EncodedResult` whose ``llmContent`` is encoded in chunks
     of about ``CHUNK_BYTES`` bytes, never as one string (a full read of a large tree
-    would otherwise be copied whole by the join, the encoder and the transport)."""
+    would otherwise be copied whole by the join, the encoder and the transport).
+
+    With ``cache``, a part that is a cached file's text is taken in the JSON form the
+    cache keeps (``ContentCache.json_body``) instead of being escaped again, and is sent
+    as its own chunk, uncopied."""
     if sum(map(len, parts)) < SPLIT_ENCODE_CHARS:
         result.llm_content = "".join(parts)
         return to_builtins(result)
@@ -311,6 +383,15 @@ def encode_read_result(result: ReadManyResult, parts: list[str]) -> Any:
     group: list[memoryview] = []
     size = 0
     for part in parts:
+        kept = (
+            cache.json_body(part) if cache is not None and len(part) >= CACHED_BODY_CHARS else None
+        )
+        if kept is not None:
+            if group:
+                chunks.append(group[0] if len(group) == 1 else b"".join(group))
+                group, size = [], 0
+            chunks.append(kept)
+            continue
         body = _json_string_body(part)
         group.append(body)
         size += len(body)
@@ -940,7 +1021,8 @@ async def _read(ls: ReadManyServer, raw: Any) -> Any:
 def _read_encoded(service: Service, entry: RootEntry, params: ReadManyParams) -> Any:
     """``Service.read_sync`` then :func:`encode_read_result`, on the engine's thread: a
     large answer is encoded off the event loop, after the root's lock is released."""
-    return encode_read_result(*service.read_sync(entry, params, True))
+    result, parts = service.read_sync(entry, params, True)
+    return encode_read_result(result, parts, entry.ws.cache)
 
 
 @_boundary
