@@ -836,3 +836,31 @@ def test_clients_refuse_a_socket_served_by_another_user(tmp_path: Path) -> None:
         if fake.stdout is not None:
             fake.stdout.close()
         shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def test_python_m_run_inside_a_workspace_never_imports_its_modules(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """``python -m readmany_daemon`` puts the current folder first on ``sys.path``; an
+    editor starts the server inside the workspace. Modules the workspace holds under
+    standard-library names (json, typing, argparse) must not run, and must not break the
+    read."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    marker = tmp_path / "ran"
+    for name in ("json", "typing", "argparse", "hashlib", "asyncio"):
+        (tree / f"{name}.py").write_text(
+            f"open({str(marker)!r}, 'a').write({name!r})\nraise SystemExit('shadowed {name}')\n"
+        )
+    (tree / "notes.txt").write_text("hello\n")
+    proc = subprocess.run(
+        [*PY, "read", "--no-daemon", "notes.txt"],
+        env=daemon.env,
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "--- notes.txt ---\nhello\n" in proc.stdout
+    assert not marker.exists(), marker.read_text()
