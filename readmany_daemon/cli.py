@@ -228,11 +228,17 @@ class _OutputError(Exception):
 def _write(text: str) -> None:
     """Write ``text`` (UTF-8, surrogate escapes as their bytes) to standard output.
     Raises ``BrokenPipeError`` (the reader went away) or ``_OutputError``."""
+    _write_parts([text])
+
+
+def _write_parts(parts: Sequence[str]) -> None:
+    """Write the concatenation of ``parts`` as :func:`_write` does, one part at a time."""
     if sys.stdout is None:
         raise _OutputError("standard output is closed")
     try:
         out = sys.stdout.buffer
-        out.write(text.encode("utf-8", "surrogateescape"))
+        for part in parts:
+            out.write(part.encode("utf-8", "surrogateescape"))
         out.flush()
     except BrokenPipeError:
         raise
@@ -257,14 +263,18 @@ def cmd_read(args: argparse.Namespace) -> int:
 
     params = decode_read_params(raw)
     ws = _workspace(args)
-    result = request.answer(ws, params)
     if args.json:
         import msgspec
 
+        result = request.answer(ws, params)
         _write(msgspec.json.encode(to_builtins(result)).decode("utf-8", "surrogateescape") + "\n")
     else:
-        text = result.llm_content
-        _write(text if text.endswith("\n") else text + "\n")
+        # Part by part: a large answer is never joined (one astral character in it
+        # would make the joined string 4 bytes a character) nor encoded whole.
+        _, parts = request.answer_parts(ws, params)
+        if parts and not parts[-1].endswith("\n"):
+            parts.append("\n")
+        _write_parts(parts)
     _autostart(args)
     return EXIT_OK
 
