@@ -8,6 +8,8 @@ Standard library only.
 
 from __future__ import annotations
 
+import compileall
+import functools
 import json
 import os
 import platform
@@ -298,11 +300,22 @@ def reap(proc: subprocess.Popen[Any], wait: float = 30.0, grace: float = 10.0) -
             proc.wait()
 
 
+@functools.cache
+def compile_package() -> None:
+    """Write the working copy's bytecode, as an install has it (pip compiles at install
+    time). Without it, with ``PYTHONDONTWRITEBYTECODE`` set or sources edited since the
+    last run, every ``python -m readmany_daemon`` compiles them again and the cold
+    figures time the compiler (~0.1 s a run)."""
+    compileall.compile_dir(str(REPO_ROOT / "readmany_daemon"), quiet=1)
+
+
 def python_env() -> dict[str, str]:
-    """The environment with the repository root first on PYTHONPATH.
+    """The environment with the repository root first on PYTHONPATH, the package's
+    bytecode written (:func:`compile_package`).
 
     So ``python -m readmany_daemon`` runs this working copy whether or not it is installed.
     """
+    compile_package()
     env = dict(os.environ)
     parts = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     env["PYTHONPATH"] = os.pathsep.join(parts)
