@@ -520,6 +520,16 @@ def count_lines(text: str) -> int:
     return text.count("\n") + (1 if text and text[-1] != "\n" else 0)
 
 
+def _count_lines_of(data: bytes, text: str, encoding: str | None) -> int:
+    """:func:`count_lines` of ``text``, decoded from ``data`` as ``encoding``: counted on
+    the bytes for UTF-8 without a BOM (a ``0x0A`` byte is always a newline there, never
+    part of another character; ``bytes.count`` is faster than ``str.count``), else on
+    the text."""
+    if encoding == "utf-8":
+        return data.count(b"\n") + (1 if data and data[-1] != 0x0A else 0)
+    return count_lines(text)
+
+
 def _skip_lines(text: str, k: int, pos: int) -> int | None:
     """Index just after the ``k``-th ``"\\n"`` at or after ``pos`` (``pos`` for ``k=0``),
     or ``None`` when fewer follow. Skips blocks with ``str.count`` so that a far offset in
@@ -986,7 +996,7 @@ def _read_open_file(
         kind="text",
         text=text,
         complete_text=True,
-        total_lines=(line_count := count_lines(text)),
+        total_lines=(line_count := _count_lines_of(data, text, decoded.encoding)),
         window=window(text, offset, limit, max_chars, line_count),
         encoding=decoded.encoding,
         bom=decoded.bom,

@@ -909,3 +909,29 @@ def test_read_beneath_refuses_a_link_anywhere_on_the_path(tmp_path: Path) -> Non
     (root / "deep" / "er" / "y.txt").write_text("deep\n")
     deep = str(root / "deep" / "er" / "y.txt")
     assert read_file(deep, max_file_bytes=1 << 20, beneath=str(root)).text == "deep\n"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"a",
+        b"a\n",
+        b"a\nb",
+        b"\n\n",
+        "caf\u00e9\nna\u00efve\n\U0001f600".encode(),
+        codecs.BOM_UTF8,
+        codecs.BOM_UTF8 + b"x\ny",
+        "a\nb\n".encode("utf-16"),
+        b"caf\xe9\r\nx",
+    ],
+)
+def test_total_lines_counted_on_bytes_match_the_text(tmp_path: Path, data: bytes) -> None:
+    """UTF-8 files count their lines on the bytes; every encoding must agree with
+    ``count_lines`` over the decoded text."""
+    path = tmp_path / "f.txt"
+    path.write_bytes(data)
+    loaded = content.read_file(str(path), max_file_bytes=1 << 20)
+    assert loaded.kind == "text"
+    assert loaded.text is not None
+    assert loaded.total_lines == content.count_lines(loaded.text)
