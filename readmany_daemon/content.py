@@ -351,8 +351,11 @@ def decode(data: bytes, *, complete: bool = True) -> Decoded:
     then cp1252 is chosen: the detector had no evidence against the Western reading,
     and cp1252 is the WHATWG fallback for legacy Western text. cp1252 is also reported
     whenever it gives the same string as the best guess (latin_1 text without
-    C1 controls, for instance). Same-byte-pattern ambiguities (Hungarian ``ő`` vs ``õ``,
-    Turkish ``ş`` vs ``þ``) therefore resolve to the Western reading.
+    C1 controls, for instance), and when the detector has no evidence at all (no
+    language coherence, and three or more candidates score exactly as its best guess, as
+    on a few bytes such as ``caf\xe9``). Same-byte-pattern ambiguities (Hungarian ``ő`` vs ``õ``,
+    Turkish ``ş`` vs ``þ``) therefore resolve to the Western reading. The detector's
+    UTF-16/32 guesses are never taken (this data has no NUL bytes, rule 4).
 
     Raises nothing.
     """
@@ -436,18 +439,28 @@ def _decode_legacy(data: bytes, complete: bool) -> Decoded:
     from charset_normalizer import from_bytes
 
     for sample in _detection_samples(data, complete):
-        best = from_bytes(sample).best()
-        if best is None:
+        # UTF-16/32 without a BOM is known by its NUL bytes (rule 4), and this data
+        # has none: such a guess from the detector is a misreading of a few bytes.
+        matches = [m for m in from_bytes(sample) if not m.encoding.startswith(("utf_16", "utf_32"))]
+        if not matches:
             continue
-        for encoding in dict.fromkeys((_prefer_western(sample, best), best.encoding)):
+        best = matches[0]
+        ties = sum(1 for m in matches if (m.chaos, m.coherence) == (best.chaos, best.coherence))
+        for encoding in dict.fromkeys((_prefer_western(sample, best, ties), best.encoding)):
             text = _strict(data, encoding, complete)
             if text is not None:
                 return _BINARY if _looks_binary(text) else Decoded("text", text, encoding)
     return _BINARY
 
 
-def _prefer_western(sample: bytes, best: CharsetMatch) -> str:
-    """The codec for ``sample``: the detector's ``best``, or cp1252 on the tie of :func:`decode`."""
+#: Candidates scoring exactly as the best one from which the detector is said to have no
+#: evidence (see :func:`decode`).
+_NO_EVIDENCE_TIES: Final = 3
+
+
+def _prefer_western(sample: bytes, best: CharsetMatch, ties: int = 1) -> str:
+    """The codec for ``sample``: the detector's ``best`` (``ties`` candidates scored as
+    it did), or cp1252 on the tie of :func:`decode`."""
     encoding: str = best.encoding
     if encoding == _WESTERN:
         return encoding
@@ -457,6 +470,8 @@ def _prefer_western(sample: bytes, best: CharsetMatch) -> str:
     guessed = str(best)
     if western == guessed:
         return _WESTERN
+    if ties >= _NO_EVIDENCE_TIES and best.coherence == 0.0:
+        return _WESTERN  # no evidence for any candidate (a few bytes): the fallback
     if not _mostly_latin(guessed):
         return encoding
     if _suspects(western) <= _suspects(guessed):
@@ -801,13 +816,29 @@ class FolderHandles:
         if fd is not None:
             self._fds.move_to_end(rel_dir)
             return fd
-        if not rel_dir:
-            fd = os.open(self._root, _DIR_FLAGS)
+        names = rel_dir.split("/") if rel_dir else []
+        if any(name in ("", ".", "..") for name in names):
+            raise OSError(errno.EINVAL, "not a folder below the root", rel_dir)
+        # Down from the deepest ancestor already open (a loop: folders can nest deeper
+        # than Python's recursion limit).
+        start = len(names) - 1
+        while start >= 0 and "/".join(names[:start]) not in self._fds:
+            start -= 1
+        if start < 0:
+            fd = self._keep("", os.open(self._root, _DIR_FLAGS))
+            start = 0
         else:
-            head, _, name = rel_dir.rpartition("/")
-            if name in ("", ".", ".."):
-                raise OSError(errno.EINVAL, "not a folder below the root", rel_dir)
-            fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd(head))
+            fd = self._fds["/".join(names[:start])]
+            self._fds.move_to_end("/".join(names[:start]))
+        for depth in range(start, len(names)):
+            fd = self._keep(
+                "/".join(names[: depth + 1]), os.open(names[depth], _DIR_FLAGS, dir_fd=fd)
+            )
+        return fd
+
+    def _keep(self, rel_dir: str, fd: int) -> int:
+        """Remember ``fd`` for ``rel_dir``, closing the least recently used beyond the
+        limit (never ``fd`` itself, the most recent); returns ``fd``."""
         self._fds[rel_dir] = fd
         while len(self._fds) > self._limit:
             os.close(self._fds.popitem(last=False)[1])
@@ -1225,6 +1256,10 @@ def _read_prefix(
 
 # --------------------------------------------------------------------------- cache
 
+#: Texts shorter than this (characters) get no kept JSON form: not worth it, and CPython
+#: shares one object among equal short strings ("" and one-character ones).
+JSON_BODY_MIN_CHARS: Final = 1024
+
 
 class _Entry(msgspec.Struct):
     loaded: Loaded
@@ -1357,7 +1392,7 @@ class ContentCache:
             if cost > self.max_bytes:
                 return False
             self._entries[path] = _Entry(loaded, key, cached_at, cost)
-            if loaded.text is not None:
+            if loaded.text is not None and len(loaded.text) >= JSON_BODY_MIN_CHARS:
                 self._by_text[id(loaded.text)] = path
             self._bytes += cost
             self._evict()
@@ -1366,9 +1401,11 @@ class ContentCache:
     def json_body(self, text: str) -> bytes | None:
         """``text`` encoded as the body of a JSON string (UTF-8, escaped as
         ``msgspec.json`` escapes it, without the quotes) when ``text`` *is* (the same
-        object as) the text of a stored entry, else ``None``. Made on the first call and
-        kept with the entry (charged to ``max_bytes``), so a cached file sent again is not
-        escaped again. ``None`` too for text JSON can't carry as UTF-8 (lone surrogates).
+        object as) the text of a stored entry and holds at least ``JSON_BODY_MIN_CHARS``
+        characters, else ``None`` (the caller encodes it). Made on the first call and
+        kept with the entry (charged to ``max_bytes``, with the UTF-8 copy the encoder
+        leaves on a non-ASCII str), so a cached file sent again is not escaped again.
+        ``None`` too for text JSON can't carry as UTF-8 (lone surrogates).
         """
         with self._lock:
             path = self._by_text.get(id(text))
@@ -1386,16 +1423,19 @@ class ContentCache:
         with self._lock:
             if self._entries.get(path) is entry and entry.json_body is None:
                 entry.json_body = body
-                entry.cost += len(body)
-                self._bytes += len(body)
+                # A non-ASCII str keeps the UTF-8 copy the encoder made: its size grew.
+                data = entry.loaded.data
+                charged = entry.cost - _ENTRY_OVERHEAD - (len(data) if data is not None else 0)
+                extra = len(body) + max(0, sys.getsizeof(text) - charged)
+                entry.cost += extra
+                self._bytes += extra
                 self._entries.move_to_end(path)
                 self._evict()
         return body
 
     def _evict(self) -> None:
         while self._bytes > self.max_bytes and self._entries:
-            _, oldest = self._entries.popitem(last=False)
-            self._forget(oldest)
+            self._forget(*self._entries.popitem(last=False))
 
     def invalidate(self, path: str) -> bool:
         """Forget ``path``; returns whether an entry was there."""
@@ -1413,11 +1453,11 @@ class ContentCache:
         entry = self._entries.pop(path, None)
         if entry is None:
             return False
-        self._forget(entry)
+        self._forget(path, entry)
         return True
 
-    def _forget(self, entry: _Entry) -> None:
-        """Account for ``entry``, already removed from ``_entries``."""
+    def _forget(self, path: str, entry: _Entry) -> None:
+        """Account for ``entry`` of ``path``, already removed from ``_entries``."""
         self._bytes -= entry.cost
-        if entry.loaded.text is not None:
-            self._by_text.pop(id(entry.loaded.text), None)
+        if entry.loaded.text is not None and self._by_text.get(id(entry.loaded.text)) == path:
+            del self._by_text[id(entry.loaded.text)]

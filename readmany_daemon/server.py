@@ -45,7 +45,6 @@ import logging
 import math
 import os
 import re
-import select
 import socket
 import sys
 import threading
@@ -221,6 +220,21 @@ SENDMSG_BUFFERS = 512
 SEND_BUFFER_BYTES = 4 << 20
 
 
+async def _writable(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
+    """Wait until ``sock`` can take more bytes (or has failed: the next send says)."""
+    room: asyncio.Future[None] = loop.create_future()
+
+    def ready() -> None:
+        if not room.done():
+            room.set_result(None)
+
+    loop.add_writer(sock, ready)
+    try:
+        await room
+    finally:
+        loop.remove_writer(sock)
+
+
 class StreamWriter:
     """pygls writer over an ``asyncio.StreamWriter`` (socket connections).
 
@@ -234,9 +248,9 @@ class StreamWriter:
         self.closed = False
         self._queue: collections.deque[bytes | memoryview] = collections.deque()
         self._flushing: asyncio.Task[None] | None = None
-        # A second handle on the connection's socket, for large answers sent from a
-        # worker thread with sendmsg (scatter-gather: the chunks are never joined or
-        # copied into the transport's buffer, and the event loop stays free).
+        # A second handle on the connection's socket, for large answers sent with
+        # sendmsg (scatter-gather: the chunks are never joined or copied into the
+        # transport's buffer).
         self._direct: socket.socket | None = None
         sock = writer.get_extra_info("socket")
         if sock is not None:
@@ -244,6 +258,7 @@ class StreamWriter:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
             with contextlib.suppress(OSError, ValueError):
                 self._direct = socket.socket(fileno=os.dup(sock.fileno()))
+                self._direct.setblocking(False)
         with contextlib.suppress(AttributeError, NotImplementedError):
             writer.transport.set_write_buffer_limits(high=SEND_BUFFER_BYTES)
 
@@ -264,7 +279,6 @@ class StreamWriter:
             self._flushing = asyncio.get_running_loop().create_task(self._flush())
 
     async def _flush(self) -> None:
-        loop = asyncio.get_running_loop()
         try:
             while self._queue:
                 if self._writer.is_closing():
@@ -273,7 +287,7 @@ class StreamWriter:
                     # Nothing waits in the transport: the bytes go out in order from here.
                     batch = list(self._queue)
                     self._queue.clear()
-                    await loop.run_in_executor(None, self._send_blocking, batch)
+                    await self._send_direct(batch)
                     continue
                 self._writer.write(self._queue.popleft())
                 await self._writer.drain()
@@ -286,15 +300,15 @@ class StreamWriter:
                 self._direct.close()
             release_memory()
 
-    def _send_blocking(self, chunks: list[bytes | memoryview]) -> None:
-        """Send ``chunks`` in order on the socket (non-blocking: wait for room with
-        ``poll``, a second at a time, giving up once the connection is closed). Raises
-        ``ConnectionError``/``OSError`` when the peer is gone."""
+    async def _send_direct(self, chunks: list[bytes | memoryview]) -> None:
+        """Send ``chunks`` in order with ``sendmsg`` on the non-blocking socket, waiting
+        on the event loop for room whenever the kernel's buffer is full (a client that
+        stops reading holds only its own connection). Raises ``ConnectionError`` or
+        ``OSError`` when the peer is gone."""
         sock = self._direct
         assert sock is not None
+        loop = asyncio.get_running_loop()
         views = [memoryview(c) for c in chunks]
-        poller = select.poll()
-        poller.register(sock.fileno(), select.POLLOUT)
         i = 0
         while i < len(views):
             if self.closed:
@@ -302,7 +316,7 @@ class StreamWriter:
             try:
                 sent = sock.sendmsg(views[i : i + SENDMSG_BUFFERS])
             except BlockingIOError:
-                poller.poll(1000)
+                await _writable(loop, sock)
                 continue
             while sent:
                 if sent >= len(views[i]):
@@ -318,7 +332,9 @@ class StreamWriter:
         if not self.closed:
             self.closed = True
             self._writer.close()
-            if self._direct is not None and self._flushing is None:
+            if self._flushing is not None:
+                self._flushing.cancel()  # its cleanup closes the second handle
+            elif self._direct is not None:
                 self._direct.close()
 
 
