@@ -147,7 +147,8 @@ def test_kill9_mid_request_cli_and_raw_client_then_cli_restarts_from_snapshot(
 def test_client_hanging_up_mid_answer_leaks_nothing(daemon: Daemon, tmp_path: Path) -> None:
     root = tmp_path / "ws"
     line = "z" * 99 + "\n"
-    write(root, {"a.txt": "alpha\n", **{f"big/f{i:02}.txt": line * 400 for i in range(40)}})
+    # ~10 MB of answer: more than the socket buffers hold (4 MiB asked for the send side)
+    write(root, {"a.txt": "alpha\n", **{f"big/f{i:02}.txt": line * 2500 for i in range(40)}})
     daemon.start()
     with daemon.session(root) as observer:
         observer.request("readMany/read", {"paths": ["a.txt"]})
@@ -166,7 +167,7 @@ def test_client_hanging_up_mid_answer_leaks_nothing(daemon: Daemon, tmp_path: Pa
                 chunk = s.recv(read_bytes - len(got))
                 assert chunk, "the daemon closed the connection first"
                 got += chunk
-            s.close()  # ~4 MB of answer still to come
+            s.close()  # megabytes of answer still to come
 
         def framed(*messages: dict[str, Any]) -> bytes:
             out = b""
