@@ -52,7 +52,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import msgspec
 from lsprotocol import types
@@ -212,6 +212,8 @@ class BlockingWriter:
         release_memory()
 
 
+_SENT: Final = memoryview(b"")
+
 #: Buffers handed to one ``sendmsg`` call (below every platform's ``IOV_MAX``).
 SENDMSG_BUFFERS = 512
 
@@ -238,10 +240,13 @@ async def _writable(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> Non
 class StreamWriter:
     """pygls writer over an ``asyncio.StreamWriter`` (socket connections).
 
-    A large message comes as chunks (:meth:`write_chunks`); they are written one at a
-    time, each after the transport has drained below its high-water mark, so the
-    process never buffers a second copy of a large answer. Messages written meanwhile
-    queue behind it, in order."""
+    A large message comes as chunks (:meth:`write_chunks`). When the transport holds
+    nothing unsent, they go out with ``sendmsg`` (scatter-gather) on a second handle of
+    the socket, as fast as the client reads, the event loop waiting for room between
+    calls; otherwise one at a time, each after the transport has drained below its
+    high-water mark. Either way the process never buffers a second copy of a large
+    answer, and a client that stops reading holds only its own connection. Messages
+    written meanwhile queue behind it, in order."""
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
@@ -284,10 +289,9 @@ class StreamWriter:
                 if self._writer.is_closing():
                     break
                 if self._direct is not None and self._writer.transport.get_write_buffer_size() == 0:
-                    # Nothing waits in the transport: the bytes go out in order from here.
-                    batch = list(self._queue)
-                    self._queue.clear()
-                    await self._send_direct(batch)
+                    # Nothing waits in the transport: the bytes go out in order from here
+                    # (no local name keeps them: freed before release_memory below).
+                    await self._send_direct(self._take_queue())
                     continue
                 self._writer.write(self._queue.popleft())
                 await self._writer.drain()
@@ -300,6 +304,11 @@ class StreamWriter:
                 self._direct.close()
             release_memory()
 
+    def _take_queue(self) -> list[bytes | memoryview]:
+        batch = list(self._queue)
+        self._queue.clear()
+        return batch
+
     async def _send_direct(self, chunks: list[bytes | memoryview]) -> None:
         """Send ``chunks`` in order with ``sendmsg`` on the non-blocking socket, waiting
         on the event loop for room whenever the kernel's buffer is full (a client that
@@ -309,6 +318,7 @@ class StreamWriter:
         assert sock is not None
         loop = asyncio.get_running_loop()
         views = [memoryview(c) for c in chunks]
+        chunks.clear()  # the views alone keep the bytes, each dropped once sent
         i = 0
         while i < len(views):
             if self.closed:
@@ -321,6 +331,7 @@ class StreamWriter:
             while sent:
                 if sent >= len(views[i]):
                     sent -= len(views[i])
+                    views[i] = _SENT
                     i += 1
                 else:
                     views[i] = views[i][sent:]
@@ -350,8 +361,13 @@ def _encode_body(obj: Any) -> bytes:
 #: Answers whose ``llmContent`` parts hold fewer characters are joined and encoded whole.
 SPLIT_ENCODE_CHARS = 1 << 20
 
-#: Bytes of encoded ``llmContent`` per chunk written of a large answer (about).
+#: Bytes of encoded ``llmContent`` per chunk written of a large answer (about), when
+#: small parts are grouped.
 CHUNK_BYTES = 1 << 20
+
+#: Encoded parts at least this long (bytes) are chunks of their own, not copied into a
+#: group.
+OWN_CHUNK_BYTES = 16 << 10
 
 
 @dataclass
@@ -383,8 +399,7 @@ def encode_read_result(
     would otherwise be copied whole by the join, the encoder and the transport).
 
     With ``cache``, a part that is a cached file's text is taken in the JSON form the
-    cache keeps (``ContentCache.json_body``) instead of being escaped again, and is sent
-    as its own chunk, uncopied."""
+    cache keeps (``ContentCache.json_body``) instead of being escaped again."""
     if sum(map(len, parts)) < SPLIT_ENCODE_CHARS:
         result.llm_content = "".join(parts)
         return to_builtins(result)
@@ -394,25 +409,28 @@ def encode_read_result(
         result.llm_content = "".join(parts)
         return to_builtins(result)
     # Each part is encoded alone (joining text with one non-ASCII character in it would
-    # widen the whole join to 2 or 4 bytes a character) and the bytes are grouped.
+    # widen the whole join to 2 or 4 bytes a character). The cache's kept forms and a
+    # large part's bytes are chunks of their own, never copied again (the socket writer
+    # sends the chunks with scatter-gather); small ones (headers, short files) are
+    # joined in groups.
     chunks: list[bytes | memoryview] = [prefix]
-    group: list[memoryview] = []
+    group: list[bytes | memoryview] = []
     size = 0
     for part in parts:
         kept = (
             cache.json_body(part) if cache is not None and len(part) >= CACHED_BODY_CHARS else None
         )
-        if kept is not None:
+        body = kept if kept is not None else _json_string_body(part)
+        if kept is not None or len(body) >= OWN_CHUNK_BYTES:
             if group:
                 chunks.append(group[0] if len(group) == 1 else b"".join(group))
                 group, size = [], 0
-            chunks.append(kept)
+            chunks.append(body)
             continue
-        body = _json_string_body(part)
         group.append(body)
         size += len(body)
         if size >= CHUNK_BYTES:
-            chunks.append(group[0] if len(group) == 1 else b"".join(group))
+            chunks.append(b"".join(group))
             group, size = [], 0
     if group:
         chunks.append(group[0] if len(group) == 1 else b"".join(group))
