@@ -61,6 +61,7 @@ from common import (
     Command,
     python_env,
     reap,
+    receive_body,
     run_interleaved,
     table,
     tool_version,
@@ -707,17 +708,8 @@ class _BigAnswer:
                 if message.get("id") == msg_id and "method" not in message:
                     return time.perf_counter() - started, memoryview(json.dumps(message).encode())
                 continue  # a notification: skip it
-            body = bytearray(length)
-            view = memoryview(body)
-            have = min(len(buf), length)
-            view[:have] = buf[:have]
-            del buf[:have]
-            while have < length:
-                got = self.sock.recv_into(view[have:], min(length - have, 1 << 22))
-                if not got:
-                    raise ConnectionError("the daemon closed the connection")
-                have += got
-            return time.perf_counter() - started, memoryview(body)
+            body = receive_body(self.sock, buf, length)
+            return time.perf_counter() - started, body
 
 
 def _summary_of(body: memoryview) -> dict[str, Any]:

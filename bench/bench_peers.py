@@ -71,7 +71,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import REPO_ROOT, TREES_DIR, python_env, reap, table, tool_version, write_results
+from common import (
+    REPO_ROOT,
+    TREES_DIR,
+    python_env,
+    reap,
+    receive_body,
+    table,
+    tool_version,
+    write_results,
+)
 from gen_tree import _GIT_IDENTITY, build_tree, stdlib_dir, stdlib_files
 
 if str(REPO_ROOT) not in sys.path:
@@ -419,16 +428,7 @@ def raw_request(client: Any, method: str, params: dict[str, Any]) -> tuple[float
             if name.strip().lower() == b"content-length":
                 length = int(value.strip())
         del buf[: end + 4]
-        body = bytearray(length)
-        view = memoryview(body)
-        have = min(len(buf), length)
-        view[:have] = buf[:have]
-        del buf[:have]
-        while have < length:
-            got = sock.recv_into(view[have:], min(length - have, 1 << 22))
-            if not got:
-                raise ConnectionError("the daemon closed the connection")
-            have += got
+        body = receive_body(sock, buf, length)
         seconds = time.perf_counter() - started
         head = bytes(body[:200])
         if b'"method"' in head and b'"id":%d' % msg_id not in head:
