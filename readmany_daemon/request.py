@@ -405,6 +405,11 @@ class _Resolver:
         self.unseen.append(expansion)
         self.out.items.append(expansion)
 
+    def preset_outside(self, raw: str, key: str) -> None:
+        """Add ``raw`` as an ``outside-workspace`` error (it resolves out of the root)."""
+        message = f"{raw} resolves outside the workspace {self.ws.root}"
+        self.preset(raw, key, Status.ERROR, Code.OUTSIDE_WORKSPACE, message)
+
     def preset(
         self,
         raw: str,
@@ -456,13 +461,7 @@ class _Resolver:
                 self.preset(raw, key, Status.ERROR, code, message)
                 return
             if not inside:
-                self.preset(
-                    raw,
-                    key,
-                    Status.ERROR,
-                    Code.OUTSIDE_WORKSPACE,
-                    f"{raw} resolves outside the workspace {self.ws.root}",
-                )
+                self.preset_outside(raw, key)
                 return
             if stat_mod.S_ISLNK(st.st_mode):
                 try:
@@ -484,13 +483,7 @@ class _Resolver:
                     self.preset(raw, key, Status.ERROR, code, message)
                     return
                 if target is None:  # swapped for a link out since the check above
-                    self.preset(
-                        raw,
-                        key,
-                        Status.ERROR,
-                        Code.OUTSIDE_WORKSPACE,
-                        f"{raw} resolves outside the workspace {self.ws.root}",
-                    )
+                    self.preset_outside(raw, key)
                     return
                 self.expand(raw, key, "dir", target)
                 return

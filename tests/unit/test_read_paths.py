@@ -9,6 +9,7 @@ the interpreter's) never disturb a count.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -115,9 +116,10 @@ def remove_deep_tree(root: Path, depth: int) -> None:
         path = path.parent
 
 
-@pytest.fixture()
-def deep(tmp_path: Path) -> Iterator[tuple[Path, str]]:
-    depth = 1200
+@contextlib.contextmanager
+def deep_root(tmp_path: Path, depth: int) -> Iterator[tuple[Path, str]]:
+    """A root holding ``f.txt`` ``depth`` folders down: ``(root, relative path)``;
+    removed afterwards."""
     root = tmp_path / "deep"
     root.mkdir()
     rel = deep_tree(root, depth)
@@ -125,6 +127,12 @@ def deep(tmp_path: Path) -> Iterator[tuple[Path, str]]:
         yield root, rel
     finally:
         remove_deep_tree(root, depth)
+
+
+@pytest.fixture()
+def deep(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    with deep_root(tmp_path, 1200) as made:
+        yield made
 
 
 class OpenSpy:
@@ -937,12 +945,8 @@ def test_no_descriptor_stays_open_when_the_request_fails(
 
 @pytest.fixture()
 def shallow_deep(tmp_path: Path) -> Iterator[tuple[Path, str]]:
-    depth = 120
-    root = tmp_path / "deep"
-    root.mkdir()
-    rel = deep_tree(root, depth)
-    yield root, rel
-    remove_deep_tree(root, depth)
+    with deep_root(tmp_path, 120) as made:
+        yield made
 
 
 def test_a_named_file_deeper_than_the_recursion_limit_is_read(
