@@ -91,12 +91,16 @@ class FilesParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw
 
 
 class FileResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
-    """One answered entry (PROTOCOL §4). Line numbers are 1-based and inclusive."""
+    """One answered entry (PROTOCOL §4). Line numbers are 1-based and inclusive.
+
+    ``source`` and ``chars`` have no default so that they are always on the wire (the
+    protocol has them in every entry; ``omit_defaults`` drops a field equal to its
+    default): ``"disk"`` and ``0`` for an entry that was not read."""
 
     path: str
     status: str
-    source: str = "disk"
-    chars: int = 0
+    source: str
+    chars: int
     code: str | None = None
     message: str | None = None
     line_start: int | None = None

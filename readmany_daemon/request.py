@@ -423,7 +423,13 @@ class _Resolver:
         """Add an entry whose answer is already known (an error, no-match, ignored)."""
         label = self.label(rel) if rel is not None else raw
         result = FileResult(
-            path=label, status=status, code=code, message=message, ignored_by=ignored_by
+            path=label,
+            status=status,
+            source="disk",
+            chars=0,
+            code=code,
+            message=message,
+            ignored_by=ignored_by,
         )
         self.add(Item(label=label, key=key, rel=rel, result=result))
 
@@ -850,7 +856,9 @@ def load(
     max_chars = None if full_read else params.per_file_max_chars
     want_full = full_read and item.limit is None and (item.offset or 1) == 1
     mime = content_mod.mime_for(item.rel)
-    base = FileResult(path=item.label, status=Status.OK, ignored_by=item.ignored_by)
+    base = FileResult(
+        path=item.label, status=Status.OK, source="disk", chars=0, ignored_by=item.ignored_by
+    )
     attach = mime is not None and item.may_attach()
     if mime is not None and not attach:
         # An image or PDF reached by a pattern that does not name its type: not read.
@@ -1110,7 +1118,12 @@ _OMITTED_MESSAGES = {
 def _omitted_piece(items: Items, i: int, code: str) -> Piece:
     item = items[i]
     result = FileResult(
-        path=item.label, status=Status.OMITTED, code=code, message=_OMITTED_MESSAGES[code]
+        path=item.label,
+        status=Status.OMITTED,
+        source="disk",
+        chars=0,
+        code=code,
+        message=_OMITTED_MESSAGES[code],
     )
     return Piece(result, item.key, None, item.explicit)
 

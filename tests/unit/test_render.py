@@ -21,11 +21,20 @@ from readmany_daemon.render import (
 
 
 def ok(path: str, content: str, key: str | None = None) -> Piece:
-    return Piece(FileResult(path=path, status=Status.OK, chars=len(content)), key or path, content)
+    return Piece(
+        FileResult(path=path, status=Status.OK, source="disk", chars=len(content)),
+        key or path,
+        content,
+    )
 
 
 def err(path: str, code: str, message: str) -> Piece:
-    return Piece(FileResult(path=path, status=Status.ERROR, code=code, message=message), path)
+    return Piece(
+        FileResult(
+            path=path, status=Status.ERROR, source="disk", chars=0, code=code, message=message
+        ),
+        path,
+    )
 
 
 def test_djb2_examples_from_protocol() -> None:
@@ -50,8 +59,18 @@ def test_separator_exact_bytes() -> None:
 def test_separator_lists_omitted_skipped_errors_after_files() -> None:
     pieces = [
         ok("a.py", "a\n"),
-        Piece(FileResult(path="b.py", status=Status.OMITTED, code=Code.BUDGET), "b.py"),
-        Piece(FileResult(path="c.png", status=Status.SKIPPED, code=Code.BINARY), "c.png"),
+        Piece(
+            FileResult(
+                path="b.py", status=Status.OMITTED, source="disk", chars=0, code=Code.BUDGET
+            ),
+            "b.py",
+        ),
+        Piece(
+            FileResult(
+                path="c.png", status=Status.SKIPPED, source="disk", chars=0, code=Code.BINARY
+            ),
+            "c.png",
+        ),
         err("d.py", Code.NOT_FOUND, "File not found: d.py"),
     ]
     text = render_separator(pieces, Notices(cursor="TOKEN"))
@@ -66,7 +85,12 @@ def test_separator_lists_omitted_skipped_errors_after_files() -> None:
 
 def test_names_at_most_50_omitted() -> None:
     pieces = [
-        Piece(FileResult(path=f"f{i}", status=Status.OMITTED, code=Code.BUDGET), f"f{i}")
+        Piece(
+            FileResult(
+                path=f"f{i}", status=Status.OMITTED, source="disk", chars=0, code=Code.BUDGET
+            ),
+            f"f{i}",
+        )
         for i in range(70)
     ]
     text = render_separator(pieces, Notices(unlisted_omitted=5))
@@ -139,10 +163,12 @@ def test_cut_notice_text() -> None:
     r = FileResult(
         path="big.py",
         status=Status.PARTIAL,
+        source="disk",
+        chars=0,
         line_start=1,
         line_end=200,
         total_lines=2500,
         next_offset=201,
     )
     assert cut_notice(r) == "[Showing lines 1-200 of 2500. Continue with offset=201.]"
-    assert cut_notice(FileResult(path="a", status=Status.OK)) is None
+    assert cut_notice(FileResult(path="a", status=Status.OK, source="disk", chars=0)) is None

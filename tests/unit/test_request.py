@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from readmany_daemon.errors import InvalidParams
@@ -248,3 +249,22 @@ def test_fifo_and_folder_named(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe")
     r = ask(ws, paths=["pipe"])
     assert statuses(r) == [("pipe", "error", "not-a-file")]
+
+
+def test_every_entry_on_the_wire_has_source_and_chars(tmp_path: Path) -> None:
+    """PROTOCOL §4 has ``source`` and ``chars`` in every FileResult, also for entries
+    that were not read (errors, omitted, skipped) and for empty files."""
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "a.txt").write_text("a\n")
+    (tmp_path / "b.txt").write_text("b\n")
+    ws = Workspace.open(str(tmp_path), Settings())
+    params = decode_read_params(
+        {"paths": ["empty.txt", "missing.txt", "*.txt", "nothing/*.md"], "maxTotalFiles": 2}
+    )
+    wire = json.loads(msgspec.json.encode(answer(ws, params)))
+    statuses = {f["status"] for f in wire["files"]}
+    assert {"ok", "error", "omitted", "skipped"} <= statuses, wire["files"]
+    for entry in wire["files"]:
+        assert entry["source"] in ("overlay", "cache", "disk"), entry
+        assert isinstance(entry["chars"], int), entry
+    assert next(f for f in wire["files"] if f["path"] == "empty.txt")["chars"] == 0
