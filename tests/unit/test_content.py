@@ -31,6 +31,7 @@ from readmany_daemon.content import (
     decode,
     mime_for,
     read_file,
+    reader,
     split_lines,
     window,
 )
@@ -871,7 +872,7 @@ def test_over_limit_file_is_read_no_further_than_scan_bytes(
 ) -> None:
     # a 10 GB file must not be read (or counted) to its end: past SCAN_BYTES the line
     # count is unknown and a window starting further is too-large
-    monkeypatch.setattr(content, "SCAN_BYTES", 2 * content.CHUNK_BYTES)
+    monkeypatch.setattr(reader, "SCAN_BYTES", 2 * content.CHUNK_BYTES)
     path = tmp_path / "big.log"
     path.write_bytes(b"".join(b"line %07d\n" % i for i in range(1, 600_001)))  # 7.2 MB
     head = read_file(str(path), max_file_bytes=1000, limit=3)
