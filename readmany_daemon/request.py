@@ -27,9 +27,18 @@ from typing import Any, overload
 import msgspec
 
 from readmany_daemon import content as content_mod
+from readmany_daemon.engine.render import (
+    Notices,
+    Piece,
+    continuation_request,
+    cut_notice,
+    render_parts,
+    return_display,
+)
+from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, InvalidParams, Status
 from readmany_daemon.ignore import Filters, GitPatterns
-from readmany_daemon.messages import (
+from readmany_daemon.wire.messages import (
     Attachment,
     FileInfo,
     FileResult,
@@ -43,15 +52,6 @@ from readmany_daemon.messages import (
     decode_read_params,
     fold_read_params,
 )
-from readmany_daemon.render import (
-    Notices,
-    Piece,
-    continuation_request,
-    cut_notice,
-    render_parts,
-    return_display,
-)
-from readmany_daemon.workspace import Workspace
 
 #: Expansion matches that were omitted or skipped are listed in ``files`` up to this many
 #: (PROTOCOL §4); ``summary`` always has the full counts.
