@@ -3,7 +3,9 @@
 Decoding happens here, at the edge: ``decode_read_params`` folds the reference tools'
 aliases into canonical camelCase names, validates types and ranges, and raises
 ``InvalidParams`` naming the field (``$.files[0].offset``). Everything past this module
-works on these Structs; ``to_builtins`` turns results back into JSON-ready builtins.
+works on these Structs; ``to_builtins`` turns results back into JSON-ready builtins, and
+``wire_safe`` makes a label valid UTF-8 for them (a file name with bytes that are not
+UTF-8). The ``nextCursor`` codec is ``wire.cursor``.
 """
 
 from __future__ import annotations
@@ -343,15 +345,34 @@ def _check_root(root: str) -> None:
         _check_name(unquote(root), "$.root")
 
 
-def decode_read_params(raw: Any) -> ReadManyParams:
+def _over_defaults(defaults: Mapping[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """Folded request params over a connection's folded ``defaults``, with
+    ``fileFilteringOptions`` merged key by key."""
+    merged = {**defaults, **params}
+    if isinstance(defaults.get("fileFilteringOptions"), Mapping) and isinstance(
+        params.get("fileFilteringOptions"), Mapping
+    ):
+        merged["fileFilteringOptions"] = {
+            **defaults["fileFilteringOptions"],
+            **params["fileFilteringOptions"],
+        }
+    return merged
+
+
+def decode_read_params(raw: Any, defaults: Mapping[str, Any] | None = None) -> ReadManyParams:
     """Validate ``readMany/read`` params (a JSON object as builtins) into ``ReadManyParams``.
 
-    Accepts camelCase, snake_case and the aliases of PROTOCOL §3. Raises
-    ``InvalidParams`` (JSON-RPC -32602) whose message names the field, e.g.
+    Accepts camelCase, snake_case and the aliases of PROTOCOL §3, folded once.
+    ``defaults`` (canonical names, as ``fold_read_params`` gives them: a connection's
+    settings) fill what the request leaves out. Raises ``InvalidParams`` (JSON-RPC
+    -32602) whose message names the field, e.g.
     ``invalid params: Expected `int` >= 1, got `0` - at `$.files[0].offset```.
     """
     spelled: dict[str, str] = {}
-    params: ReadManyParams = _convert(_fold_read(raw, spelled), ReadManyParams, spelled)
+    folded = _fold_read(raw, spelled)
+    if defaults:
+        folded = _over_defaults(defaults, folded)
+    params: ReadManyParams = _convert(folded, ReadManyParams, spelled)
     _check_read_names(params)
     if not (params.paths or params.files or params.include or params.cursor):
         raise InvalidParams(
@@ -383,3 +404,22 @@ def decode_files_params(raw: Any) -> FilesParams:
 def to_builtins(obj: Any) -> Any:
     """JSON-ready builtins for a result Struct (omitting absent optional fields)."""
     return msgspec.to_builtins(obj)
+
+
+def wire_safe(text: str) -> str:
+    """``text`` as valid Unicode for JSON/UTF-8 output: file names with bytes that are not
+    UTF-8 reach the engine as surrogate escapes (``os.fsdecode``), which no encoder
+    accepts; each such byte is shown as U+FFFD (as ripgrep and editors show it). Text
+    that is valid already (nearly always) is returned as is, after one encode check
+    (none for ASCII text)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            raw = text.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            raw = text.encode("utf-8", "surrogatepass")
+        return raw.decode("utf-8", "replace")
+    return text
