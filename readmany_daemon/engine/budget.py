@@ -17,6 +17,8 @@ from readmany_daemon.wire.messages import FileResult, ReadManyParams
 
 
 def _number_lines(text: str, first: int) -> str:
+    """``text`` with each line prefixed by its number (``first`` for the first line),
+    right-aligned in at least six columns and a tab (``lineNumbers``)."""
     lines = text.split("\n")
     trailing = lines[-1] == ""
     if trailing:

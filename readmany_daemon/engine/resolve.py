@@ -21,6 +21,8 @@ from readmany_daemon.errors import Code, InvalidParams, Status
 from readmany_daemon.ignore import Filters, GitPatterns
 from readmany_daemon.wire.messages import FileResult, FilesParams, FileSpec, ReadManyParams
 
+#: Characters that make a requested path a glob (``has_magic``). Not yet the one is-glob
+#: test: the index has its own (``index._GLOB_MAGIC``); both go to rules/glob.py.
 _GLOB_MAGIC = frozenset("*?[{")
 
 #: Human words for the rule kinds of ``summary.hidden`` and the flag that lifts each.
@@ -34,6 +36,8 @@ _HIDDEN_HINTS = {
 
 
 def filters_for(params: ReadManyParams | FilesParams) -> Filters:
+    """The ignore-rule ``Filters`` a request asks for (its ``fileFilteringOptions`` and
+    ``useDefaultExcludes``)."""
     ffo = params.file_filtering_options
     return Filters(
         respect_gitignore=ffo.respect_git_ignore,
@@ -43,6 +47,7 @@ def filters_for(params: ReadManyParams | FilesParams) -> Filters:
 
 
 def has_magic(s: str) -> bool:
+    """Whether requested path ``s`` holds a glob character (PROTOCOL §3)."""
     return any(c in _GLOB_MAGIC for c in s)
 
 
