@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from readmany_daemon import content, request
+from readmany_daemon import content
 from readmany_daemon.content import (
     ContentCache,
     Decoded,
@@ -38,6 +38,8 @@ from readmany_daemon.content import (
     read_file,
     read_file_at,
 )
+from readmany_daemon.engine import answer as answer_mod
+from readmany_daemon.engine import load as load_mod
 from readmany_daemon.errors import Code
 from readmany_daemon.messages import decode_read_params
 from readmany_daemon.request import answer
@@ -884,10 +886,10 @@ def test_a_folder_swapped_for_a_link_out_after_it_was_resolved_is_not_read(
     put_files(root, {"sub/f.txt": "inside\n"})
     put_files(outside, {"f.txt": "outside secret\n"})
     ws = Workspace.open(str(root), Settings())
-    real_dir = request.RequestPaths.real_dir
+    real_dir = load_mod.RequestPaths.real_dir
     swapped: list[str] = []
 
-    def resolve_then_swap(self: request.RequestPaths, head: str) -> tuple[str, str | None]:
+    def resolve_then_swap(self: load_mod.RequestPaths, head: str) -> tuple[str, str | None]:
         known = real_dir(self, head)
         if head == "sub" and not swapped:
             os.rename(root / "sub", root / "sub.old")
@@ -895,7 +897,7 @@ def test_a_folder_swapped_for_a_link_out_after_it_was_resolved_is_not_read(
             swapped.append(head)
         return known
 
-    monkeypatch.setattr(request.RequestPaths, "real_dir", resolve_then_swap)
+    monkeypatch.setattr(load_mod.RequestPaths, "real_dir", resolve_then_swap)
     r = ask(ws, paths=["sub/f.txt"])
     assert swapped == ["sub"]
     assert r.files[0].status == "error"
@@ -936,7 +938,7 @@ def test_no_descriptor_stays_open_when_the_request_fails(
     def boom(*a: Any, **kw: Any) -> Any:
         raise RuntimeError("render failed")
 
-    monkeypatch.setattr(request, "render_parts", boom)
+    monkeypatch.setattr(answer_mod, "render_parts", boom)
     before = fd_count()
     with pytest.raises(RuntimeError, match="render failed"):
         ask(ws, paths=["**/*.txt"])

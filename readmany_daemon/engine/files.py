@@ -1,0 +1,79 @@
+"""``readMany/files``: the visible files matching patterns, with size and mtime.
+
+``list_paths`` answers the patterns from the index (folders, named files and globs;
+none = every visible file), sorted by bytes; ``list_files`` adds each file's size and
+mtime.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from readmany_daemon.engine.resolve import filters_for, has_magic, to_rel
+from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.errors import InvalidParams
+from readmany_daemon.ignore import Filters, GitPatterns
+from readmany_daemon.wire.messages import FileInfo, FilesParams, FilesResult
+
+
+def list_paths(
+    ws: Workspace,
+    patterns: Sequence[str],
+    filters: Filters,
+    recursive: bool = True,
+    exclude: Sequence[str] = (),
+) -> list[str]:
+    """Visible files matching ``patterns`` (globs, folders or paths; none = all), sorted by
+    bytes. Raises ``InvalidParams`` naming the pattern that is invalid."""
+    index = ws.index
+    if not patterns:
+        paths = index.files(filters)
+    else:
+        found: set[str] = set()
+        for n, raw in enumerate(patterns):
+            rel = to_rel(ws, raw)
+            if rel is None:
+                raise InvalidParams(
+                    f"invalid params: $.patterns[{n}]: {raw} is outside the workspace",
+                    f"$.patterns[{n}]",
+                )
+            if rel == "" or index.is_dir(rel):
+                found.update(index.expand_dir(rel, filters, recursive))
+            elif index.contains(rel):
+                found.add(rel)
+            elif has_magic(rel):
+                try:
+                    found.update(index.glob(rel, filters, recursive))
+                except ValueError as exc:
+                    raise InvalidParams(
+                        f"invalid params: $.patterns[{n}]: {exc}", f"$.patterns[{n}]"
+                    ) from None
+        paths = sorted(found, key=_bytes_key)
+    if exclude:
+        try:
+            ex = GitPatterns(exclude)
+        except ValueError as exc:
+            raise InvalidParams(f"invalid params: $.exclude: {exc}", "$.exclude") from None
+        paths = [p for p in paths if not ex.match(p)]
+    return paths
+
+
+def _bytes_key(path: str) -> bytes:
+    return path.encode("utf-8", "surrogateescape")
+
+
+def list_files(ws: Workspace, params: FilesParams) -> FilesResult:
+    """``readMany/files``: each visible file with its size (bytes) and mtime (ms); a file
+    deleted since the index saw it is left out (it is not a file any more)."""
+    rels = list_paths(ws, params.patterns, filters_for(params), params.recursive, params.exclude)
+    prefix = ws.root.rstrip("/") + "/"
+    lstat = os.lstat
+    infos: list[FileInfo] = []
+    for rel in rels:
+        try:
+            st = lstat(prefix + rel)
+        except (OSError, ValueError):
+            continue
+        infos.append(FileInfo(path=rel, size=st.st_size, mtime_ms=st.st_mtime_ns / 1e6))
+    return FilesResult(files=infos, clock=ws.clock())

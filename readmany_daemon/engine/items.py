@@ -1,0 +1,153 @@
+"""The data the engine's stages pass on: ``Item``s in output order, and an item loaded.
+
+``resolve`` turns a request into ``Resolved`` (an ``Items`` sequence: named entries and
+glob or folder expansions, kept as plain path lists until an entry is looked at);
+``load`` turns one ``Item`` into a ``LoadedItem``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import posixpath
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+from readmany_daemon import content as content_mod
+from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.wire.messages import Attachment, FileResult
+
+
+@dataclass
+class Item:
+    """One resolved entry: a file to read, or an entry that already has its answer.
+
+    ``rel`` is workspace-relative (POSIX); ``offset``/``limit`` the line window (1-based);
+    ``explicit`` marks a named path (as opposed to a glob or folder match); ``tail`` is
+    the last component of the pattern that matched (lower-cased), which decides whether an
+    image or PDF it reached may be attached. ``result`` is preset for entries decided at
+    resolve time (errors, no-match, ignored).
+    """
+
+    label: str
+    key: str
+    rel: str | None = None
+    offset: int | None = None
+    limit: int | None = None
+    explicit: bool = True
+    tail: str = ""
+    ignored_by: str | None = None
+    result: FileResult | None = None
+
+    def may_attach(self) -> bool:
+        """Images and PDFs are attached when named, or matched by a pattern whose
+        extension names their type (``shots/*.png``), never by a bare folder or ``**``."""
+        if self.explicit:
+            return True
+        assert self.rel is not None
+        return posixpath.splitext(self.rel)[1].lower() in self.tail
+
+
+@dataclass
+class Expansion:
+    """The matches of one glob or folder, kept as a plain list of relative paths so a
+    50,000-file expansion costs no per-file objects until a file is looked at."""
+
+    matches: list[str]
+    tail: str
+
+
+class Items(Sequence[Item]):
+    """The resolved entries in output order: explicit ``Item``s and ``Expansion``s,
+    indexed as one flat sequence; expansion items are made on first access."""
+
+    def __init__(self, ws: Workspace, absolute: bool) -> None:
+        self._ws = ws
+        self._absolute = absolute
+        self.segments: list[Item | Expansion] = []
+        self.starts: list[int] = []
+        self._size = 0
+        self._made: dict[int, Item] = {}
+
+    def append(self, segment: Item | Expansion) -> None:
+        self.segments.append(segment)
+        self.starts.append(self._size)
+        self._size += len(segment.matches) if isinstance(segment, Expansion) else 1
+
+    def __len__(self) -> int:
+        return self._size
+
+    def locate(self, i: int) -> tuple[int, int]:
+        """``(segment number, position in it)`` of flat index ``i``."""
+        seg = bisect.bisect_right(self.starts, i) - 1
+        return seg, i - self.starts[seg]
+
+    def label(self, i: int) -> str:
+        """The label of entry ``i`` without making its ``Item``."""
+        made = self._made.get(i)
+        if made is not None:
+            return made.label
+        seg, pos = self.locate(i)
+        segment = self.segments[seg]
+        if isinstance(segment, Item):
+            return segment.label
+        rel = segment.matches[pos]
+        return self._ws.abspath(rel) if self._absolute else rel
+
+    def is_preset(self, i: int) -> bool:
+        """Whether entry ``i`` was answered at resolve time (never an expansion match)."""
+        segment = self.segments[self.locate(i)[0]]
+        return isinstance(segment, Item) and segment.result is not None
+
+    def replace(self, i: int, **changes: Any) -> None:
+        """Change one entry (a cursor resuming a cut file at its next offset)."""
+        self._made[i] = dataclasses.replace(self[i], **changes)
+
+    @overload
+    def __getitem__(self, i: int) -> Item: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Item]: ...
+    def __getitem__(self, i: int | slice) -> Item | Sequence[Item]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._size))]
+        if not 0 <= i < self._size:
+            raise IndexError(i)
+        made = self._made.get(i)
+        if made is not None:
+            return made
+        seg, pos = self.locate(i)
+        segment = self.segments[seg]
+        if isinstance(segment, Item):
+            return segment
+        rel = segment.matches[pos]
+        label = self._ws.abspath(rel) if self._absolute else rel
+        item = Item(label=label, key=label, rel=rel, explicit=False, tail=segment.tail)
+        self._made[i] = item
+        return item
+
+
+@dataclass
+class LoadedItem:
+    """An item after the load and budget stages: its answer, and for a file that was
+    read, the text shown (windowed, before any budget cut), its window, the text the
+    window came from (for a budget re-cut) and an attachment. Not to be confused with
+    ``content.Loaded``, one file as the reader read it."""
+
+    item: Item
+    result: FileResult
+    text: str | None = None  # windowed content, before any budget cut
+    window: content_mod.Window | None = None
+    full: str | None = None  # the text the window came from (for a budget re-cut)
+    attachment: Attachment | None = None
+
+
+@dataclass
+class Resolved:
+    """The resolve stage's answer: the items, what the ignore rules hid from expansions
+    (counts per rule kind, for ``summary.hidden``) and one-line hints for ``llmContent``."""
+
+    items: Items
+    hidden: Counter[str] = field(default_factory=Counter)
+    hints: list[str] = field(default_factory=list)

@@ -1,0 +1,289 @@
+"""The load stage: one item's text from the overlay, the cache or the disk, confined.
+
+``RequestPaths`` keeps, for one request, the real path of each parent folder and
+descriptors of the real folders below the root, so files are ``lstat``-ed and opened by
+name (``fstatat``/``openat``, ``O_NOFOLLOW``), never through a path walked again.
+``load`` reads one ``Item`` and cuts it to its window and per-file caps (``budget.finish``);
+``Loads`` loads the items of one request on first use, each at most once.
+"""
+
+from __future__ import annotations
+
+import base64
+import errno
+import os
+import stat as stat_mod
+
+from readmany_daemon import content as content_mod
+from readmany_daemon.engine.budget import finish
+from readmany_daemon.engine.items import Item, Items, LoadedItem
+from readmany_daemon.engine.resolve import LOOP_MESSAGE, path_error, realpath_of
+from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.errors import Code, Status
+from readmany_daemon.ignore import Filters
+from readmany_daemon.wire.messages import Attachment, FileResult, ReadManyParams
+
+
+class RequestPaths:
+    """Path resolution state for the span of one request.
+
+    ``real_dirs`` memoizes the real path of each parent folder (keyed by its relative
+    path), so a glob over thousands of files in a few folders costs one ``lstat`` per
+    file instead of one per path component; ``handles`` (``content.FolderHandles``) holds
+    descriptors of the real folders below the root, so each file is ``lstat``-ed and
+    opened by its name alone (``fstatat``/``openat``), never through a path walked again.
+    A folder replaced by a symbolic link during that span is seen as the request saw it
+    first; an open always goes through ``O_NOFOLLOW`` checks. Call :meth:`close` (or use
+    ``with``) at the end of the request."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.real_dirs: dict[str, tuple[str, str | None]] = {}
+        self.handles = content_mod.FolderHandles(ws.root)
+
+    def real_dir(self, head: str) -> tuple[str, str | None]:
+        """``(real path, root-relative real path or None when outside)`` of folder
+        ``head`` (workspace-relative)."""
+        known = self.real_dirs.get(head)
+        if known is None:
+            real = realpath_of(self.ws, head)
+            known = self.real_dirs[head] = (real, self.ws.relpath(real))
+        return known
+
+    def close(self) -> None:
+        """Close the folder descriptors."""
+        self.handles.close()
+
+    def __enter__(self) -> RequestPaths:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+#: Where a file was ``lstat``-ed through a folder descriptor: (root-relative real folder,
+#: file name), to open it the same way.
+_At = tuple[str, str]
+
+
+def _real_path_stat(
+    ws: Workspace, rel: str, paths: RequestPaths | None
+) -> tuple[str, os.stat_result | None, _At | None]:
+    """``os.path.realpath`` of workspace-relative ``rel`` (POSIX, normalized; ``paths``
+    memoizes parent folders for one request) and, when the last component is not a
+    symbolic link, its ``lstat`` (then equal to its ``stat``: one system call serves
+    both), else None; and where that ``lstat`` was made when it went through a folder
+    descriptor."""
+    head, _, name = rel.rpartition("/")
+    if name in ("", ".", ".."):
+        return os.path.realpath(ws.abspath(rel)), None, None
+    if paths is None:
+        real_dir, real_rel_dir = realpath_of(ws, head), None  # no descriptors to keep
+    else:
+        real_dir, real_rel_dir = paths.real_dir(head)
+    candidate = f"{real_dir}/{name}"
+    if paths is not None and real_rel_dir is not None:
+        try:
+            st = os.stat(name, dir_fd=paths.handles.fd(real_rel_dir), follow_symlinks=False)
+        except FileNotFoundError:
+            return candidate, None, None  # as realpath: a missing path resolves to itself
+        except (OSError, ValueError):
+            pass  # the path route below decides, as it did before descriptors
+        else:
+            if stat_mod.S_ISLNK(st.st_mode):
+                return os.path.realpath(candidate), None, None
+            return candidate, st, (real_rel_dir, name)
+    try:
+        st = os.lstat(candidate)
+    except (OSError, ValueError):
+        return candidate, None, None  # as realpath: a missing path resolves to itself
+    if stat_mod.S_ISLNK(st.st_mode):
+        return os.path.realpath(candidate), None, None
+    return candidate, st, None
+
+
+def _read_source(
+    ws: Workspace,
+    item: Item,
+    want_full: bool,
+    max_lines: int | None,
+    max_chars: int | None,
+    attach: bool,
+    paths: RequestPaths | None = None,
+) -> tuple[content_mod.Loaded | None, str | None, str]:
+    """The content of ``item`` from the overlay, the cache or the disk, in that order.
+
+    Returns ``(loaded, overlay_text, source)``; exactly one of the first two is set.
+    ``paths``: see :class:`RequestPaths`."""
+    assert item.rel is not None
+    try:
+        real, known, at = _real_path_stat(ws, item.rel, paths)
+    except OSError as exc:  # the path changed while it was resolved (a racing swap)
+        code, message = path_error(item.label, exc)
+        return content_mod.Loaded(kind="error", code=code, message=message), None, "disk"
+    real_rel = ws.relpath(real)
+    if real_rel is None:
+        # A symbolic link (or a folder on the way) that leaves the root: never read.
+        outside = content_mod.Loaded(
+            kind="error",
+            code=Code.OUTSIDE_WORKSPACE,
+            message=f"{item.label} resolves outside the workspace {ws.root}",
+        )
+        return outside, None, "disk"
+    if real_rel != item.rel:
+        # A symbolic link inside the root: the deny rules hold for where it leads too
+        # (a link to .env or .git/config must not read what naming them cannot).
+        deny = ws.explain(real_rel, False, Filters(False, False, False))
+        if deny is not None:
+            denied = content_mod.Loaded(
+                kind="error",
+                code=Code.DENIED,
+                message=(
+                    f"{item.label} leads to {real_rel}, which is denied by {deny.source}"
+                    f" ({deny.pattern}) and is never read"
+                ),
+            )
+            return denied, None, "disk"
+    if ws.overlay is not None:
+        buffer = ws.overlay(real)
+        if buffer is not None:
+            return None, buffer.text, "overlay"
+    try:
+        st: os.stat_result | None = known or os.stat(real)
+    except OSError as exc:
+        st = None
+        if exc.errno == errno.ELOOP:  # realpath stops at a loop: a→b→a
+            loop = content_mod.Loaded(
+                kind="error", code=Code.NOT_FOUND, message=LOOP_MESSAGE.format(item.label)
+            )
+            return loop, None, "disk"
+    if ws.cache is not None and st is not None:
+        hit = ws.cache.get(real, st)
+        if hit is not None:
+            return hit, None, "cache"
+    offset, want = item.offset or 1, want_full or attach
+    max_bytes = ws.settings.max_file_bytes
+    loaded: content_mod.Loaded | None = None
+    if at is not None and known is not None and paths is not None:
+        try:
+            dir_fd = paths.handles.fd(at[0])
+        except OSError:
+            pass  # the folder changed since its lstat: the path route below decides
+        else:
+            loaded = content_mod.read_file_at(
+                dir_fd,
+                at[1],
+                known,
+                max_file_bytes=max_bytes,
+                offset=offset,
+                limit=max_lines,
+                max_chars=max_chars,
+                want_full=want,
+                want_bytes=attach,
+            )
+    if loaded is None:
+        loaded = content_mod.read_file(
+            real,
+            beneath=ws.root,
+            max_file_bytes=max_bytes,
+            offset=offset,
+            limit=max_lines,
+            max_chars=max_chars,
+            want_full=want,
+            want_bytes=attach,
+        )
+    if ws.cache is not None and loaded.kind == "text" and loaded.complete_text:
+        ws.cache.put(real, loaded)
+    return loaded, None, "disk"
+
+
+def load(
+    ws: Workspace, item: Item, params: ReadManyParams, paths: RequestPaths | None = None
+) -> LoadedItem:
+    """Read one item and cut it to its window and per-file caps (the load and budget
+    stages). Never raises for a per-file problem. ``paths``: see :class:`RequestPaths`."""
+    if item.result is not None:
+        return LoadedItem(item, item.result)
+    assert item.rel is not None
+    full_read = params.prefer_full_read
+    max_lines = (
+        item.limit if item.limit is not None else (None if full_read else params.per_file_max_lines)
+    )
+    max_chars = None if full_read else params.per_file_max_chars
+    want_full = full_read and item.limit is None and (item.offset or 1) == 1
+    mime = content_mod.mime_for(item.rel)
+    base = FileResult(
+        path=item.label, status=Status.OK, source="disk", chars=0, ignored_by=item.ignored_by
+    )
+    attach = mime is not None and item.may_attach()
+    if mime is not None and not attach:
+        # An image or PDF reached by a pattern that does not name its type: not read.
+        base.status, base.code, base.mime_type = Status.SKIPPED, Code.BINARY, mime
+        base.message = f"{item.label} is binary ({mime}); name it explicitly to attach it"
+        return LoadedItem(item, base)
+    loaded, overlay_text, source = _read_source(
+        ws, item, want_full, max_lines, max_chars, attach, paths
+    )
+    base.source = source
+    encoding: str | None
+    if overlay_text is not None:
+        text, complete, encoding = overlay_text, True, "utf-8"
+    else:
+        assert loaded is not None
+        if loaded.kind == "error":
+            code = loaded.code or Code.FS_ERROR
+            status = Status.SKIPPED if code == Code.TOO_LARGE else Status.ERROR
+            base.status, base.code, base.message = status, code, loaded.message
+            return LoadedItem(item, base)
+        if attach and mime is not None and loaded.data is not None:
+            base.mime_type = mime
+            base.chars = 0
+            base.sha256 = loaded.sha256
+            data = base64.b64encode(loaded.data).decode()
+            # The model is told in llmContent; the bytes travel as an attachment (seed 001
+            # summarizes images in text). Costs no content characters.
+            note = f"[{mime} attached: {len(loaded.data):,} bytes]\n"
+            attachment = Attachment(path=item.label, mime_type=mime, data=data)
+            return LoadedItem(item, base, text=note, attachment=attachment)
+        if loaded.kind == "binary":
+            base.status, base.code = Status.SKIPPED, Code.BINARY
+            base.mime_type = mime
+            base.message = f"{item.label} is binary"
+            return LoadedItem(item, base)
+        text = loaded.text or ""
+        complete = loaded.complete_text
+        encoding = loaded.encoding
+        base.sha256 = loaded.sha256
+    base.encoding = encoding
+    if not complete and loaded is not None and loaded.window is not None:
+        # A prefix read of a file over maxFileBytes: the reader's window is exact over
+        # the whole file (total lines counted without decoding the rest).
+        window = loaded.window
+    else:
+        known = loaded.total_lines if loaded is not None and complete else None
+        window = content_mod.window(text, item.offset or 1, max_lines, max_chars, known)
+    return finish(item, base, window, text, params)
+
+
+class Loads:
+    """The items of one request, each loaded (``load``) on first use and at most once:
+    entries past the budget's stop are never read."""
+
+    def __init__(
+        self, ws: Workspace, items: Items, params: ReadManyParams, paths: RequestPaths
+    ) -> None:
+        self._ws = ws
+        self._items = items
+        self._params = params
+        self._paths = paths
+        self._loaded: dict[int, LoadedItem] = {}
+
+    def __call__(self, i: int) -> LoadedItem:
+        """Item ``i`` loaded."""
+        if i not in self._loaded:
+            self._loaded[i] = load(self._ws, self._items[i], self._params, self._paths)
+        return self._loaded[i]
+
+    def peek(self, i: int) -> LoadedItem | None:
+        """Item ``i`` if it has been loaded already, else None."""
+        return self._loaded.get(i)

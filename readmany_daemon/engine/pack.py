@@ -1,0 +1,271 @@
+"""The pack stage: the answer's totals, request order or smallest first, and accounting.
+
+``choose_plan`` includes whole files while ``maxTotalFiles``/``maxTotalChars`` hold (at
+most one partially), in request order or smallest first (``packing``); ``Account`` counts
+and lists what the answer says about each entry, omitted ones included, keeping large
+expansions small (``MAX_LISTED``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import overload
+
+from readmany_daemon.engine.items import Item, Items, LoadedItem
+from readmany_daemon.engine.load import Loads
+from readmany_daemon.engine.render import Piece
+from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.errors import Code, Status
+from readmany_daemon.wire.messages import Attachment, FileResult, ReadManyParams, Summary
+
+#: Expansion matches that were omitted or skipped are listed in ``files`` up to this many
+#: (PROTOCOL §4); ``summary`` always has the full counts.
+MAX_LISTED = 200
+
+
+@dataclass
+class PackPlan:
+    """A packing decision. ``stop`` is the position in the packing order of the first
+    entry that did not fit whole (``len(order)`` when all did); every entry from there on
+    is omitted except the ``partial`` one and those answered at resolve time."""
+
+    strategy: str
+    order: Sequence[int]
+    stop: int
+    included: list[int]
+    partial: tuple[int, int] | None  # (item index, chars allowed)
+    full_success: int
+    full_count: int
+
+    def not_loaded(self, active: int) -> tuple[int, set[int] | None]:
+        """The entries this plan leaves unloaded, of the ``active`` positions: in request
+        order, every position from the first returned on (after the stop, or after the
+        error of ``stopOnError``); smallest first, the item indexes of the set returned
+        (after the stop in packing order, the partial one aside), or None for none."""
+        if self.strategy == "request-order":
+            return self.stop + (1 if self.partial is not None else 0), None
+        omitted = {
+            i for i in self.order[self.stop :] if self.partial is None or i != self.partial[0]
+        }
+        return active, omitted
+
+
+def choose_plan(
+    ws: Workspace, items: Items, active: Sequence[int], loads: Loads, params: ReadManyParams
+) -> tuple[PackPlan, bool]:
+    """The packing of the ``active`` item positions under the request's totals, and
+    whether ``packing: "auto"`` switched to smallest first (it does when that includes
+    more whole files; never with ``stopOnError``)."""
+    totals = (params.max_total_files, params.max_total_chars)
+    plan = _pack(active, loads, *totals, "request-order")
+    switched = False
+    could_gain = plan.full_success < params.max_total_files and plan.stop < len(active)
+    if params.packing == "smallest-first" or (
+        params.packing == "auto" and could_gain and not params.stop_on_error
+    ):
+        by_size = sorted(active, key=lambda i: (_size_hint(ws, items[i], loads.peek(i)), i))
+        alt = _pack(by_size, loads, *totals, "smallest-first")
+        if params.packing == "smallest-first" or alt.full_success > plan.full_success:
+            switched = params.packing == "auto"
+            plan = alt
+    return plan, switched
+
+
+def _pack(
+    order: Sequence[int],
+    loaded_at: Callable[[int], LoadedItem],
+    max_files: int,
+    max_chars: int,
+    strategy: str,
+) -> PackPlan:
+    """Include whole blocks in ``order`` while both totals hold; the first block that does
+    not fit may be included partially (at most one); every file after it is omitted
+    (block-safe packing, seed 001). Errors and skipped entries cost nothing. Entries
+    after the stop are never loaded."""
+    included: list[int] = []
+    partial: tuple[int, int] | None = None
+    files = chars = 0
+    full_success = full_count = 0
+    for pos, i in enumerate(order):
+        lo = loaded_at(i)
+        if lo.text is None:
+            full_count += lo.result.status == Status.ERROR
+            continue
+        cost = lo.result.chars
+        if files < max_files and chars + cost <= max_chars:
+            included.append(i)
+            files += 1
+            chars += cost
+            full_success += 1
+            full_count += 1
+            continue
+        if files < max_files and chars < max_chars:
+            partial = (i, max_chars - chars)
+        return PackPlan(strategy, order, pos, included, partial, full_success, full_count)
+    return PackPlan(strategy, order, len(order), included, partial, full_success, full_count)
+
+
+class Flat(Sequence[int]):
+    """The item indexes of sorted ``[start, end)`` ranges as one sequence."""
+
+    def __init__(self, ranges: Sequence[tuple[int, int]]) -> None:
+        self.ranges = list(ranges)
+        self._starts: list[int] = []
+        total = 0
+        for a, b in self.ranges:
+            self._starts.append(total)
+            total += b - a
+        self._len = total
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, k: int) -> int: ...
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[int]: ...
+    def __getitem__(self, k: int | slice) -> int | Sequence[int]:
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(self._len))]
+        if not 0 <= k < self._len:
+            raise IndexError(k)
+        r = bisect.bisect_right(self._starts, k) - 1
+        return self.ranges[r][0] + k - self._starts[r]
+
+    def __iter__(self) -> Iterator[int]:
+        for a, b in self.ranges:
+            yield from range(a, b)
+
+
+@dataclass
+class Account:
+    """What the answer says about its entries, filled in output order."""
+
+    summary: Summary
+    pieces: list[Piece] = field(default_factory=list)
+    attachments: list[Attachment] = field(default_factory=list)
+    continuations: list[str] = field(default_factory=list)
+    remaining: list[tuple[int, int]] = field(default_factory=list)
+    resume: dict[int, tuple[int, int | None]] = field(default_factory=dict)
+    omitted_labels: list[str] = field(default_factory=list)
+    omitted_total: int = 0
+    listed_expansion: int = 0
+    unlisted_omitted: int = 0
+    unlisted_skipped: int = 0
+
+    def count(self, result: FileResult) -> None:
+        st = result.status
+        if st in (Status.OK, Status.PARTIAL):
+            self.summary.read += 1
+            self.summary.total_chars += result.chars
+            self.summary.truncated += st == Status.PARTIAL
+        elif st == Status.OMITTED:
+            self.summary.omitted += 1
+            self.omitted_total += 1
+            if len(self.omitted_labels) <= MAX_LISTED:
+                self.omitted_labels.append(result.path)
+        elif st == Status.SKIPPED:
+            self.summary.skipped += 1
+        else:
+            self.summary.errors += 1
+
+    def add(self, piece: Piece) -> None:
+        """Count ``piece`` and list it, unless it is an omitted or skipped expansion match
+        past the first ``MAX_LISTED`` (PROTOCOL §4: large expansions stay small)."""
+        self.count(piece.result)
+        if not piece.explicit and piece.result.status in (Status.OMITTED, Status.SKIPPED):
+            self.listed_expansion += 1
+            if self.listed_expansion > MAX_LISTED:
+                if piece.result.status == Status.OMITTED:
+                    self.unlisted_omitted += 1
+                else:
+                    self.unlisted_skipped += 1
+                return
+        self.pieces.append(piece)
+
+    def omit_many(self, items: Items, start: int, end: int, code: str) -> None:
+        """Account for expansion matches ``[start, end)``, all omitted with ``code``,
+        making ``FileResult``s only for the few that are listed."""
+        n = end - start
+        if n <= 0:
+            return
+        self.remaining.append((start, end))
+        listable = max(0, MAX_LISTED - self.listed_expansion)
+        for i in range(start, min(end, start + listable)):
+            self.add(omitted_piece(items, i, code))
+        rest = n - min(n, listable)
+        if rest:
+            self.listed_expansion += rest
+            self.unlisted_omitted += rest
+            self.summary.omitted += rest
+            self.omitted_total += rest
+            room = max(0, MAX_LISTED + 1 - len(self.omitted_labels))
+            self.omitted_labels.extend(items.label(i) for i in range(end - rest, end)[:room])
+
+
+_OMITTED_MESSAGES = {
+    Code.BUDGET: "not read: the answer's budget (maxTotalFiles / maxTotalChars) was used up",
+    Code.STOPPED: "not read: an earlier file failed and stopOnError is set",
+}
+
+
+def omitted_piece(items: Items, i: int, code: str) -> Piece:
+    item = items[i]
+    result = FileResult(
+        path=item.label,
+        status=Status.OMITTED,
+        source="disk",
+        chars=0,
+        code=code,
+        message=_OMITTED_MESSAGES[code],
+    )
+    return Piece(result, item.key, None, item.explicit)
+
+
+def account_tail(
+    acc: Account, items: Items, indexes: Flat, budget_from: int, stopped_at: int
+) -> None:
+    """Account for the entries from position ``budget_from`` on, none of them loaded:
+    omitted (``budget`` before ``stopped_at``, ``stopped`` after), except the ones
+    answered at resolve time, which are reported as they are. Expansion runs are handled
+    a whole run at a time."""
+    if budget_from >= len(indexes):
+        return
+    tail_start = indexes[budget_from]
+    stop_index = indexes[stopped_at] if stopped_at < len(indexes) else len(items)
+    for a, b in indexes.ranges:
+        a = max(a, tail_start)
+        while a < b:
+            seg, _ = items.locate(a)
+            seg_end = items.starts[seg + 1] if seg + 1 < len(items.starts) else len(items)
+            end = min(b, seg_end)
+            segment = items.segments[seg]
+            if isinstance(segment, Item):
+                if segment.result is not None and a < stop_index:
+                    acc.add(Piece(segment.result, segment.key, None, segment.explicit))
+                else:
+                    code = Code.BUDGET if a < stop_index else Code.STOPPED
+                    acc.remaining.append((a, a + 1))
+                    acc.add(omitted_piece(items, a, code))
+                a += 1
+                continue
+            if a < stop_index:
+                acc.omit_many(items, a, min(end, stop_index), Code.BUDGET)
+            if end > stop_index:
+                acc.omit_many(items, max(a, stop_index), end, Code.STOPPED)
+            a = end
+
+
+def _size_hint(ws: Workspace, item: Item, lo: LoadedItem | None) -> int:
+    """Chars of a loaded item, else its size in bytes (a stat), for smallest-first order."""
+    if lo is not None:
+        return lo.result.chars
+    if item.rel is None:
+        return 0
+    try:
+        return os.stat(ws.abspath(item.rel)).st_size
+    except OSError:
+        return 0

@@ -1,0 +1,283 @@
+"""Framing of ``llmContent`` (PROTOCOL §5), notices, and the short ``returnDisplay``.
+
+Pure functions over ``Piece`` lists: no I/O. Each format is byte-exact as PROTOCOL §5
+gives it; the shapes come from the reference tools (seed 002/003 ``separator``, seed 001
+``heredoc``, seed 000 ``json``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from readmany_daemon.errors import Code, Status
+from readmany_daemon.wire.messages import FileResult, Summary
+
+#: Heredoc delimiter words, one per 1-based index, cycling past 26 (PROTOCOL §5, seed 001).
+HEREDOC_WORDS: tuple[str, ...] = (
+    "PINE", "MANGO", "ORBIT", "RAVEN", "CEDAR", "LOTUS", "EMBER", "NOVA", "DUNE", "KITE",
+    "TIDAL", "QUARTZ", "ACORN", "BLAZE", "FJORD", "GLYPH", "HARBOR", "IVORY", "JUNIPER",
+    "SIERRA", "UMBRA", "VIOLET", "WILLOW", "XENON", "YARROW", "ZEPHYR",
+)  # fmt: skip
+
+#: At most this many omitted or skipped files are named in ``llmContent`` (PROTOCOL §4).
+MAX_NAMED_IN_CONTENT = 50
+
+_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+@dataclass
+class Piece:
+    """One entry of the answer in output (request) order.
+
+    ``content`` is the text shown for an ``ok`` or ``partial`` entry (already windowed,
+    line-numbered, with a cut file's notice as its last line) and ``None`` otherwise.
+    ``key`` is the ``json`` format's key (PROTOCOL §5). ``listed`` is False for expansion
+    matches that are counted but not named (past the 200 cap).
+    """
+
+    result: FileResult
+    key: str
+    content: str | None = None
+    explicit: bool = True
+
+
+@dataclass
+class Notices:
+    """What the model must be told beyond the framed files (PROTOCOL §4).
+
+    ``continuations`` are ready-made request fragments for cut files; ``cursor`` the
+    ``nextCursor`` when files were omitted; ``hints`` one-line advice (e.g. which flag shows
+    hidden files when an expansion came back empty); ``unlisted`` counts omitted/skipped
+    expansion matches not present in ``pieces``.
+    """
+
+    continuations: list[str] = field(default_factory=list)
+    cursor: str | None = None
+    hints: list[str] = field(default_factory=list)
+    unlisted_omitted: int = 0
+    unlisted_skipped: int = 0
+
+
+def djb2_hex6(label: str) -> str:
+    """The heredoc HASH of a label: djb2 (h = 5381; h = h*33 + c mod 2**32) over its UTF-16
+    code units, uppercase hex without leading zeros, left-padded with ``0`` to at least 6
+    characters, then its first 6 (PROTOCOL §5): ``src/a.ts`` → ``CF2C32``."""
+    h = 5381
+    data = label.encode("utf-16-le", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h = (h * 33 + (data[i] | data[i + 1] << 8)) & 0xFFFFFFFF
+    return f"{h:X}".rjust(6, "0")[:6]
+
+
+def cut_notice(r: FileResult, cut_line: int | None = None) -> str | None:
+    """The last content line of a cut file, e.g.
+    ``[Showing lines 1-200 of 2500. Continue with offset=201.]``; ``cut_line`` names a
+    line shown only in part (longer than the character cap). None when nothing was cut."""
+    if r.line_start is None or r.line_end is None or (r.next_offset is None and cut_line is None):
+        return None
+    total = f" of {r.total_lines}" if r.total_lines is not None else ""
+    why = " (budget)" if r.code == Code.BUDGET else ""
+    text = f"[Showing lines {r.line_start}-{r.line_end}{total}{why}"
+    if cut_line is not None:
+        text += f", line {cut_line} cut short"
+    if r.next_offset is not None:
+        text += f". Continue with offset={r.next_offset}"
+    return text + ".]"
+
+
+def continuation_request(path: str, offset: int) -> str:
+    """A request fragment the four reference shapes can all make for the rest of a file."""
+    return "files: " + json.dumps([{"path": path, "offset": offset}], ensure_ascii=False)
+
+
+def _notice_lines(pieces: Sequence[Piece], notices: Notices, framed_errors: bool) -> list[str]:
+    """Lines after the framed files: omitted, skipped and (when not framed) failed entries,
+    at most ``MAX_NAMED_IN_CONTENT`` named, then continuation requests and hints."""
+    omitted = [p.result for p in pieces if p.result.status == Status.OMITTED]
+    skipped = [p.result for p in pieces if p.result.status == Status.SKIPPED]
+    errors = [p.result for p in pieces if p.result.status == Status.ERROR]
+    lines: list[str] = []
+    budget = MAX_NAMED_IN_CONTENT
+
+    def named(results: list[FileResult], with_code: bool) -> str:
+        nonlocal budget
+        shown = results[: max(budget, 0)]
+        budget -= len(shown)
+        parts = [f"{r.path} ({r.code})" if with_code and r.code else r.path for r in shown]
+        rest = len(results) - len(shown)
+        return ", ".join(parts) + (f", and {rest} more" if rest else "")
+
+    n_omitted = len(omitted) + notices.unlisted_omitted
+    if n_omitted:
+        stopped = all(r.code == Code.STOPPED for r in omitted) and omitted
+        why = "after an error (stopOnError)" if stopped else "to stay within the budget"
+        text = named(omitted, with_code=False)
+        extra = notices.unlisted_omitted
+        if extra:
+            text = (text + ", " if text else "") + f"and {extra} more not named"
+        lines.append(f"[Omitted {n_omitted} file(s) {why}: {text}.]")
+    if notices.cursor:
+        lines.append(
+            f'[To read the omitted files, repeat the request with cursor="{notices.cursor}".]'
+        )
+    n_skipped = len(skipped) + notices.unlisted_skipped
+    if n_skipped:
+        text = named(skipped, with_code=True)
+        if notices.unlisted_skipped:
+            text = (text + ", " if text else "") + f"and {notices.unlisted_skipped} more not named"
+        lines.append(f"[Skipped {n_skipped} file(s): {text}.]")
+    if errors and not framed_errors:
+        for r in errors[: max(budget, 0)]:
+            lines.append(f"[Error: {r.path}: {r.message or r.code}]")
+        if len(errors) > max(budget, 0):
+            lines.append(f"[{len(errors) - max(budget, 0)} more error(s) not named.]")
+    for c in notices.continuations:
+        lines.append(f"[To continue {c}]")
+    lines.extend(notices.hints)
+    return lines
+
+
+def _framed(pieces: Sequence[Piece], with_errors: bool) -> list[Piece]:
+    keep = {Status.OK, Status.PARTIAL} | ({Status.ERROR} if with_errors else set())
+    return [p for p in pieces if p.result.status in keep and (p.content is not None or with_errors)]
+
+
+def separator_parts(pieces: Sequence[Piece], notices: Notices) -> list[str]:
+    """:func:`render_separator` as a list of strings whose concatenation is the answer;
+    each file's content is one element, never copied (a full read of a large tree is
+    encoded and sent part by part)."""
+    out: list[str] = []
+    for p in _framed(pieces, with_errors=False):
+        content = p.content or ""
+        out.append(f"--- {p.result.path} ---\n")
+        out.append(content)
+        out.append("\n" if content.endswith("\n") else "\n\n")
+    for line in _notice_lines(pieces, notices, framed_errors=False):
+        out.append(line + "\n")
+    out.append("--- End of content ---")
+    return out
+
+
+def render_separator(pieces: Sequence[Piece], notices: Notices) -> str:
+    """``--- {label} ---\\n{content}`` (+ ``\\n`` if missing) + ``\\n`` per file, then the
+    notice lines, then ``--- End of content ---`` (PROTOCOL §5, seeds 002/003)."""
+    return "".join(separator_parts(pieces, notices))
+
+
+def _error_text(r: FileResult) -> str:
+    return f"[Error: {r.message or r.code}]"
+
+
+def render_heredoc(pieces: Sequence[Piece], notices: Notices) -> str:
+    """``@{label}\\n<<'{WORD}_{INDEX}_{HASH}'\\n{content}\\n{WORD}_{INDEX}_{HASH}`` blocks
+    joined by a blank line (PROTOCOL §5, seed 001). Errors are framed like files."""
+    blocks: list[str] = []
+    for index, p in enumerate(_framed(pieces, with_errors=True), start=1):
+        r = p.result
+        body = p.content if r.status != Status.ERROR and p.content is not None else _error_text(r)
+        if body.endswith("\n"):
+            body = body[:-1]
+        base = f"{HEREDOC_WORDS[(index - 1) % len(HEREDOC_WORDS)]}_{index}_{djb2_hex6(r.path)}"
+        delimiter = base
+        lines = set(body.split("\n"))
+        suffix = 0
+        while delimiter in lines:
+            suffix += 1
+            delimiter = f"{base}_{suffix}"
+        blocks.append(f"@{r.path}\n<<'{delimiter}'\n{body}\n{delimiter}")
+    tail = _notice_lines(pieces, notices, framed_errors=True)
+    if tail:
+        blocks.append("\n".join(tail))
+    return "\n\n".join(blocks)
+
+
+def xml_escape(text: str, quote: bool = False) -> str:
+    """Escape for XML 1.0 character data; characters XML forbids become U+FFFD."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    if quote:
+        text = text.replace('"', "&quot;")
+    return _XML_FORBIDDEN.sub("\ufffd", text)
+
+
+def render_xml(pieces: Sequence[Piece], notices: Notices) -> str:
+    """``<documents><document index="N"><source>…</source><document_content>…
+    </document_content></document>…</documents>``; notices follow on their own lines."""
+    out = ["<documents>"]
+    for index, p in enumerate(_framed(pieces, with_errors=True), start=1):
+        r = p.result
+        body = p.content if r.status != Status.ERROR and p.content is not None else _error_text(r)
+        out.append(
+            f'<document index="{index}"><source>{xml_escape(r.path)}</source>'
+            f"<document_content>{xml_escape(body)}</document_content></document>"
+        )
+    out.append("</documents>")
+    tail = _notice_lines(pieces, notices, framed_errors=True)
+    return "".join(out) + "".join("\n" + xml_escape(line) for line in tail)
+
+
+def render_json(pieces: Sequence[Piece], notices: Notices) -> str:
+    """``{"results": {key: {"status": "ok", "content": …} | {"status": "error", "code": …,
+    "message": …}}}`` (PROTOCOL §5, seed 000); ``ok`` for ok and partial, ``error`` for
+    every other status. A ``notices`` list is added only when there is something to say."""
+    results: dict[str, dict[str, str]] = {}
+    for p in pieces:
+        r = p.result
+        if r.status in (Status.OK, Status.PARTIAL) and p.content is not None:
+            results.setdefault(p.key, {"status": "ok", "content": p.content})
+        else:
+            results.setdefault(
+                p.key,
+                {"status": "error", "code": r.code or r.status, "message": r.message or r.status},
+            )
+    doc: dict[str, object] = {"results": results}
+    extra = _notice_lines([], notices, framed_errors=True)
+    if extra:
+        doc["notices"] = extra
+    return json.dumps(doc, ensure_ascii=False, indent=2)
+
+
+RENDERERS = {
+    "separator": render_separator,
+    "heredoc": render_heredoc,
+    "xml": render_xml,
+    "json": render_json,
+}
+
+
+def render(fmt: str, pieces: Sequence[Piece], notices: Notices) -> str:
+    """``llmContent`` in format ``fmt`` (``separator``, ``heredoc``, ``xml`` or ``json``)."""
+    return RENDERERS[fmt](pieces, notices)
+
+
+def render_parts(fmt: str, pieces: Sequence[Piece], notices: Notices) -> list[str]:
+    """``llmContent`` as strings whose concatenation equals :func:`render`'s answer: one
+    element per header, content and separator in the ``separator`` format, the whole
+    text as one element in the others."""
+    if fmt == "separator":
+        return separator_parts(pieces, notices)
+    return [render(fmt, pieces, notices)]
+
+
+def return_display(summary: Summary, pieces: Sequence[Piece]) -> str:
+    """A short Markdown summary for a person: counts, then up to 10 file names."""
+    parts = [f"Read **{summary.read}** file(s)"]
+    parts.append(f"{summary.total_chars:,} chars, ~{summary.estimated_tokens:,} tokens")
+    for n, word in (
+        (summary.truncated, "truncated"),
+        (summary.omitted, "omitted"),
+        (summary.skipped, "skipped"),
+        (summary.errors, "error(s)"),
+    ):
+        if n:
+            parts.append(f"{n} {word}")
+    lines = [" · ".join(parts)]
+    included = [p.result.path for p in pieces if p.result.status in (Status.OK, Status.PARTIAL)]
+    if included:
+        lines.append("")
+        lines.extend(f"- `{path}`" for path in included[:10])
+        if len(included) > 10:
+            lines.append(f"- … and {len(included) - 10} more")
+    return "\n".join(lines)

@@ -1,0 +1,430 @@
+"""The resolve stage: requested paths, globs and folders → ordered ``Item``s (PROTOCOL §3).
+
+Path normalising (``to_rel``), real paths confined to the root (``realpath_of``), NFC/NFD
+spellings, the codes of path errors, and ``_Resolver``, which answers errors, no-match
+and ignored entries at resolve time and keeps expansions as plain path lists.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import posixpath
+import stat as stat_mod
+import unicodedata
+import urllib.parse
+from collections import Counter
+
+from readmany_daemon.engine.items import Expansion, Item, Items, Resolved
+from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.errors import Code, InvalidParams, Status
+from readmany_daemon.ignore import Filters, GitPatterns
+from readmany_daemon.wire.messages import FileResult, FilesParams, FileSpec, ReadManyParams
+
+#: Characters that make a requested path a glob (``has_magic``). Not yet the one is-glob
+#: test: the index has its own (``index._GLOB_MAGIC``); both go to rules/glob.py.
+_GLOB_MAGIC = frozenset("*?[{")
+
+#: Human words for the rule kinds of ``summary.hidden`` and the flag that lifts each.
+_HIDDEN_HINTS = {
+    "gitignore": "fileFilteringOptions.respectGitIgnore=false (CLI --no-gitignore)",
+    "ignore-file": "fileFilteringOptions.respectIgnoreFiles=false (CLI --no-ignore-files)",
+    "default-exclude": "useDefaultExcludes=false (CLI --no-default-excludes)",
+    "exclude": "a narrower exclude list",
+    "deny": "",
+}
+
+
+def filters_for(params: ReadManyParams | FilesParams) -> Filters:
+    """The ignore-rule ``Filters`` a request asks for (its ``fileFilteringOptions`` and
+    ``useDefaultExcludes``)."""
+    ffo = params.file_filtering_options
+    return Filters(
+        respect_gitignore=ffo.respect_git_ignore,
+        respect_ignore_files=ffo.respect_ignore_files,
+        use_default_excludes=params.use_default_excludes,
+    )
+
+
+def has_magic(s: str) -> bool:
+    """Whether requested path ``s`` holds a glob character (PROTOCOL §3)."""
+    return any(c in _GLOB_MAGIC for c in s)
+
+
+def to_rel(ws: Workspace, raw: str) -> str | None:
+    """Workspace-relative POSIX form of a requested path, lexically normalized; None when
+    it leaves the root (by ``..`` or an absolute path elsewhere)."""
+    path = raw
+    if path.startswith("file:"):
+        parsed = urllib.parse.urlparse(path)
+        path = urllib.parse.unquote(parsed.path)
+    if os.path.isabs(path):
+        rel = ws.relpath(posixpath.normpath(path))
+        if rel is None:
+            # The root may have been given through a symlink: compare real paths too.
+            rel = ws.relpath(os.path.realpath(path))
+        return rel
+    norm = posixpath.normpath(path)
+    if norm == ".":
+        return ""
+    if norm == ".." or norm.startswith("../"):
+        return None
+    return norm
+
+
+def _inside(ws: Workspace, rel: str) -> bool:
+    """True when ``rel``'s real path (symlinks resolved) stays inside the root."""
+    return ws.relpath(realpath_of(ws, rel)) is not None
+
+
+def realpath_of(ws: Workspace, rel: str) -> str:
+    """``os.path.realpath(ws.abspath(rel))`` for a normalized workspace-relative ``rel``
+    (``""`` = the root). The root is a real path already, so only ``rel``'s own
+    components are ``lstat``'ed (realpath would walk the root's ancestors too); one
+    that is a symbolic link, or missing, hands over to ``os.path.realpath``."""
+    if not rel:
+        return ws.root
+    path = ws.root.rstrip("/")
+    for part in rel.split("/"):
+        path = f"{path}/{part}"
+        try:
+            st = os.lstat(path)
+        except (OSError, ValueError):
+            return os.path.realpath(ws.abspath(rel))
+        if stat_mod.S_ISLNK(st.st_mode):
+            return os.path.realpath(ws.abspath(rel))
+    return path
+
+
+def _lstat(ws: Workspace, rel: str) -> tuple[str, os.stat_result] | None:
+    """lstat ``rel``, trying its NFC and NFD spellings too; returns the spelling that
+    exists, None when none does. Other failures (a folder on the way that cannot be
+    searched, a symbolic link loop, a name too long) raise their ``OSError``: the entry
+    gets the matching code, not ``not-found`` (see ``path_error``)."""
+    for candidate in dict.fromkeys(
+        (rel, unicodedata.normalize("NFC", rel), unicodedata.normalize("NFD", rel))
+    ):
+        try:
+            return candidate, os.lstat(ws.abspath(candidate))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+    return None
+
+
+def path_error(raw: str, exc: OSError) -> tuple[str, str]:
+    """``(code, message)`` for a requested path whose ``lstat``/``stat`` failed with
+    something other than "no such file" (PROTOCOL §4 codes)."""
+    if isinstance(exc, PermissionError):
+        return (
+            Code.PERMISSION_DENIED,
+            f"{raw}: permission denied (a folder on its path cannot be searched)",
+        )
+    if exc.errno == errno.ELOOP:
+        return Code.NOT_FOUND, LOOP_MESSAGE.format(raw)
+    reason = exc.strerror or str(exc)
+    return Code.FS_ERROR, f"{raw}: file system error: {reason}"
+
+
+#: A symbolic link that resolves to no file because it loops (a→b→a): like a broken
+#: link, ``not-found``, named or reached by an expansion.
+LOOP_MESSAGE = "{} is a symbolic link loop (too many levels of symbolic links)"
+
+
+def _glob_scope(pattern: str, recursive: bool) -> tuple[str, bool]:
+    """The folder a glob pattern can match below (its leading components without glob
+    characters) and whether it reaches below that folder's own entries."""
+    parts = pattern.strip("/").split("/")
+    k = 0
+    while k < len(parts) - 1 and not has_magic(parts[k]):
+        k += 1
+    rest = parts[k:]
+    deep = len(rest) > 1 or (recursive and any("**" in p for p in rest))
+    return "/".join(parts[:k]), deep
+
+
+class _Resolver:
+    """Turns requested entries into ordered, de-duplicated ``Item``s (PROTOCOL §3 order)."""
+
+    def __init__(self, ws: Workspace, params: ReadManyParams) -> None:
+        self.ws = ws
+        self.params = params
+        self.filters = filters_for(params)
+        self.out = Resolved(items=Items(ws, params.absolute_paths))
+        self.seen: set[tuple[str, int | None, int | None]] = set()
+        self.unseen: list[Expansion] = []  # expansions not yet in ``seen``
+        try:
+            self.exclude = GitPatterns(params.exclude) if params.exclude else None
+        except ValueError as exc:
+            raise InvalidParams(f"invalid params: $.exclude: {exc}", "$.exclude") from None
+
+    def label(self, rel: str) -> str:
+        return self.ws.abspath(rel) if self.params.absolute_paths else rel
+
+    def _flush(self) -> None:
+        for expansion in self.unseen:
+            self.seen.update((m, None, None) for m in expansion.matches)
+        self.unseen.clear()
+
+    def add(self, item: Item) -> None:
+        """Append ``item`` unless an identical (path, offset, limit) came before."""
+        self._flush()
+        ident = (item.rel if item.rel is not None else "\0" + item.label, item.offset, item.limit)
+        if ident in self.seen:
+            return
+        self.seen.add(ident)
+        self.out.items.append(item)
+
+    def add_matches(self, matches: list[str], tail: str) -> None:
+        """Append an expansion's matches, dropping those answered earlier; the
+        de-duplication set is only built when a later entry needs it."""
+        self._flush()
+        if self.seen:
+            matches = [m for m in matches if (m, None, None) not in self.seen]
+        expansion = Expansion(matches, tail)
+        self.unseen.append(expansion)
+        self.out.items.append(expansion)
+
+    def preset_outside(self, raw: str, key: str) -> None:
+        """Add ``raw`` as an ``outside-workspace`` error (it resolves out of the root)."""
+        message = f"{raw} resolves outside the workspace {self.ws.root}"
+        self.preset(raw, key, Status.ERROR, Code.OUTSIDE_WORKSPACE, message)
+
+    def preset(
+        self,
+        raw: str,
+        key: str,
+        status: str,
+        code: str,
+        message: str,
+        rel: str | None = None,
+        ignored_by: str | None = None,
+    ) -> None:
+        """Add an entry whose answer is already known (an error, no-match, ignored)."""
+        label = self.label(rel) if rel is not None else raw
+        result = FileResult(
+            path=label,
+            status=status,
+            source="disk",
+            chars=0,
+            code=code,
+            message=message,
+            ignored_by=ignored_by,
+        )
+        self.add(Item(label=label, key=key, rel=rel, result=result))
+
+    def entry(self, raw: str, offset: int | None, limit: int | None, from_include: bool) -> None:
+        key = raw if offset is None and limit is None else _window_key(raw, offset, limit)
+        rel = to_rel(self.ws, raw)
+        if rel is None:
+            self.preset(
+                raw,
+                key,
+                Status.ERROR,
+                Code.OUTSIDE_WORKSPACE,
+                f"{raw} is outside the workspace {self.ws.root}",
+            )
+            return
+        try:
+            found = (
+                _lstat(self.ws, rel)
+                if not raw.endswith("/") or rel
+                else (rel, os.lstat(self.ws.root))
+            )
+        except OSError as exc:
+            if has_magic(raw):  # no such literal path: the pattern's own answer
+                self.expand(raw, key, "glob", rel)
+                return
+            code, message = path_error(raw, exc)
+            self.preset(raw, key, Status.ERROR, code, message)
+            return
+        if found is not None:
+            rel, st = found
+            try:
+                inside = _inside(self.ws, rel)
+            except OSError as exc:  # the path changed while it was resolved
+                code, message = path_error(raw, exc)
+                self.preset(raw, key, Status.ERROR, code, message)
+                return
+            if not inside:
+                self.preset_outside(raw, key)
+                return
+            if stat_mod.S_ISLNK(st.st_mode):
+                try:
+                    st = os.stat(self.ws.abspath(rel))
+                except OSError as exc:
+                    if exc.errno == errno.ELOOP:
+                        code, message = Code.NOT_FOUND, LOOP_MESSAGE.format(raw)
+                    elif isinstance(exc, FileNotFoundError | NotADirectoryError):
+                        code, message = Code.NOT_FOUND, f"{raw} is a broken symbolic link"
+                    else:
+                        code, message = path_error(raw, exc)
+                    self.preset(raw, key, Status.ERROR, code, message, rel=rel)
+                    return
+            if stat_mod.S_ISDIR(st.st_mode):
+                try:
+                    target = self.ws.relpath(realpath_of(self.ws, rel))
+                except OSError as exc:
+                    code, message = path_error(raw, exc)
+                    self.preset(raw, key, Status.ERROR, code, message)
+                    return
+                if target is None:  # swapped for a link out since the check above
+                    self.preset_outside(raw, key)
+                    return
+                self.expand(raw, key, "dir", target)
+                return
+            if not stat_mod.S_ISREG(st.st_mode):
+                self.preset(
+                    raw, key, Status.ERROR, Code.NOT_A_FILE, f"{raw} is not a regular file", rel=rel
+                )
+                return
+            self.explicit(raw, key, rel, offset, limit)
+            return
+        if has_magic(raw):
+            self.expand(raw, key, "glob", rel)
+            return
+        self.preset(raw, key, Status.ERROR, Code.NOT_FOUND, f"File not found: {raw}")
+
+    def explicit(self, raw: str, key: str, rel: str, offset: int | None, limit: int | None) -> None:
+        ws, f = self.ws, self.filters
+        deny = ws.explain(rel, False, Filters(False, False, False))
+        if deny is not None:
+            self.preset(
+                raw,
+                key,
+                Status.ERROR,
+                Code.DENIED,
+                f"{raw} is denied by {deny.source} ({deny.pattern}) and is never read",
+                rel=rel,
+            )
+            return
+        if f.respect_ignore_files:
+            hidden = ws.explain(rel, False, Filters(False, True, False))
+            if hidden is not None:
+                self.preset(
+                    raw,
+                    key,
+                    Status.SKIPPED,
+                    Code.IGNORED,
+                    f"{raw} is hidden by {hidden.source}; "
+                    "set fileFilteringOptions.respectIgnoreFiles=false to read it",
+                    rel=rel,
+                    ignored_by=hidden.source,
+                )
+                return
+        soft = ws.explain(
+            rel, False, Filters(f.respect_gitignore, False, self.params.use_default_excludes)
+        )
+        if soft is not None and soft.kind == "gitignore" and ws.rules.is_tracked(rel):
+            soft = None
+        self.add(
+            Item(
+                label=self.label(rel),
+                key=key,
+                rel=rel,
+                offset=offset,
+                limit=limit,
+                explicit=True,
+                ignored_by=soft.source if soft else None,
+            )
+        )
+
+    def expand(self, raw: str, key: str, kind: str, rel: str) -> None:
+        hidden: Counter[str] = Counter()
+        recursive = self.params.recursive
+        try:
+            matches = self.ws.expand(kind, rel, self.filters, recursive, hidden)
+        except ValueError as exc:
+            self.preset(
+                raw, key, Status.ERROR, Code.INVALID_PATTERN, f"invalid pattern {raw}: {exc}"
+            )
+            return
+        if self._unlisted(raw, key, kind, rel, recursive):
+            return
+        if self.exclude is not None:
+            kept = [m for m in matches if not self.exclude.match(m)]
+            if len(kept) != len(matches):
+                hidden["exclude"] += len(matches) - len(kept)
+            matches = kept
+        self.out.hidden.update(hidden)
+        if not matches:
+            message = f"{raw} matched no visible file"
+            # The counts are hidden files that match and hidden folders in the pattern's
+            # scope (not searched: they may or may not hold matches). Deny rules can't be
+            # lifted and nearly always mean .git/ alone: not worth a hint.
+            liftable = {k: n for k, n in hidden.items() if _HIDDEN_HINTS.get(k)}
+            if liftable:
+                parts = [
+                    f"{n} file(s) or folder(s) hidden by {kind_} rules were not searched"
+                    f" (show them with {_HIDDEN_HINTS[kind_]})"
+                    for kind_, n in sorted(liftable.items())
+                ]
+                message += "; " + "; ".join(parts)
+            self.preset(raw, raw, Status.SKIPPED, Code.NO_MATCH, message)
+            self.out.hints.append(f"[{message}.]")
+            return
+        self.add_matches(matches, raw.rsplit("/", 1)[-1].lower())
+
+    def _unlisted(self, raw: str, key: str, kind: str, rel: str, recursive: bool) -> bool:
+        """Account for folders an expansion covers that could not be listed (no read or
+        search permission, an I/O error): their files are unknown, never silently
+        missing. A folder named itself, or the folder a glob's literal part names, is an
+        ``error`` entry (``permission-denied`` or ``fs-error``; returns True: nothing else
+        to add); folders below add a warning line to ``llmContent`` while the rest is
+        answered."""
+        if kind == "dir":
+            scope, deep = rel, recursive
+        else:
+            scope, deep = _glob_scope(rel, recursive)
+        failed = self.ws.index.unlisted_under(scope, deep)
+        if not failed:
+            return False
+        if failed[0][0] == scope:
+            _, err, reason = failed[0]
+            denied = err in (errno.EACCES, errno.EPERM)
+            self.preset(
+                raw,
+                key,
+                Status.ERROR,
+                Code.PERMISSION_DENIED if denied else Code.FS_ERROR,
+                f"{raw}: the folder cannot be listed ({reason})",
+                rel=rel,
+            )
+            return True
+        for folder, _, reason in failed[:_UNLISTED_NAMED]:
+            self.out.hints.append(
+                f"[Warning: {folder}/ cannot be listed ({reason}); "
+                f"its files are missing from {raw}.]"
+            )
+        if len(failed) > _UNLISTED_NAMED:
+            self.out.hints.append(
+                f"[Warning: {len(failed) - _UNLISTED_NAMED} more folders cannot be listed; "
+                f"their files are missing from {raw}.]"
+            )
+        return False
+
+
+#: Unlisted folders named per expansion in ``llmContent`` warnings; the rest are counted.
+_UNLISTED_NAMED = 5
+
+
+def _window_key(key: str, offset: int | None, limit: int | None) -> str:
+    start = offset or 1
+    end = str(start + limit - 1) if limit else ""
+    return f"{key}:{start}-{end}"
+
+
+def resolve(ws: Workspace, params: ReadManyParams) -> Resolved:
+    """Ordered items for ``params``: ``paths``, then ``files``, then ``include``, each in
+    request order; a glob or folder contributes its matches sorted by path (byte order);
+    a repeated identical (path, offset, limit) keeps its first position (PROTOCOL §3)."""
+    r = _Resolver(ws, params)
+    for p in params.paths:
+        if isinstance(p, FileSpec):
+            r.entry(p.path, p.offset, p.limit, False)
+        else:
+            r.entry(p, None, None, False)
+    for spec in params.files:
+        r.entry(spec.path, spec.offset, spec.limit, False)
+    for pattern in params.include:
+        r.entry(pattern, None, None, True)
+    return r.out

@@ -1,0 +1,153 @@
+"""A workspace folder as the engine sees it: root, settings, rules, index, cache, overlays.
+
+The one-shot CLI builds a ``Workspace`` per call (its index walked lazily, only when a
+glob or folder needs it); the daemon keeps one per root, current through the watcher.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import posixpath
+from collections import Counter, OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from readmany_daemon.content import ContentCache
+from readmany_daemon.ignore import Filters, IgnoreRules, Verdict
+from readmany_daemon.index import Index
+from readmany_daemon.settings import Settings
+
+_instances = itertools.count(1)
+
+#: Expansion answers remembered per workspace (each valid only for one index clock).
+_EXPANSIONS_KEPT = 64
+
+#: Verdicts ``Workspace.explain`` remembers (three or so per named path read).
+_VERDICTS_KEPT = 4096
+
+
+@dataclass
+class Overlay:
+    """An open editor buffer: its full text and LSP document version."""
+
+    text: str
+    version: int
+
+
+@dataclass
+class Workspace:
+    """One workspace folder (``root`` is an absolute, symlink-resolved path).
+
+    ``overlay`` maps an absolute path to the open buffer that wins over disk (PROTOCOL §6),
+    ``cache`` holds whole-file reads validated by stat; both are optional.
+    """
+
+    root: str
+    settings: Settings
+    cache: ContentCache | None = None
+    overlay: Callable[[str], Overlay | None] | None = None
+    name: str = ""
+    instance: str = field(default_factory=lambda: f"{os.getpid():x}.{next(_instances)}")
+    _expansions: OrderedDict[
+        tuple[str, str, Filters, bool], tuple[int, list[str], Counter[str]]
+    ] = field(default_factory=OrderedDict, repr=False)
+    _verdicts: OrderedDict[tuple[str, bool, Filters], tuple[int, Verdict | None]] = field(
+        default_factory=OrderedDict, repr=False
+    )
+
+    @classmethod
+    def open(cls, path: str, settings: Settings, **kw: object) -> Workspace:
+        """A workspace for folder ``path``; raises ``FileNotFoundError`` or
+        ``NotADirectoryError`` when it is not an existing folder."""
+        root = os.path.realpath(path)
+        if not os.path.isdir(root):
+            if os.path.exists(root):
+                raise NotADirectoryError(f"not a folder: {path}")
+            raise FileNotFoundError(f"no such folder: {path}")
+        return cls(root=root, settings=settings, name=os.path.basename(root), **kw)  # type: ignore[arg-type]
+
+    @cached_property
+    def index(self) -> Index:
+        """The index of this folder, walked on first use."""
+        return Index.build(self.root, self.settings)
+
+    @cached_property
+    def rules(self) -> IgnoreRules:
+        """The ignore rules; shared with the index once it has been built."""
+        if "index" in self.__dict__:
+            return self.index.rules
+        return IgnoreRules(self.root, self.settings)
+
+    def clock(self) -> str:
+        """An opaque clock naming this workspace instance and the index generation."""
+        generation = self.index.clock if "index" in self.__dict__ else 0
+        return f"{self.instance}:{generation}"
+
+    def expand(
+        self, kind: str, rel: str, filters: Filters, recursive: bool, hidden: Counter[str]
+    ) -> list[str]:
+        """The visible files of folder (``kind="dir"``) or glob ``rel``, sorted by bytes,
+        adding what each rule kind hid to ``hidden``. Answers are remembered until the
+        index changes (its clock moves), so a repeated expansion costs nothing; callers
+        must not modify the list. Raises ``ValueError`` for an invalid pattern.
+        With ``index.stat_checks`` on (the stat route of PROTOCOL §6) the index must
+        check the folders first, so nothing remembered is used."""
+        index = self.index
+        key = (kind, rel, filters, recursive)
+        hit = self._expansions.get(key)
+        if hit is not None and hit[0] == index.clock and not index.stat_checks:
+            self._expansions.move_to_end(key)
+            hidden.update(hit[2])
+            return hit[1]
+        counts: Counter[str] = Counter()
+        if kind == "dir":
+            matches = index.expand_dir(rel, filters, recursive, hidden=counts)
+        else:
+            matches = index.glob(rel, filters, recursive, hidden=counts)
+        self._expansions[key] = (index.clock, matches, counts)
+        if len(self._expansions) > _EXPANSIONS_KEPT:
+            self._expansions.popitem(last=False)
+        hidden.update(counts)
+        return matches
+
+    def explain(self, rel: str, is_dir: bool, filters: Filters) -> Verdict | None:
+        """Why ``rel`` would be hidden under ``filters``: the verdict of its nearest hidden
+        ancestor folder, else its own; None when visible.
+
+        Remembered like :meth:`expand`, until the index's clock moves (every change the
+        index takes in, ignore files and git's index included, moves it) and never with
+        ``index.stat_checks`` on: a named read of the same file then costs no rule
+        evaluation (each evaluation probes the folders on the way for ignore files)."""
+        index = self.__dict__.get("index")
+        key = (rel, is_dir, filters)
+        if index is not None and not index.stat_checks:
+            hit = self._verdicts.get(key)
+            if hit is not None and hit[0] == index.clock:
+                return hit[1]
+        verdict = self._explain(rel, is_dir, filters)
+        if index is not None and not index.stat_checks:
+            self._verdicts[key] = (index.clock, verdict)
+            if len(self._verdicts) > _VERDICTS_KEPT:
+                self._verdicts.popitem(last=False)
+        return verdict
+
+    def _explain(self, rel: str, is_dir: bool, filters: Filters) -> Verdict | None:
+        parts = rel.split("/")
+        for i in range(1, len(parts)):
+            verdict = self.rules.check("/".join(parts[:i]), True, filters)
+            if verdict is not None:
+                return verdict
+        return self.rules.check(rel, is_dir, filters)
+
+    def abspath(self, rel: str) -> str:
+        """The absolute path of workspace-relative ``rel`` ("" is the root)."""
+        return posixpath.join(self.root, rel) if rel else self.root
+
+    def relpath(self, path: str) -> str | None:
+        """``path`` (absolute, normalized) relative to the root, or None when outside."""
+        if path == self.root:
+            return ""
+        prefix = self.root.rstrip("/") + "/"
+        return path[len(prefix) :] if path.startswith(prefix) else None
