@@ -4,10 +4,22 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from typing import TypedDict
 
 #: Entries kept per root in the change log before the oldest are dropped (a client whose
 #: clock is older than what was dropped gets ``isFreshInstance: true``).
 CHANGE_LOG_LIMIT = 50_000
+
+
+class Changes(TypedDict):
+    """A ``readMany/changedSince`` result: the new ``clock`` and the paths that changed
+    or were deleted after the asked clock; with ``isFreshInstance`` the clock could not
+    be answered for and ``changed`` holds every visible file (Watchman's rule)."""
+
+    clock: str
+    isFreshInstance: bool
+    changed: list[str]
+    deleted: list[str]
 
 
 class ChangeLog:

@@ -45,6 +45,7 @@ from readmany_daemon.index import CONTENT, ENTRY, Index
 from readmany_daemon.messages import FilesParams, FilesResult, ReadManyParams, ReadManyResult
 from readmany_daemon.runtime import background
 from readmany_daemon.runtime.background import Maintainer
+from readmany_daemon.runtime.changelog import Changes
 from readmany_daemon.runtime.freshness import Freshness
 from readmany_daemon.runtime.overlays import OverlayStore
 from readmany_daemon.runtime.process import raise_open_files_limit, tune_malloc
@@ -302,7 +303,7 @@ class Service:
             return entry.ws.clock()
         return self.refresh_sync(entry, [""])
 
-    def changed_since_sync(self, clock: str, default: RootEntry | None) -> dict[str, Any]:
+    def changed_since_sync(self, clock: str, default: RootEntry | None) -> Changes:
         """``readMany/changedSince``: ``{clock, isFreshInstance, changed, deleted}``.
 
         ``clock`` names its root (``instance:generation``, see ``Workspace.clock``); a
