@@ -7,7 +7,8 @@ Exceptions are for whole-request failures only; a problem with one file is data 
     ├── InvalidParams                 bad request params   → JSON-RPC -32602, CLI exit 2
     ├── UsageError                    bad CLI usage         → CLI exit 2
     ├── RootNotFound                  no such workspace root → JSON-RPC -32602, CLI exit 2
-    └── DaemonError                   the shared daemon could not answer → CLI exit 1
+    ├── DaemonError                   the shared daemon could not answer → CLI exit 1
+    └── Cancelled                     the client cancelled the request → JSON-RPC -32800
 
 ``JSONRPC_CODES`` maps each class to its JSON-RPC error code in one place.
 """
@@ -45,12 +46,19 @@ class DaemonError(ReadManyError):
     """The shared daemon failed to answer (CLI exit code 1)."""
 
 
+class Cancelled(ReadManyError):
+    """The request was cancelled by ``$/cancelRequest`` (LSP 3.17 §"Cancellation
+    Support"); raised inside the engine thread at its next checkpoint
+    (``runtime.requests.checkpoint``)."""
+
+
 #: JSON-RPC error code for each exception class (JSON-RPC 2.0 §5.1).
 JSONRPC_CODES: Final[dict[type[ReadManyError], int]] = {
     InvalidParams: -32602,
     RootNotFound: -32602,
     UsageError: -32602,
     DaemonError: -32603,
+    Cancelled: -32800,  # LSP RequestCancelled
     ReadManyError: -32603,
 }
 

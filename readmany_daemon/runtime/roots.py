@@ -1,0 +1,207 @@
+"""The warm roots: one workspace per (folder, index-affecting settings), reference-counted.
+
+``RootRegistry.acquire`` hands out the ``RootEntry`` of a folder (opening it on first
+use), ``release`` drops a reference, and ``evict_idle`` forgets roots nobody used for
+``idleTimeoutSeconds`` (PROTOCOL §7). ``open_index`` builds a root's index: from its
+snapshot (``snapshot.py``) when one is valid, else by a walk.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from readmany_daemon import snapshot
+from readmany_daemon.errors import RootNotFound
+from readmany_daemon.index import Index
+from readmany_daemon.runtime.changelog import ChangeLog
+from readmany_daemon.settings import Settings
+from readmany_daemon.workspace import Overlay, Workspace
+
+if TYPE_CHECKING:
+    from readmany_daemon.content import ContentCache
+    from readmany_daemon.runtime.watcher import Watcher
+
+log = logging.getLogger(__name__)
+
+#: A root's identity: its real path followed by ``index_key`` of its settings.
+RootKey = tuple[object, ...]
+
+
+def index_key(settings: Settings) -> RootKey:
+    """The settings that shape an index and its rules: connections that differ in these
+    get separate workspaces for the same folder; the rest (budgets, ``shareOverlays``,
+    ``logLevel``) are per connection."""
+    return (
+        tuple(settings.ignore_file_names),
+        tuple(settings.deny_patterns),
+        tuple(settings.default_excludes),
+        settings.max_file_bytes,
+    )
+
+
+@dataclass(eq=False)
+class RootEntry:
+    """One warm workspace and its bookkeeping."""
+
+    key: RootKey
+    ws: Workspace
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    changelog: ChangeLog = field(default_factory=ChangeLog)
+    refs: int = 0
+    released_at: float = 0.0
+    indexing: bool = False
+    index_error: str | None = None
+    #: The watcher keeping this root current (``runtime/watcher.py``), when one runs.
+    watcher: Watcher | None = None
+    #: Snapshot bookkeeping: its file, whether the index came from it, the (instance,
+    #: generation) last written, when (monotonic), and when the index was built.
+    snapshot_path: str | None = None
+    from_snapshot: bool = False
+    #: Milliseconds the index took to be ready (a walk, or a snapshot load + reconcile).
+    index_ms: float | None = None
+    saved: tuple[str, int] | None = None
+    saved_at: float = 0.0
+    built_at: float = 0.0
+    #: Cache warm-up progress: walked folders still to visit (None: not started), files
+    #: warmed so far.
+    warm_dirs: list[str] | None = None
+    warmed: int = 0
+
+    @property
+    def indexed(self) -> bool:
+        """True once the index has been built (``Workspace.index`` is cached)."""
+        return "index" in self.ws.__dict__  # integration: ws.has_index
+
+    @property
+    def file_count(self) -> int | None:
+        """How many visible files the index holds, or None when it is not built."""
+        return self.ws.index.file_count if self.indexed else None
+
+    def reset_clock(self, instance: str) -> None:
+        """Changes were lost (the watcher's queue overflowed): clocks handed out so far
+        cannot be answered precisely any more, so the workspace takes the new clock
+        ``instance`` (older clocks become fresh-instance) and a new change log."""
+        self.ws.instance = instance
+        changelog = ChangeLog()
+        changelog.attached = True
+        self.changelog = changelog
+
+
+def open_index(entry: RootEntry, *, reconcile: bool) -> Index:
+    """Build ``entry``'s index and install it in its workspace: from its snapshot when
+    one is valid (``reconcile``: check folder mtimes against the disk, for a root without
+    a watcher), else by a walk. Records how (``from_snapshot``, ``index_ms``,
+    ``built_at``, ``saved``); snapshot problems become index warnings. Raises what
+    ``Index.build`` raises (``OSError``)."""
+    ws = entry.ws
+    entry.indexing = True
+    started = time.monotonic()
+    warnings: list[str] = []
+    index: Index | None = None
+    try:
+        if entry.snapshot_path is not None:
+            index, warnings = snapshot.load(
+                entry.snapshot_path, ws.root, ws.settings, entry.key, reconcile=reconcile
+            )
+        entry.from_snapshot = index is not None
+        if index is None:
+            index = Index.build(ws.root, ws.settings)
+    finally:
+        entry.indexing = False
+    for w in warnings:
+        log.warning("%s", w)
+    index.warnings.extend(warnings)
+    ws.__dict__["index"] = index  # integration: ws.install_index(index)
+    ws.__dict__.pop("rules", None)  # integration: the engine must use the index's (live) rules
+    entry.built_at = time.monotonic()
+    entry.index_ms = (entry.built_at - started) * 1000
+    if entry.from_snapshot:
+        entry.saved = (ws.instance, index.clock)  # the file holds this state already
+    return index
+
+
+class RootRegistry:
+    """The warm roots of one service, by ``(real path, *index_key(settings))``.
+    Thread-safe. Every workspace shares ``cache`` and the ``overlay`` lookup; with
+    ``snapshots`` each root gets its snapshot file."""
+
+    def __init__(
+        self,
+        cache: ContentCache,
+        overlay: Callable[[str], Overlay | None],
+        *,
+        snapshots: bool,
+    ) -> None:
+        self.cache = cache
+        self.overlay = overlay
+        self.snapshots = snapshots
+        self._boot = secrets.token_hex(3)  # clocks of an earlier daemon never match
+        self._instances = itertools.count(1)
+        self._roots: dict[RootKey, RootEntry] = {}
+        self._lock = threading.Lock()
+
+    def new_instance(self) -> str:
+        """A clock instance id (the part of a clock before ``:``): pid, a random token
+        of this registry and a counter, so no other daemon, restart or reset shares it."""
+        return f"{os.getpid():x}.{self._boot}.{next(self._instances)}"
+
+    def acquire(self, path: str, settings: Settings) -> RootEntry:
+        """The warm workspace for folder ``path`` under ``settings``, its reference count
+        raised. Raises ``RootNotFound`` naming ``$.root`` when ``path`` is no folder."""
+        real = os.path.realpath(path)
+        key = (real, *index_key(settings))
+        with self._lock:
+            entry = self._roots.get(key)
+            if entry is None:
+                try:
+                    ws = Workspace.open(real, settings, cache=self.cache, overlay=self.overlay)
+                except OSError as exc:
+                    raise RootNotFound(f"invalid params: $.root: {exc}", "$.root") from None
+                ws.instance = self.new_instance()
+                entry = RootEntry(key=key, ws=ws)
+                if self.snapshots:
+                    entry.snapshot_path = snapshot.snapshot_path(real, key)
+                self._roots[key] = entry
+                log.info("opened root %s", real)
+            entry.refs += 1
+            return entry
+
+    def release(self, entry: RootEntry) -> None:
+        """Drop one reference; the root stays warm until ``evict_idle`` finds it unused."""
+        with self._lock:
+            entry.refs = max(0, entry.refs - 1)
+            if entry.refs == 0:
+                entry.released_at = time.monotonic()
+
+    def evict_idle(self, limit: float, now: float) -> list[RootEntry]:
+        """Forget the roots with no reference, not being indexed, released at least
+        ``limit`` s before ``now``; returns them (the caller saves and stops them)."""
+        gone: list[RootEntry] = []
+        with self._lock:
+            for key, entry in list(self._roots.items()):
+                if entry.refs == 0 and not entry.indexing and now - entry.released_at >= limit:
+                    del self._roots[key]
+                    gone.append(entry)
+        return gone
+
+    def roots(self) -> list[RootEntry]:
+        """Every warm root, in the order they were opened."""
+        with self._lock:
+            return list(self._roots.values())
+
+    def by_instance(self, instance: str) -> RootEntry | None:
+        """The root whose workspace instance (the part of a clock before ``:``) is
+        ``instance``."""
+        with self._lock:
+            for entry in self._roots.values():
+                if entry.ws.instance == instance:
+                    return entry
+        return None

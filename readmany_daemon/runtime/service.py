@@ -1,0 +1,371 @@
+"""The warm service: process-wide state shared by every connection of one server process.
+
+A ``Service`` owns what outlives a connection (PROTOCOL §1, §6, §7) and composes the
+runtime's parts:
+
+- the warm roots (``roots.py``): one workspace per (root, index-affecting settings),
+  reference-counted by the connections that use them and kept warm for
+  ``idleTimeoutSeconds`` after the last one lets go (``evict_idle``); each root's index is
+  loaded from its snapshot or walked on first use;
+- the ``ContentCache`` shared by all roots (``cacheBytes``);
+- the overlays (``overlays.py``): open editor buffers of every connection, which win over
+  disk, shared between connections with ``shareOverlays`` (PROTOCOL §6);
+- a per-root change log (``changelog.py``) behind ``readMany/changedSince``, fed by the
+  index's listener;
+- freshness (``freshness.py``): per root the watcher keeping its index current, and the
+  barrier run before each answer (a cookie round trip through the watcher, else stat
+  checks; ``sync: "none"`` skips it);
+- background work (``background.py``): snapshot saves and the cache warm-up;
+- the engine executor and the per-request context (``requests.py``: connection id,
+  cancel flag, job counts); ``readMany/status`` is built by ``status.py``.
+
+Nothing here imports pygls: ``server.py`` adapts this to JSON-RPC, ``daemon.py`` to
+sockets. Methods named ``*_sync`` run the engine (``request.answer``,
+``request.list_files``) and block: run them in ``executor`` through ``call``, one request
+per thread; ``$/cancelRequest`` stops the engine at its next file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar, overload
+
+from readmany_daemon import request
+from readmany_daemon.content import ContentCache
+from readmany_daemon.errors import Cancelled, RootNotFound
+from readmany_daemon.ignore import Filters
+from readmany_daemon.index import CONTENT, ENTRY, Index
+from readmany_daemon.messages import FilesParams, FilesResult, ReadManyParams, ReadManyResult
+from readmany_daemon.runtime import background
+from readmany_daemon.runtime.background import Maintainer
+from readmany_daemon.runtime.changelog import Changes
+from readmany_daemon.runtime.freshness import Freshness
+from readmany_daemon.runtime.overlays import OverlayStore
+from readmany_daemon.runtime.process import raise_open_files_limit, tune_malloc
+from readmany_daemon.runtime.requests import Jobs, RequestContext, checkpoint, current_context
+from readmany_daemon.runtime.roots import RootEntry, RootRegistry, open_index
+from readmany_daemon.runtime.status import Status, build_status
+from readmany_daemon.settings import Settings
+from readmany_daemon.workspace import Overlay
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass
+class _ConnInfo:
+    kind: str
+    since: float
+
+
+class Service:
+    """Process-wide state; one per server process. Methods named ``*_sync`` block (run
+    them in ``executor`` through ``call``); the others are quick and may run anywhere.
+
+    ``settings`` are the process's own (defaults, environment, daemon flags): its
+    ``cacheBytes`` sizes the shared cache and its ``idleTimeoutSeconds`` the idle exit.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        max_workers: int = 4,
+        watch: bool = True,
+        snapshots: bool = True,
+        warm_cache: bool = True,
+    ) -> None:
+        """``watch``: keep indexes current with a watcher (else every ``sync: "auto"``
+        answer stats the folders it expands); ``snapshots``: load and save index
+        snapshots; ``warm_cache``: warm the content cache in the background."""
+        tune_malloc()
+        raise_open_files_limit()
+        self.settings = settings
+        self.watch = watch
+        self.snapshots = snapshots
+        self.warm_cache = warm_cache
+        self.started = time.monotonic()
+        #: The content cache shared by every root.
+        self.cache = ContentCache(settings.cache_bytes)
+        self.overlays = OverlayStore()
+        self.jobs = Jobs(max_workers)
+        self.executor = ThreadPoolExecutor(
+            max_workers=max_workers, thread_name_prefix="readmany-engine"
+        )
+        self.registry = RootRegistry(self.cache, self._overlay, snapshots=snapshots)
+        self.freshness = Freshness(self.registry.new_instance)
+        self.maintainer = Maintainer(
+            self.registry.roots, self.cache, self.jobs, warm_cache=warm_cache
+        )
+        self._conns: dict[int, _ConnInfo] = {}
+        self._conn_ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self.last_activity = time.monotonic()
+        #: Called (on the caller's thread) when connections come or go; the daemon
+        #: uses it to re-arm its idle timer.
+        self.on_activity: Callable[[], None] | None = None
+
+    # -- connections
+
+    def connect(self, kind: str) -> int:
+        """Register a new connection (``kind``: stdio, socket, tcp); returns its id."""
+        with self._lock:
+            conn_id = next(self._conn_ids)
+            self._conns[conn_id] = _ConnInfo(kind, time.monotonic())
+            self.last_activity = time.monotonic()
+        self._activity()
+        return conn_id
+
+    def disconnect(self, conn_id: int, roots: Iterable[RootEntry] = ()) -> None:
+        """The connection ended: release ``roots`` and drop its overlays."""
+        for entry in roots:
+            self.release(entry)
+        self.overlays.drop_connection(conn_id)
+        with self._lock:
+            self._conns.pop(conn_id, None)
+            self.last_activity = time.monotonic()
+        self._activity()
+
+    @property
+    def connection_count(self) -> int:
+        with self._lock:
+            return len(self._conns)
+
+    def _activity(self) -> None:
+        if self.on_activity is not None:
+            self.on_activity()
+
+    # -- roots
+
+    def acquire(self, path: str, settings: Settings) -> RootEntry:
+        """The warm workspace for folder ``path`` under ``settings``, its reference count
+        raised. Raises ``RootNotFound`` naming ``$.root`` when ``path`` is no folder."""
+        return self.registry.acquire(path, settings)
+
+    def release(self, entry: RootEntry) -> None:
+        """Drop one reference; the root stays warm until ``evict_idle`` finds it unused
+        for ``idleTimeoutSeconds``."""
+        self.registry.release(entry)
+
+    def evict_idle(self, now: float | None = None) -> list[str]:
+        """Forget roots nobody used for ``idleTimeoutSeconds`` (their snapshots saved,
+        their watchers stopped); returns their paths."""
+        now = time.monotonic() if now is None else now
+        gone = self.registry.evict_idle(self.settings.idle_timeout_seconds, now)
+        for entry in gone:
+            background.save_snapshot(entry, wait=1.0)
+            self.freshness.unwatch(entry)
+            log.info("evicted idle root %s", entry.ws.root)
+        return [e.ws.root for e in gone]
+
+    def roots(self) -> list[RootEntry]:
+        """Every warm root, in the order they were opened."""
+        return self.registry.roots()
+
+    def _overlay(self, path: str) -> Overlay | None:
+        """``Workspace.overlay`` of every root: the buffer the asking connection sees.
+        Also the engine's cancellation point (called once per file it loads)."""
+        ctx = current_context()
+        # integration: cancellation moves to the Workspace's own checkpoint hook.
+        if ctx is not None and ctx.cancel.is_set():
+            raise Cancelled("request cancelled")
+        return self.overlays.lookup(path, ctx.conn_id if ctx is not None else None)
+
+    def _ensure_index(self, entry: RootEntry) -> Index:
+        """``entry``'s index, built now if needed (``open_index``: snapshot or walk);
+        then the change listener, the watcher and the background work are attached.
+        Runs holding the root's lock. Raises what ``Index.build`` raises (``OSError``)."""
+        if entry.indexed:
+            return entry.ws.index
+        started = time.monotonic()
+        index = open_index(entry, reconcile=not self.watch)
+        index.add_listener(self._recorder(entry))
+        entry.changelog.attached = True
+        if self.watch:
+            self.freshness.watch(entry, index)
+        self.maintainer.start()
+        log.info(
+            "indexed %s: %s files in %.3f s (%s)",
+            entry.ws.root,
+            index.file_count,
+            time.monotonic() - started,
+            "snapshot" if entry.from_snapshot else "walk",
+        )
+        return index
+
+    def _recorder(self, entry: RootEntry) -> Callable[[int, str, bool], None]:
+        """The index listener of ``entry``: the change log, and the cache forgets the
+        file (it would be re-validated by stat anyway; this frees it early)."""
+        prefix = entry.ws.root.rstrip("/") + "/"
+        cache = self.cache
+
+        def record(generation: int, rel: str, deleted: bool) -> None:
+            entry.changelog.record(generation, rel, deleted)
+            cache.invalidate(prefix + rel)
+
+        return record
+
+    # -- engine work (blocking: run through ``call``)
+
+    def call(self, ctx: RequestContext, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` on this thread under ``ctx`` (the executor entry point)."""
+        with self.jobs.running(ctx):
+            checkpoint()
+            return fn(*args)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _locked(entry: RootEntry) -> Iterator[None]:
+        """Hold ``entry.lock``; waiting for it honours cancellation of the request."""
+        while not entry.lock.acquire(timeout=0.05):
+            checkpoint()
+        try:
+            yield
+        finally:
+            entry.lock.release()
+
+    def index_sync(self, entry: RootEntry) -> int | None:
+        """Build ``entry``'s index if needed (``_ensure_index``: snapshot or walk, change
+        log, watcher); returns the file count. Raises what ``Index.build`` raises
+        (``OSError``)."""
+        with self._locked(entry):
+            self._ensure_index(entry)
+            entry.index_error = None
+            return entry.file_count
+
+    @overload
+    def read_sync(
+        self, entry: RootEntry, params: ReadManyParams, parts: Literal[False] = False
+    ) -> ReadManyResult: ...
+
+    @overload
+    def read_sync(
+        self, entry: RootEntry, params: ReadManyParams, parts: Literal[True]
+    ) -> tuple[ReadManyResult, list[str]]: ...
+
+    def read_sync(
+        self, entry: RootEntry, params: ReadManyParams, parts: bool = False
+    ) -> ReadManyResult | tuple[ReadManyResult, list[str]]:
+        """``request.answer`` on ``entry``, after the freshness barrier its ``sync`` asks
+        for; with ``parts``, ``request.answer_parts`` (a ``(result, llm_content_parts)``
+        pair)."""
+        arrived = time.monotonic()
+        with self._locked(entry):
+            self._ensure_index(entry)
+            with self.freshness.ensure(entry, params.sync, arrived):
+                if parts:
+                    return request.answer_parts(entry.ws, params)
+                return request.answer(entry.ws, params)
+
+    def files_sync(self, entry: RootEntry, params: FilesParams) -> FilesResult:
+        """``request.list_files`` on ``entry``, after the freshness barrier (``sync`` is
+        always ``auto`` here)."""
+        arrived = time.monotonic()
+        with self._locked(entry):
+            self._ensure_index(entry)
+            with self.freshness.ensure(entry, "auto", arrived):
+                return request.list_files(entry.ws, params)
+
+    def hint_sync(self, entry: RootEntry, rels: Iterable[str]) -> str:
+        """Change hints from a client (``workspace/didChangeWatchedFiles``): each
+        workspace-relative path may have been created, changed or deleted. Applied when
+        the index is built (hints are confirmed by stat); returns the clock after."""
+        with self._locked(entry):
+            if entry.indexed:
+                entry.ws.index.apply([(rel, ENTRY | CONTENT) for rel in rels])
+            return entry.ws.clock()
+
+    def refresh_sync(self, entry: RootEntry, rel_dirs: Iterable[str]) -> str:
+        """``index.refresh(rel_dir)`` for each folder (``""`` is the whole root), when
+        the index is built; returns the clock after. The watcher's events raised before
+        are applied first (a barrier), so none of them lands after the walk."""
+        with self._locked(entry):
+            if entry.indexed:
+                self.freshness.settle(entry)
+                for rel in sorted(set(rel_dirs)):
+                    checkpoint()
+                    entry.ws.index.refresh(rel)
+            return entry.ws.clock()
+
+    def rescan_sync(self, entry: RootEntry) -> str:
+        """``readMany/rescan``: walk the whole root again (building the index if it was
+        not yet); returns the clock after."""
+        if not entry.indexed:
+            self.index_sync(entry)
+            return entry.ws.clock()
+        return self.refresh_sync(entry, [""])
+
+    def changed_since_sync(self, clock: str, default: RootEntry | None) -> Changes:
+        """``readMany/changedSince``: ``{clock, isFreshInstance, changed, deleted}``.
+
+        ``clock`` names its root (``instance:generation``, see ``Workspace.clock``); a
+        clock of an unknown instance (another daemon, an evicted root, garbage) answers
+        for ``default`` with ``isFreshInstance: true`` and every visible file in
+        ``changed`` (Watchman's rule), and so does a generation the change log cannot
+        answer for (``ChangeLog.since``), which is correct, only less precise.
+        """
+        instance, _, gen_text = clock.rpartition(":")
+        entry = self.registry.by_instance(instance) if instance else None
+        try:
+            generation: int | None = int(gen_text)
+        except ValueError:
+            generation = None
+        target = entry if entry is not None and generation is not None else default
+        if target is None:
+            raise RootNotFound(
+                "invalid params: $.root: no workspace folder to answer for", "$.root"
+            )
+        with self._locked(target):
+            index = self._ensure_index(target)
+            with self.freshness.ensure(target, "auto") as stat_route:
+                if stat_route:  # no cookie barrier: stat every folder, so the log is whole
+                    index.verify()
+            now = target.ws.clock()
+            delta: tuple[list[str], list[str]] | None = None
+            if target is entry and generation is not None:
+                if generation == index.clock:
+                    delta = ([], [])
+                elif generation < index.clock:
+                    delta = target.changelog.since(generation)
+            if delta is not None:
+                return {
+                    "clock": now,
+                    "isFreshInstance": False,
+                    "changed": delta[0],
+                    "deleted": delta[1],
+                }
+            everything = request.list_paths(target.ws, [], Filters(True, True, True))
+            return {"clock": now, "isFreshInstance": True, "changed": everything, "deleted": []}
+
+    # -- status and shutdown
+
+    def status(self, primary: RootEntry | None = None) -> Status:
+        """``readMany/status`` (PROTOCOL §2), see ``status.build_status``; ``primary``
+        gives the top-level ``clock``."""
+        return build_status(
+            self.roots(),
+            cache=self.cache,
+            jobs=self.jobs,
+            primary=primary,
+            started=self.started,
+            connections=self.connection_count,
+            overlays=len(self.overlays),
+        )
+
+    def close(self) -> None:
+        """Save the snapshots of changed roots, stop the watchers, the background thread
+        and the executor (queued work is dropped); remove the cookie folders."""
+        self.maintainer.close(timeout=5)
+        for entry in self.roots():
+            background.save_snapshot(entry, wait=2.0)
+            self.freshness.unwatch(entry)
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.freshness.close()

@@ -1,0 +1,174 @@
+"""``readMany/status`` (PROTOCOL §2): the warm roots, the cache, the watchers, the engine.
+
+Built from the typed attributes of ``RootEntry``, ``Index``, ``Watcher`` and
+``ContentCache``; the result is plain JSON data (``TypedDict``s), sent as is.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import NotRequired, TypedDict
+
+from readmany_daemon import __version__
+from readmany_daemon.content import ContentCache
+from readmany_daemon.runtime.requests import Jobs
+from readmany_daemon.runtime.roots import RootEntry
+from readmany_daemon.runtime.watcher import Watcher
+
+#: Index and rule warnings listed per root, at most.
+MAX_ROOT_WARNINGS = 50
+
+
+class WatcherStatus(TypedDict):
+    state: str
+    warnings: list[str]
+    watched: NotRequired[int]
+    unwatched: NotRequired[int]
+    batches: NotRequired[int]
+
+
+class SnapshotStatus(TypedDict):
+    path: str
+    loaded: bool
+    saved: bool
+
+
+class RootStatus(TypedDict):
+    root: str
+    name: str
+    files: int | None
+    clock: str
+    indexed: bool
+    connections: int
+    indexMs: NotRequired[float]
+    watcher: WatcherStatus
+    error: NotRequired[str]
+    snapshot: NotRequired[SnapshotStatus]
+    cacheWarmed: NotRequired[int]
+    warnings: NotRequired[list[str]]
+
+
+class CacheStatus(TypedDict):
+    bytes: int
+    hitRate: float
+
+
+class OverallWatcherStatus(TypedDict):
+    state: str
+    warnings: list[str]
+
+
+class EngineStatus(TypedDict):
+    inflight: int
+    cancelled: int
+    workers: int
+
+
+class Status(TypedDict):
+    roots: list[RootStatus]
+    fileCount: int
+    cache: CacheStatus
+    watcher: OverallWatcherStatus
+    clock: str
+    uptime: float
+    pid: int
+    version: str
+    connections: int
+    overlays: int
+    engine: EngineStatus
+
+
+def watcher_status(watcher: Watcher | None) -> WatcherStatus:
+    """A root's watcher: ``off`` when none runs."""
+    if watcher is None:
+        return {"state": "off", "warnings": []}
+    return {
+        "state": watcher.state,
+        "warnings": list(watcher.warnings),
+        "watched": watcher.watched,
+        "unwatched": watcher.unwatched,
+        "batches": watcher.batches,
+    }
+
+
+def cache_status(cache: ContentCache) -> CacheStatus:
+    """``bytes`` used and ``hitRate`` (0..1, 0 before any lookup) of the shared cache."""
+    hits, misses = cache.hits, cache.misses
+    rate = hits / (hits + misses) if hits + misses else 0.0
+    return {"bytes": cache.bytes_used, "hitRate": round(rate, 4)}
+
+
+def root_status(entry: RootEntry) -> RootStatus:
+    """One warm root: files, clock, connections, watcher, snapshot, warnings."""
+    item: RootStatus = {
+        "root": entry.ws.root,
+        "name": entry.ws.name,
+        "files": entry.file_count,
+        "clock": entry.ws.clock(),
+        "indexed": entry.indexed,
+        "connections": entry.refs,
+        "watcher": watcher_status(entry.watcher),
+    }
+    if entry.index_ms is not None:
+        item["indexMs"] = round(entry.index_ms, 1)
+    if entry.index_error:
+        item["error"] = entry.index_error
+    if entry.snapshot_path is not None:
+        item["snapshot"] = {
+            "path": entry.snapshot_path,
+            "loaded": entry.from_snapshot,
+            "saved": entry.saved is not None,
+        }
+    if entry.warmed:
+        item["cacheWarmed"] = entry.warmed
+    if entry.indexed:
+        index = entry.ws.index
+        found = index.warnings + index.rules.warnings
+        if found:
+            item["warnings"] = found[:MAX_ROOT_WARNINGS]
+    return item
+
+
+def overall_state(states: set[str]) -> str:
+    """The watcher state of the whole process: ``off`` without roots, the one state
+    every root shares, else ``mixed``."""
+    if not states:
+        return "off"
+    if len(states) == 1:
+        return next(iter(states))
+    return "mixed"
+
+
+def build_status(
+    roots: list[RootEntry],
+    *,
+    cache: ContentCache,
+    jobs: Jobs,
+    primary: RootEntry | None,
+    started: float,
+    connections: int,
+    overlays: int,
+) -> Status:
+    """``readMany/status``: every warm root in ``roots``, the shared ``cache``, the
+    watchers, ``primary``'s clock, uptime (s, since monotonic ``started``), pid,
+    version, how many ``connections`` and ``overlays`` are open, and the engine
+    ``jobs``: running (``inflight``) and stopped by ``$/cancelRequest`` (``cancelled``)."""
+    items = [root_status(entry) for entry in roots]
+    warnings = [f"{item['root']}: {w}" for item in items for w in item["watcher"]["warnings"]]
+    return {
+        "roots": items,
+        "fileCount": sum(item["files"] or 0 for item in items),
+        "cache": cache_status(cache),
+        "watcher": {
+            "state": overall_state({item["watcher"]["state"] for item in items}),
+            "warnings": warnings,
+        },
+        "clock": primary.ws.clock() if primary is not None else "",
+        "uptime": round(time.monotonic() - started, 3),
+        "pid": os.getpid(),
+        "version": __version__,
+        "connections": connections,
+        "overlays": overlays,
+        "engine": {"inflight": jobs.inflight, "cancelled": jobs.cancelled, "workers": jobs.workers},
+    }
