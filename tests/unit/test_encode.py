@@ -1,4 +1,4 @@
-"""The chunked encoding of large ``readMany/read`` answers (server.encode_read_result)."""
+"""The chunked encoding of large ``readMany/read`` answers (lsp.encode.encode_read_result)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from readmany_daemon import server
+from readmany_daemon.lsp import encode
 from readmany_daemon.messages import PackingInfo, ReadManyResult, Summary, to_builtins
 
 
@@ -23,7 +23,7 @@ def _result() -> ReadManyResult:
 
 
 def _decoded(encoded: Any) -> dict[str, Any]:
-    if isinstance(encoded, server.EncodedResult):
+    if isinstance(encoded, encode.EncodedResult):
         body = b"".join(bytes(c) for c in encoded.chunks)
         assert len(body) == encoded.size
         value: dict[str, Any] = json.loads(body)
@@ -46,22 +46,22 @@ PARTS = [
 def test_chunks_concatenate_to_the_whole_answer(
     monkeypatch: pytest.MonkeyPatch, chunk: int
 ) -> None:
-    monkeypatch.setattr(server, "SPLIT_ENCODE_CHARS", 0)
-    monkeypatch.setattr(server, "CHUNK_BYTES", chunk)
-    encoded = server.encode_read_result(_result(), list(PARTS))
-    assert isinstance(encoded, server.EncodedResult)
+    monkeypatch.setattr(encode, "SPLIT_ENCODE_CHARS", 0)
+    monkeypatch.setattr(encode, "CHUNK_BYTES", chunk)
+    encoded = encode.encode_read_result(_result(), list(PARTS))
+    assert isinstance(encoded, encode.EncodedResult)
     whole = _result()
     whole.llm_content = "".join(PARTS)
     assert _decoded(encoded) == to_builtins(whole)
 
 
 def test_small_answers_stay_builtins() -> None:
-    encoded = server.encode_read_result(_result(), list(PARTS))
+    encoded = encode.encode_read_result(_result(), list(PARTS))
     assert isinstance(encoded, dict)
     assert encoded["llmContent"] == "".join(PARTS)
 
 
 def test_empty_parts(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(server, "SPLIT_ENCODE_CHARS", 0)
-    encoded = server.encode_read_result(_result(), [])
+    monkeypatch.setattr(encode, "SPLIT_ENCODE_CHARS", 0)
+    encoded = encode.encode_read_result(_result(), [])
     assert _decoded(encoded)["llmContent"] == ""

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from readmany_daemon import server
+from readmany_daemon import logs
 from readmany_daemon.service import raise_open_files_limit
 
 NOISY = "socket.accept() out of system resource"
@@ -20,8 +20,8 @@ def test_repeating_accept_failures_are_logged_once_a_minute_with_a_count(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clock = [1000.0]
-    monkeypatch.setattr(server.time, "monotonic", lambda: clock[0])
-    throttle = server._Throttle(every=60.0)
+    monkeypatch.setattr(logs.time, "monotonic", lambda: clock[0])
+    throttle = logs._Throttle(every=60.0)
     assert throttle.filter(_record(NOISY))
     assert not any(throttle.filter(_record(NOISY)) for _ in range(1000))
     assert throttle.filter(_record("anything else"))

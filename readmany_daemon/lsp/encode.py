@@ -1,0 +1,105 @@
+"""Encoding answers for the wire: JSON bodies with msgspec (lone surrogates through
+``json``), and large ``readMany/read`` answers as chunks (``EncodedResult``) that the
+protocol frames and the writers send without ever joining them into one string.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from readmany_daemon.content import ContentCache
+from readmany_daemon.messages import ReadManyResult, to_builtins
+
+
+def encode_body(obj: Any) -> bytes:
+    """``obj`` as a JSON body (UTF-8), with msgspec."""
+    try:
+        return msgspec.json.encode(obj)
+    except UnicodeEncodeError:
+        # A lone surrogate (a non-UTF-8 file name kept by surrogateescape): JSON's
+        # \\udcXX escape carries it; msgspec refuses to write it.
+        return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+#: Answers whose ``llmContent`` parts hold fewer characters are joined and encoded whole.
+SPLIT_ENCODE_CHARS = 1 << 20
+
+#: Bytes of encoded ``llmContent`` per chunk written of a large answer (about), when
+#: small parts are grouped.
+CHUNK_BYTES = 1 << 20
+
+#: Encoded parts at least this long (bytes) are chunks of their own, not copied into a
+#: group.
+OWN_CHUNK_BYTES = 16 << 10
+
+
+@dataclass
+class EncodedResult:
+    """A JSON-RPC ``result`` already encoded: UTF-8 JSON as consecutive chunks whose
+    lengths (bytes) add up to ``size``. Built off the event loop by
+    :func:`encode_read_result`; ``ReadManyProtocol._send_data`` frames it."""
+
+    chunks: list[bytes | memoryview]
+    size: int
+
+
+def _json_string_body(text: str) -> memoryview:
+    """The JSON encoding of ``text`` without its quotes (JSON escapes are per character,
+    so the bodies of consecutive parts concatenate to the body of their concatenation)."""
+    return memoryview(encode_body(text))[1:-1]
+
+
+#: Parts at least this long (characters) are looked up in the content cache's JSON forms.
+CACHED_BODY_CHARS = 4096
+
+
+def encode_read_result(
+    result: ReadManyResult, parts: list[str], cache: ContentCache | None = None
+) -> Any:
+    """A ``readMany/read`` answer ready for the wire: builtins with ``llmContent`` joined
+    when small, else an :class:`EncodedResult` whose ``llmContent`` is encoded in chunks
+    of about ``CHUNK_BYTES`` bytes, never as one string (a full read of a large tree
+    would otherwise be copied whole by the join, the encoder and the transport).
+
+    With ``cache``, a part that is a cached file's text is taken in the JSON form the
+    cache keeps (``ContentCache.json_body``) instead of being escaped again."""
+    if sum(map(len, parts)) < SPLIT_ENCODE_CHARS:
+        result.llm_content = "".join(parts)
+        return to_builtins(result)
+    encoded = encode_body(to_builtins(result))  # llmContent is "" and the first field
+    prefix = b'{"llmContent":"'
+    if not encoded.startswith(prefix):
+        result.llm_content = "".join(parts)
+        return to_builtins(result)
+    # Each part is encoded alone (joining text with one non-ASCII character in it would
+    # widen the whole join to 2 or 4 bytes a character). The cache's kept forms and a
+    # large part's bytes are chunks of their own, never copied again (the socket writer
+    # sends the chunks with scatter-gather); small ones (headers, short files) are
+    # joined in groups.
+    chunks: list[bytes | memoryview] = [prefix]
+    group: list[bytes | memoryview] = []
+    size = 0
+    for part in parts:
+        kept = (
+            cache.json_body(part) if cache is not None and len(part) >= CACHED_BODY_CHARS else None
+        )
+        body = kept if kept is not None else _json_string_body(part)
+        if kept is not None or len(body) >= OWN_CHUNK_BYTES:
+            if group:
+                chunks.append(group[0] if len(group) == 1 else b"".join(group))
+                group, size = [], 0
+            chunks.append(body)
+            continue
+        group.append(body)
+        size += len(body)
+        if size >= CHUNK_BYTES:
+            chunks.append(b"".join(group))
+            group, size = [], 0
+    if group:
+        chunks.append(group[0] if len(group) == 1 else b"".join(group))
+    chunks.append(memoryview(encoded)[len(prefix) :])
+    return EncodedResult(chunks, sum(map(len, chunks)))

@@ -1,0 +1,292 @@
+"""The JSON-RPC method handlers: one short function per method (decode → ``Service`` →
+encode), ``_boundary`` (the exception tree → JSON-RPC errors) and ``_register``.
+
+Methods (PROTOCOL §2): the LSP lifecycle (``initialize``, ``initialized``; ``shutdown``
+and ``exit`` are the protocol's, LSP 3.17 §"Lifecycle Messages"),
+``workspace/didChangeWorkspaceFolders``, ``workspace/didChangeConfiguration``,
+``workspace/didChangeWatchedFiles`` (hints: the named paths are checked by stat, as
+watcher events are), ``textDocument/didOpen|didChange|didClose`` (full and incremental
+sync, pygls applies the edits in the negotiated position encoding; the buffer becomes an
+overlay), and ``readMany/read|files|status|changedSince|rescan`` (plus
+``readMany/stopDaemon`` on the shared daemon's connections). ``$/cancelRequest`` and
+``$/progress`` are pygls' (progress: ``session.ReadManyServer.index_roots``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hmac
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcRequestCancelled,
+)
+
+from readmany_daemon.errors import InvalidParams, ReadManyError, jsonrpc_code
+from readmany_daemon.lsp.encode import encode_read_result
+from readmany_daemon.lsp.session import ReadManyServer, _uri_path
+from readmany_daemon.messages import (
+    ReadManyParams,
+    decode_files_params,
+    decode_read_params,
+    fold_read_params,
+    to_builtins,
+)
+from readmany_daemon.methods import (
+    CHANGED_SINCE,
+    FILES,
+    READ,
+    RESCAN,
+    SERVER_NAME,
+    STATUS,
+    STOP_DAEMON,
+)
+from readmany_daemon.service import Cancelled, RootEntry, Service
+
+log = logging.getLogger(__name__)
+
+
+def _with_defaults(defaults: dict[str, Any], raw: Any) -> Any:
+    """Request params over the connection's defaults (``fileFilteringOptions`` merged
+    key by key). Aliases are folded first; non-objects pass through to be refused."""
+    if not defaults or not isinstance(raw, dict):
+        return raw
+    params = fold_read_params(raw)
+    merged = {**defaults, **params}
+    if isinstance(defaults.get("fileFilteringOptions"), dict) and isinstance(
+        params.get("fileFilteringOptions"), dict
+    ):
+        merged["fileFilteringOptions"] = {
+            **defaults["fileFilteringOptions"],
+            **params["fileFilteringOptions"],
+        }
+    return merged
+
+
+def _cursor_root(params: ReadManyParams) -> str | None:
+    """The ``root`` of the request a cursor continues (it resolves against the same
+    folder); None when the cursor does not say or cannot be read (the engine then
+    refuses it with -32602)."""
+    if params.root is not None or not params.cursor:
+        return params.root
+    from readmany_daemon import request
+
+    try:
+        root = request._decode_cursor(params.cursor).params.get("root")
+    except InvalidParams:
+        return None
+    return root if isinstance(root, str) else None
+
+
+Handler = Callable[[ReadManyServer, Any], Awaitable[Any]]
+
+
+def _boundary(fn: Handler) -> Handler:
+    """Map the exception tree to JSON-RPC errors (errors.JSONRPC_CODES): invalid params
+    → -32602 with ``data.field``; a cancelled engine → -32800. Anything else is a bug:
+    pygls answers it with -32603 and logs the traceback."""
+
+    @functools.wraps(fn)
+    async def wrapped(ls: ReadManyServer, params: Any) -> Any:
+        try:
+            return await fn(ls, params)
+        except InvalidParams as exc:
+            raise JsonRpcInvalidParams(message=str(exc), data={"field": exc.field}) from None
+        except Cancelled:
+            raise JsonRpcRequestCancelled(message="request cancelled") from None
+        except ReadManyError as exc:
+            raise JsonRpcException(message=str(exc), code=jsonrpc_code(exc)) from None
+
+    return wrapped
+
+
+def _initialize(ls: ReadManyServer, params: types.InitializeParams) -> None:
+    options = (
+        params.initialization_options if isinstance(params.initialization_options, dict) else {}
+    )
+    if ls.token is not None:
+        given = options.get("authToken")
+        if not isinstance(given, str) or not hmac.compare_digest(given.encode(), ls.token.encode()):
+            log.warning("refused a connection: missing or wrong authToken")
+            asyncio.get_running_loop().call_soon(ls.end, 1)
+            raise JsonRpcInvalidRequest(
+                message="authentication failed: initializationOptions.authToken is missing or wrong"
+            )
+        ls.authenticated = True
+    ls.init_options = dict(options)
+    ls.apply_settings(ls.pending_warnings)
+    for folder in params.workspace_folders or []:
+        ls.add_folder(folder.uri, folder.name)
+    if not ls.folders:
+        root = params.root_uri or params.root_path
+        if root:
+            ls.add_folder(root, None)
+
+
+async def _initialized(ls: ReadManyServer, params: types.InitializedParams) -> None:
+    warnings, ls.pending_warnings = ls.pending_warnings, []
+    for w in warnings:
+        ls.warn(w)
+    ls.spawn(ls.index_roots([f.entry for f in ls.folders]))
+
+
+def _folders_changed(ls: ReadManyServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    for removed in params.event.removed or []:
+        ls.remove_folder(removed.uri)
+    added = [
+        f for f in (ls.add_folder(a.uri, a.name) for a in params.event.added or []) if f is not None
+    ]
+    warnings, ls.pending_warnings = ls.pending_warnings, []
+    for w in warnings:
+        ls.warn(w)
+    ls.spawn(ls.index_roots([f.entry for f in added]))
+
+
+async def _configuration_changed(
+    ls: ReadManyServer, params: types.DidChangeConfigurationParams
+) -> None:
+    settings = params.settings
+    if not settings and ls.client_supports("workspace.configuration"):
+        # Pull model (LSP 3.17 §"workspace/configuration"): the notification is a hint.
+        result = await ls.workspace_configuration_async(
+            types.ConfigurationParams(items=[types.ConfigurationItem(section=SERVER_NAME)])
+        )
+        settings = result[0] if result else None
+    if isinstance(settings, dict) and isinstance(settings.get(SERVER_NAME), dict):
+        settings = settings[SERVER_NAME]
+    if not isinstance(settings, dict):
+        if settings is not None:
+            ls.warn("workspace/didChangeConfiguration: settings are not an object; ignored")
+        return
+    ls.config = dict(settings)
+    warnings: list[str] = []
+    ls.apply_settings(warnings)
+    for w in warnings:
+        ls.warn(w)
+
+
+async def _watched_files_changed(
+    ls: ReadManyServer, params: types.DidChangeWatchedFilesParams
+) -> None:
+    paths: dict[RootEntry, set[str]] = {}
+    for change in params.changes:
+        path = _uri_path(change.uri)
+        if path is None:
+            continue
+        for entry in [f.entry for f in ls.folders] + list(ls.extra_roots.values()):
+            rel = entry.ws.relpath(path)
+            if rel:
+                paths.setdefault(entry, set()).add(rel)
+    for entry, rels in paths.items():
+        await ls.engine(ls.service.hint_sync, entry, sorted(rels))
+
+
+def _did_open(ls: ReadManyServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.put_overlay(params.text_document.uri)
+
+
+def _did_change(ls: ReadManyServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.put_overlay(params.text_document.uri)
+
+
+def _did_close(ls: ReadManyServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.drop_overlay(params.text_document.uri)
+
+
+@_boundary
+async def _read(ls: ReadManyServer, raw: Any) -> Any:
+    params = decode_read_params(_with_defaults(ls.read_defaults, raw))
+    entry = ls.root_for(_cursor_root(params))
+    return await ls.engine(_read_encoded, ls.service, entry, params)
+
+
+def _read_encoded(service: Service, entry: RootEntry, params: ReadManyParams) -> Any:
+    """``Service.read_sync`` then :func:`encode_read_result`, on the engine's thread: a
+    large answer is encoded off the event loop, after the root's lock is released."""
+    result, parts = service.read_sync(entry, params, True)
+    return encode_read_result(result, parts, entry.ws.cache)
+
+
+@_boundary
+async def _files(ls: ReadManyServer, raw: Any) -> Any:
+    params = decode_files_params(raw)
+    entry = ls.root_for(params.root)
+    return to_builtins(await ls.engine(ls.service.files_sync, entry, params))
+
+
+@_boundary
+async def _status(ls: ReadManyServer, raw: Any) -> Any:
+    primary = ls.folders[0].entry if ls.folders else None
+    return ls.service.status(primary)
+
+
+def _object(raw: Any) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise InvalidParams("invalid params: expected an object", "$")
+    return raw
+
+
+def _optional_str(params: dict[str, Any], name: str) -> str | None:
+    value = params.get(name)
+    if value is not None and not isinstance(value, str):
+        raise InvalidParams(
+            f"invalid params: Expected `str`, got `{type(value).__name__}` - at `$.{name}`",
+            f"$.{name}",
+        )
+    return value
+
+
+@_boundary
+async def _changed_since(ls: ReadManyServer, raw: Any) -> Any:
+    params = _object(raw)
+    clock = _optional_str(params, "clock")
+    if clock is None:
+        raise InvalidParams(
+            "invalid params: Object missing required field `clock` - at `$`", "$.clock"
+        )
+    root = _optional_str(params, "root")
+    default = ls.root_for(root) if (root is not None or ls.folders) else None
+    return await ls.engine(ls.service.changed_since_sync, clock, default)
+
+
+@_boundary
+async def _rescan(ls: ReadManyServer, raw: Any) -> Any:
+    entry = ls.root_for(_optional_str(_object(raw), "root"))
+    return {"clock": await ls.engine(ls.service.rescan_sync, entry)}
+
+
+@_boundary
+async def _stop_daemon(ls: ReadManyServer, raw: Any) -> Any:
+    if ls.on_stop_daemon is None:
+        raise ReadManyError(f"{STOP_DAEMON}: this server is not the shared daemon")
+    asyncio.get_running_loop().call_soon(ls.on_stop_daemon)
+    return {"pid": os.getpid()}
+
+
+def _register(ls: ReadManyServer) -> None:
+    """Register every handler on ``ls`` (features are per server instance in pygls)."""
+    ls.feature(types.INITIALIZE)(_initialize)
+    ls.feature(types.INITIALIZED)(_initialized)
+    ls.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(_folders_changed)
+    ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(_configuration_changed)
+    ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)(_watched_files_changed)
+    ls.feature(types.TEXT_DOCUMENT_DID_OPEN)(_did_open)
+    ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)(_did_change)
+    ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)(_did_close)
+    ls.feature(READ)(_read)
+    ls.feature(FILES)(_files)
+    ls.feature(STATUS)(_status)
+    ls.feature(CHANGED_SINCE)(_changed_since)
+    ls.feature(RESCAN)(_rescan)
+    if ls.kind != "stdio":
+        ls.feature(STOP_DAEMON)(_stop_daemon)
