@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from readmany_daemon.mcp_server import INSTRUCTIONS, tool_definitions
+from readmany_daemon.mcp.schema import INSTRUCTIONS, tool_definitions
 
 GOLDEN = Path(__file__).parent / "golden" / "mcp_tools_list.json"
 
