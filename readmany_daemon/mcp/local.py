@@ -54,21 +54,18 @@ def _stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
 class _Freshness:
     """Keeps a long-lived in-process index current without a watcher (PROTOCOL §6, the
     stat route). Before each request (``sync``) a walked folder is re-walked when its
-    ignore files changed, or when it is stale: its mtime differs from the one recorded
-    when it was listed (an entry was added, removed or renamed), or it is racy, its
-    mtime lying within ``RACY_NS`` of when it was listed, so that a later change in the
-    same timestamp tick would not show (git's racy rule). The index's own ``is_stale``
-    decides where it has one. A change of git's index file re-walks everything. File
-    contents need nothing here: the content cache is validated by stat.
+    ignore files changed, or when the index says it is stale (``Index.is_stale``: its
+    mtime differs from the one recorded when it was listed, or it is racy). A change of
+    git's index file re-walks everything. File contents need nothing here: the content
+    cache is validated by stat.
 
-    ``known`` maps each walked folder to (a time before it was listed, its ignore-file
-    stamps); ``baseline`` records the folders a request walked."""
+    ``known`` maps each walked folder to its ignore-file stamps; ``baseline`` records
+    the folders a request walked."""
 
     def __init__(self, ws: Any) -> None:
         self.ws = ws
         self.names = (".gitignore", *ws.settings.ignore_file_names)
-        self.known: dict[str, tuple[int, tuple[Any, ...]]] = {}
-        self.started = 0
+        self.known: dict[str, tuple[Any, ...]] = {}
 
     def _ignore_stamp(self, rel_dir: str) -> tuple[Any, ...]:
         base = self.ws.abspath(rel_dir)
@@ -81,51 +78,40 @@ class _Freshness:
         return tuple(out)
 
     def _stale(self, index: Any, rel: str) -> bool:
-        entry = self.known.get(rel)
-        if entry is None:
-            return True  # listed before we could note when: trust it no further
-        listed, stamp = entry
+        stamp = self.known.get(rel)
+        if stamp is None:
+            return True  # listed before we could stamp it: trust it no further
         if stamp != self._ignore_stamp(rel):
             return True
-        own = getattr(index, "is_stale", None)
-        if own is not None:
-            return bool(own(rel))
-        try:
-            mtime = os.stat(self.ws.abspath(rel)).st_mtime_ns
-        except OSError:
-            return True
-        return mtime != index.dir_mtime(rel) or mtime >= listed - RACY_NS
+        return bool(index.is_stale(rel))
 
     def sync(self) -> None:
         """Before a request: re-walk what changed since it was listed."""
-        self.started = time.time_ns()
         ws = self.ws
         if "index" not in ws.__dict__:
             return  # not walked yet: its first walk will be fresh
         index = ws.index
-        if hasattr(index, "stat_checks"):
-            index.stat_checks = True  # the index's own stat route, where it has one
+        index.stat_checks = True  # the index's own stat route for the request's expansions
         stale = [rel for rel in index.walked_dirs() if self._stale(index, rel)]
         if index.rules.tracked_changed():
             stale = [""]
         if not stale:
             return
         done: set[str] = set()
-        before = time.time_ns()
         for rel in sorted(stale, key=lambda r: (r.count("/"), r)):
             if not _under_any(rel, done):
                 index.refresh(rel)
                 done.add(rel)
         for sub in index.walked_dirs():
             if _under_any(sub, done):
-                self.known[sub] = (before, self._ignore_stamp(sub))
+                self.known[sub] = self._ignore_stamp(sub)
 
     def baseline(self) -> None:
-        """After a request: note the folders it walked (listed after ``started``)."""
+        """After a request: note the folders it walked."""
         if "index" in self.ws.__dict__:
             for rel in self.ws.index.walked_dirs():
                 if rel not in self.known:
-                    self.known[rel] = (self.started, self._ignore_stamp(rel))
+                    self.known[rel] = self._ignore_stamp(rel)
 
 
 @dataclass
