@@ -233,11 +233,19 @@ class LocalBackend:
             if old is None:
                 changed, deleted = list(snap.files), []
             else:
+
+                def digest_now(p: str) -> str | None:
+                    # A file racy in ``old`` but no longer racy now has no digest in
+                    # ``snap``: hash it now, or an unchanged file would count as changed.
+                    got = snap.digests.get(p)
+                    return got if got is not None else _digest(ws.abspath(p), limit)
+
+                limit = self.settings.max_file_bytes
                 changed = [
                     p
                     for p, key in snap.files.items()
                     if old.files.get(p) != key
-                    or (p in old.digests and old.digests[p] != snap.digests.get(p))
+                    or (p in old.digests and old.digests[p] != digest_now(p))
                     or (p not in old.digests and key[0] >= old.taken_ns - RACY_NS)
                 ]
                 deleted = sorted(
