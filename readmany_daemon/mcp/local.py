@@ -1,6 +1,6 @@
 """The in-process backend of ``readmany mcp``: answers without the daemon.
 
-``LocalBackend`` keeps one long-lived ``Workspace`` per root, shared content cache,
+``LocalBackend`` keeps one long-lived ``Workspace`` per root (one content cache for all),
 kept fresh without a watcher by stat checks (``_Freshness``, PROTOCOL §6's stat route),
 and answers ``readMany/changedSince`` from per-file stat snapshots (``_Snapshot``), so
 that in-place edits are seen without a watcher. It answers under ``--no-daemon`` (or
@@ -33,8 +33,6 @@ RACY_NS = 2_000_000_000
 
 #: Snapshots kept per root for ``changed_since`` answered in this process.
 SNAPSHOTS_KEPT = 4
-
-# ---------------------------------------------------------------------- in-process engine
 
 
 def _under_any(rel: str, tops: set[str]) -> bool:

@@ -23,8 +23,6 @@ CHANGED_TOOL = "changed_since"
 #: Paths listed by ``list_files`` / ``changed_since`` unless ``limit`` says otherwise.
 DEFAULT_LIST_LIMIT = 1000
 
-# ------------------------------------------------------------------------------ schemas
-
 _BUDGETS = (
     "Budgets: each file is cut at perFileMaxLines (200) lines / perFileMaxChars (20000) "
     "characters unless preferFullRead; the whole answer holds at most maxTotalFiles (20) "

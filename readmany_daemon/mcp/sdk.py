@@ -25,8 +25,6 @@ SERVER_NAME = "readmany"
 #: How long to wait for the client's answer to ``roots/list`` (s).
 ROOTS_TIMEOUT = 5.0
 
-# --------------------------------------------------------------------------- SDK wiring
-
 
 def _sdk_major() -> int:
     from importlib.metadata import PackageNotFoundError, version
