@@ -1,5 +1,8 @@
 """The ``readmany`` command line: parses, dispatches, prints (PROTOCOL §1).
 
+Whether the warm daemon or this process answers, and when the daemon is started, is
+``route.py``'s policy, shared with ``readmany mcp``.
+
 Exit codes: 0 answered (per-file problems never change it); 2 usage errors and invalid
 params, one line on stderr; 1 the answer could not be produced.
 
@@ -17,14 +20,12 @@ from typing import Any, NoReturn
 
 from readmany_daemon import __version__
 from readmany_daemon.errors import InvalidParams, ReadManyError, UsageError
+from readmany_daemon.route import ask_daemon, autostart, say
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_NO_DAEMON = 3  # ``readmany status`` when no daemon runs (PROTOCOL §1)
-
-#: READMANY_* variables that are not settings and never travel to the daemon.
-_NOT_SETTINGS = frozenset({"READMANY_TOKEN", "READMANY_NO_DAEMON"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -249,8 +250,8 @@ def _write_parts(parts: Sequence[str]) -> None:
 def cmd_read(args: argparse.Namespace) -> int:
     """``readmany read``: print ``llmContent`` (or the whole result with ``--json``)."""
     raw = _read_params(args)
-    answer = _daemon_answer(args, "readMany/read", raw)
-    if answer is not None:
+    asked = ask_daemon(args.root, "readMany/read", raw, no_daemon=args.no_daemon)
+    if (answer := asked.answer) is not None:
         if args.json:
             _write(json.dumps(answer, ensure_ascii=False, separators=(",", ":")) + "\n")
         else:
@@ -275,7 +276,8 @@ def cmd_read(args: argparse.Namespace) -> int:
         if parts and not parts[-1].endswith("\n"):
             parts.append("\n")
         _write_parts(parts)
-    _autostart(args)
+    if asked.start_daemon:
+        autostart()
     return EXIT_OK
 
 
@@ -290,8 +292,8 @@ def cmd_files(args: argparse.Namespace) -> int:
             "respectIgnoreFiles": not args.no_ignore_files,
         },
     }
-    listed = _daemon_answer(args, "readMany/files", files_params)
-    if listed is not None:
+    asked = ask_daemon(args.root, "readMany/files", files_params, no_daemon=args.no_daemon)
+    if (listed := asked.answer) is not None:
         _write("".join(f["path"] + sep for f in listed["files"]))
         return EXIT_OK
 
@@ -327,93 +329,9 @@ def cmd_files(args: argparse.Namespace) -> int:
         ws = _workspace(args)
         paths = request.list_paths(ws, args.patterns, filters)
     _write(sep.join(paths) + sep if paths else "")
-    _autostart(args)
+    if asked.start_daemon:
+        autostart()
     return EXIT_OK
-
-
-# ------------------------------------------------------------------- the shared daemon
-# The warm path below imports neither pygls nor watchdog nor msgspec: client.py speaks
-# JSON-RPC with the stdlib (the whole call must stay within two `python -c pass`).
-
-
-def _no_autostart(args: argparse.Namespace) -> bool:
-    """``--no-daemon``, or ``READMANY_NO_DAEMON`` set to anything but "" or "0"."""
-    disabled = os.environ.get("READMANY_NO_DAEMON", "") not in ("", "0")
-    return bool(getattr(args, "no_daemon", False)) or disabled
-
-
-def _daemon_answer(args: argparse.Namespace, method: str, params: dict[str, Any]) -> Any | None:
-    """The warm daemon's answer to ``method``, or None when it should be answered in
-    this process (``--no-daemon``, no daemon, a daemon of another version — which is
-    stopped so that ``_autostart`` replaces it — a connection lost midway, or an
-    internal error of the daemon, reported on stderr).
-
-    The connection's workspace folder is ``--root`` (default: the current directory);
-    its settings come from this process's ``READMANY_*`` variables
-    (``initializationOptions.environment``), so the answer is the one this process
-    would give. Raises ``InvalidParams`` for -32602 (exit 2, as in process)."""
-    if args.no_daemon or os.name != "posix":
-        return None
-    root = os.path.abspath(args.root or os.getcwd())
-    if not os.path.isdir(root):
-        return None  # the in-process path reports the bad root
-    from readmany_daemon.client import ConnectionClosed, RpcError, connect, default_socket_path
-
-    path = default_socket_path()
-    env = {k: v for k, v in os.environ.items() if k.startswith("READMANY_")}
-    for name in _NOT_SETTINGS:
-        env.pop(name, None)
-    client = connect(path, root, {"environment": env})
-    if client is None:
-        return None
-    try:
-        if client.server_version != __version__:
-            from readmany_daemon import daemon
-            from readmany_daemon.errors import DaemonError
-
-            client.exit()
-            try:
-                daemon.stop(path)
-            except DaemonError as exc:
-                print(f"readmany: warning: {exc}", file=sys.stderr)
-            return None
-        try:
-            answer = client.request(method, params)
-        except RpcError as exc:
-            if exc.code == -32602:
-                field = exc.data.get("field", "") if isinstance(exc.data, dict) else ""
-                raise InvalidParams(exc.message, field) from None
-            _say(f"warning: the daemon failed ({exc.message}); answering in this process")
-            args.no_daemon = True  # one runs: do not start another after answering
-            return None
-        except ConnectionClosed:
-            # It died mid-request (killed, crashed): the answer is produced here and,
-            # unless disabled, a new daemon is started for the next call.
-            _say("warning: the daemon went away before answering; answering in this process")
-            return None
-        for _, note in client.notifications:
-            if isinstance(note, dict) and note.get("type", 4) <= 2:
-                print(str(note.get("message", "")), file=sys.stderr)
-        return answer
-    finally:
-        client.exit()
-
-
-def _autostart(args: argparse.Namespace) -> None:
-    """After an in-process answer, start the daemon in the background for the next
-    call, unless ``--no-daemon`` or ``READMANY_NO_DAEMON``."""
-    if _no_autostart(args) or os.name != "posix":
-        return
-    from readmany_daemon import daemon
-
-    try:
-        daemon.spawn(daemon.default_socket_path())
-    except OSError as exc:
-        print(f"readmany: warning: could not start the daemon: {exc}", file=sys.stderr)
-
-
-def _say(message: str) -> None:
-    print(f"readmany: {message}", file=sys.stderr, flush=True)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -422,7 +340,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     settings, warnings = load_settings()
     for w in warnings:
-        _say(f"warning: {w}")
+        say(f"warning: {w}")
     if args.stdio:
         from readmany_daemon.server import serve_stdio
 
@@ -431,9 +349,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if args.tcp is not None:
         token = os.environ.get("READMANY_TOKEN")
-        return daemon.serve_tcp(args.tcp, settings, token, log_file=args.log_file, on_ready=_say)
+        return daemon.serve_tcp(args.tcp, settings, token, log_file=args.log_file, on_ready=say)
     return daemon.serve_socket(
-        args.socket or None, settings, log_file=args.log_file, on_ready=_say, on_running=_say
+        args.socket or None, settings, log_file=args.log_file, on_ready=say, on_running=say
     )
 
 
@@ -445,10 +363,10 @@ def cmd_lsp(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    """``readmany mcp``: the MCP server on stdio (``mcp_server``, imported only here)."""
-    from readmany_daemon import mcp_server
+    """``readmany mcp``: the MCP server on stdio (``mcp.sdk``, imported only here)."""
+    from readmany_daemon.mcp import sdk
 
-    return mcp_server.run(args.root, args.no_daemon)
+    return sdk.run(args.root, args.no_daemon)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -458,7 +376,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     path = args.socket or daemon.default_socket_path()
     client = daemon.connect(path)
     if client is None:
-        _say(f"no daemon runs at {path}")
+        say(f"no daemon runs at {path}")
         return EXIT_NO_DAEMON
     try:
         status = client.request("readMany/status")
@@ -490,7 +408,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
     path = args.socket or daemon.default_socket_path()
     pid = daemon.stop(path)
-    _say(f"stopped the daemon (pid {pid})" if pid is not None else f"no daemon runs at {path}")
+    say(f"stopped the daemon (pid {pid})" if pid is not None else f"no daemon runs at {path}")
     return EXIT_OK
 
 

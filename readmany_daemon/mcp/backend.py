@@ -1,0 +1,48 @@
+"""The daemon-first backend of ``readmany mcp``: the shared daemon, else this process.
+
+Answers come from the shared per-user daemon, asked the way the CLI asks it
+(``route.ask_daemon``: a short session per call, a daemon of another version
+replaced); when none runs the call is answered in this process (``mcp/local.py``) and
+the daemon is started in the background for the next one (``route.autostart``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from readmany_daemon import route
+from readmany_daemon.mcp.local import LocalBackend
+
+
+class DaemonBackend:
+    """Asks the shared daemon as ``readmany read`` does (``route.ask_daemon``), and
+    answers in process (``LocalBackend``) when it cannot, starting the daemon in the
+    background for the next call (``route.autostart``; at most once per
+    ``RESPAWN_AFTER`` s while it starts)."""
+
+    RESPAWN_AFTER = 30.0
+
+    def __init__(self, local: LocalBackend) -> None:
+        self.local = local
+        self._spawned_at: float | None = None
+        self._lock = threading.Lock()
+        self.answered_by_daemon = 0
+
+    def call(self, method: str, params: dict[str, Any], root: str) -> Any:
+        asked = route.ask_daemon(root, method, params, no_daemon=False)
+        if asked.answer is not None:
+            self.answered_by_daemon += 1
+            self.local.clear()
+            return asked.answer
+        result = self.local.call(method, params, root)
+        if asked.start_daemon:  # False when the daemon failed midway: it runs
+            with self._lock:
+                now = time.monotonic()
+                due = self._spawned_at is None or now - self._spawned_at > self.RESPAWN_AFTER
+                if due:
+                    self._spawned_at = now
+            if due:
+                route.autostart()
+        return result

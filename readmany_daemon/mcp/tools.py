@@ -1,0 +1,309 @@
+"""The MCP tools, independent of the SDK: roots, the three tools, results as content.
+
+``ReadManyMcp.call_tool`` answers one ``tools/call`` as a ``CallToolResult``
+(camelCase dict). ``read_many_files``' result is ``llmContent`` as text, image
+attachments as image content, PDFs as embedded blob resources, and the whole
+``ReadManyResult`` as structured content.
+
+The workspace root is ``--root``, else the client's MCP roots (``roots/list``, when the
+client declares the roots capability), else the current directory. A request's ``root``
+may name one of those roots or a folder inside one; nothing outside them is opened.
+
+Bad arguments come back as a tool result with ``isError: true`` whose text names the
+field (the engine's ``InvalidParams`` message); a per-file problem is part of an ok
+result.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import posixpath
+import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from readmany_daemon.errors import InvalidParams, ReadManyError, RootNotFound
+from readmany_daemon.mcp.backend import DaemonBackend
+from readmany_daemon.mcp.local import LocalBackend
+from readmany_daemon.mcp.schema import CHANGED_TOOL, DEFAULT_LIST_LIMIT, FILES_TOOL, READ_TOOL
+from readmany_daemon.route import daemon_off
+
+log = logging.getLogger("readmany.mcp")
+
+# -------------------------------------------------------------------------------- roots
+
+
+@dataclass(frozen=True)
+class Root:
+    """One workspace root: ``path`` is absolute and symlink-resolved."""
+
+    path: str
+    name: str
+    uri: str
+
+
+def uri_to_path(uri: str) -> str | None:
+    """The local path of a ``file:`` URI (RFC 8089), or None for any other URI."""
+    parsed = urllib.parse.urlparse(uri)
+    if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+        return None
+    return urllib.parse.unquote(parsed.path) or None
+
+
+def make_root(path: str, name: str | None = None) -> Root:
+    from readmany_daemon.client import path_to_uri
+
+    real = os.path.realpath(path)
+    return Root(real, name or os.path.basename(real) or real, path_to_uri(real))
+
+
+def _inside(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def resolve_root(raw: Any, roots: Sequence[Root]) -> str:
+    """The folder a request's ``root`` names: one of ``roots`` (by name, path or URI), or
+    a folder inside one (absolute, ``file:`` URI, or relative to the first root); None
+    is the first root. Raises ``InvalidParams`` naming ``$.root``."""
+    if raw is None:
+        return roots[0].path
+    if not isinstance(raw, str):
+        raise InvalidParams(
+            f"invalid params: Expected `str`, got `{type(raw).__name__}` - at `$.root`", "$.root"
+        )
+    for r in roots:
+        if raw in (r.name, r.uri, r.path):
+            return r.path
+    path = uri_to_path(raw) if raw.startswith("file:") else raw
+    if not path:
+        raise RootNotFound(f"invalid params: $.root: {raw!r} is not a file: URI", "$.root")
+    real = os.path.realpath(os.path.join(roots[0].path, path))
+    if not any(_inside(real, r.path) for r in roots):
+        listed = ", ".join(r.path for r in roots)
+        raise RootNotFound(
+            f"invalid params: $.root: {raw!r} is outside the workspace roots ({listed})", "$.root"
+        )
+    if not os.path.isdir(real):
+        raise RootNotFound(f"invalid params: $.root: {raw!r} is not a folder", "$.root")
+    return real
+
+
+def _cursor_root(cursor: Any) -> Any:
+    """The ``root`` a cursor's request named (None when it names none or is no cursor:
+    the engine refuses a bad cursor itself, naming ``$.cursor``)."""
+    if not isinstance(cursor, str) or not cursor:
+        return None
+    from readmany_daemon import request
+
+    try:
+        return request._decode_cursor(cursor).params.get("root")
+    except InvalidParams:
+        return None
+
+
+# --------------------------------------------------------------------- results as content
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def read_content(answer: Mapping[str, Any], root: str) -> list[dict[str, Any]]:
+    """``llmContent`` as text; image attachments as image content; other attachments
+    (PDFs) as embedded blob resources with a ``file:`` URI."""
+    from readmany_daemon.client import path_to_uri
+
+    content = [_text(answer.get("llmContent", ""))]
+    for att in answer.get("attachments") or []:
+        mime = att.get("mimeType", "application/octet-stream")
+        if mime.startswith("image/"):
+            content.append({"type": "image", "data": att["data"], "mimeType": mime})
+        else:
+            path = att.get("path", "")
+            full = path if os.path.isabs(path) else posixpath.join(root, path)
+            content.append(
+                {
+                    "type": "resource",
+                    "resource": {"uri": path_to_uri(full), "mimeType": mime, "blob": att["data"]},
+                }
+            )
+    return content
+
+
+def _cap(items: list[str], limit: int) -> tuple[list[str], bool]:
+    return items[:limit], len(items) > limit
+
+
+def files_answer(listed: Mapping[str, Any], limit: int) -> tuple[str, dict[str, Any]]:
+    files = list(listed.get("files") or [])
+    total = len(files)
+    shown = files[:limit]
+    structured = {
+        "files": shown,
+        "clock": listed.get("clock", ""),
+        "total": total,
+        "truncated": total > limit,
+    }
+    lines = [f"{total} file{'s' if total != 1 else ''} (clock {structured['clock']})"]
+    lines += [f["path"] for f in shown]
+    if total > limit:
+        lines.append(f"[{total - limit} more not listed: narrow the patterns or raise limit.]")
+    return "\n".join(lines) + "\n", structured
+
+
+def changed_answer(delta: Mapping[str, Any], limit: int) -> tuple[str, dict[str, Any]]:
+    changed, cut_c = _cap(list(delta.get("changed") or []), limit)
+    deleted, cut_d = _cap(list(delta.get("deleted") or []), limit)
+    total = len(delta.get("changed") or []) + len(delta.get("deleted") or [])
+    structured = {
+        "clock": delta.get("clock", ""),
+        "isFreshInstance": bool(delta.get("isFreshInstance")),
+        "changed": changed,
+        "deleted": deleted,
+        "total": total,
+        "truncated": cut_c or cut_d,
+    }
+    lines = [f"clock: {structured['clock']} (pass it to changed_since next time)"]
+    if structured["isFreshInstance"]:
+        lines.append(
+            "isFreshInstance: the clock was empty or unknown here, so every visible file "
+            f"is listed as changed ({len(delta.get('changed') or [])} files)."
+        )
+    lines.append(f"changed ({len(delta.get('changed') or [])}):")
+    lines += [f"  {p}" for p in changed]
+    if cut_c:
+        lines.append(f"  [{len(delta['changed']) - limit} more not listed: raise limit.]")
+    lines.append(f"deleted ({len(delta.get('deleted') or [])}):")
+    lines += [f"  {p}" for p in deleted]
+    if cut_d:
+        lines.append(f"  [{len(delta['deleted']) - limit} more not listed: raise limit.]")
+    return "\n".join(lines) + "\n", structured
+
+
+# ----------------------------------------------------------------------------- the app
+
+
+class ToolFailure(Exception):
+    """A tool call that failed as a whole: its text goes back with ``isError: true``."""
+
+
+def _limit(args: dict[str, Any]) -> int:
+    value = args.pop("limit", None)
+    if value is None:
+        return DEFAULT_LIST_LIMIT
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidParams(
+            f"invalid params: Expected `int` >= 1, got `{value!r}` - at `$.limit`", "$.limit"
+        )
+    return value
+
+
+def _object(arguments: Any) -> dict[str, Any]:
+    if arguments is None:
+        return {}
+    if not isinstance(arguments, Mapping):
+        raise InvalidParams("invalid params: expected an object", "$")
+    return dict(arguments)
+
+
+class ReadManyMcp:
+    """The tools, independent of the SDK: ``call(name, arguments, ask_roots)`` returns
+    ``(content, structured)`` or raises ``ToolFailure`` / ``InvalidParams``."""
+
+    def __init__(self, root: str | None = None, no_daemon: bool = False) -> None:
+        self.fixed = [make_root(root)] if root is not None else None
+        self._roots: list[Root] | None = self.fixed
+        self.local = LocalBackend()
+        self.daemon = None if daemon_off(no_daemon) else DaemonBackend(self.local)
+
+    @property
+    def backend(self) -> LocalBackend | DaemonBackend:
+        return self.daemon if self.daemon is not None else self.local
+
+    def roots_changed(self) -> None:
+        """The client's roots changed: ask again at the next call."""
+        if self.fixed is None:
+            self._roots = None
+
+    async def roots(self, ask: Callable[[], Any]) -> list[Root]:
+        """``--root``, else the client's roots (``ask()`` returns file: URIs with names,
+        or None when the client has none to give), else the current directory."""
+        if self._roots is not None:
+            return self._roots
+        found: list[Root] = []
+        for uri, name in await ask() or []:
+            path = uri_to_path(uri)
+            if path and os.path.isdir(path):
+                found.append(make_root(path, name))
+            else:
+                log.warning("ignoring MCP root %s: not a local folder", uri)
+        self._roots = found or [make_root(os.getcwd())]
+        return self._roots
+
+    async def call(
+        self, name: str, arguments: Any, ask: Callable[[], Any]
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        import anyio.to_thread
+
+        from readmany_daemon.messages import fold_read_params
+
+        args = _object(arguments)
+        roots = await self.roots(ask)
+        backend = self.backend
+        if name == READ_TOOL:
+            params = fold_read_params(args)
+            raw_root = params.get("root")
+            if raw_root is None:
+                raw_root = _cursor_root(params.get("cursor"))
+            root = resolve_root(raw_root, roots)
+            params["root"] = root
+            answer = await anyio.to_thread.run_sync(backend.call, "readMany/read", params, root)
+            return read_content(answer, root), answer
+        if name == FILES_TOOL:
+            limit = _limit(args)
+            root = resolve_root(args.get("root"), roots)
+            args["root"] = root
+            listed = await anyio.to_thread.run_sync(backend.call, "readMany/files", args, root)
+            text, structured = files_answer(listed, limit)
+            return [_text(text)], structured
+        if name == CHANGED_TOOL:
+            limit = _limit(args)
+            unknown = sorted(set(args) - {"clock", "root"})
+            if unknown:
+                raise InvalidParams(
+                    f"invalid params: Object contains unknown field `{unknown[0]}` - at `$`",
+                    f"$.{unknown[0]}",
+                )
+            clock = args.get("clock")
+            if clock is not None and not isinstance(clock, str):
+                raise InvalidParams(
+                    f"invalid params: Expected `str`, got `{type(clock).__name__}` - at `$.clock`",
+                    "$.clock",
+                )
+            root = resolve_root(args.get("root"), roots)
+            params = {"clock": clock or "", "root": root}
+            delta = await anyio.to_thread.run_sync(
+                backend.call, "readMany/changedSince", params, root
+            )
+            text, structured = changed_answer(delta, limit)
+            return [_text(text)], structured
+        raise ToolFailure(f"unknown tool {name!r}: use {READ_TOOL}, {FILES_TOOL} or {CHANGED_TOOL}")
+
+    async def call_tool(self, name: str, arguments: Any, ask: Callable[[], Any]) -> dict[str, Any]:
+        """``call`` as a ``CallToolResult`` (camelCase dict): failures become
+        ``isError: true`` with one readable line, never an exception."""
+        try:
+            content, structured = await self.call(name, arguments, ask)
+        except (ToolFailure, ReadManyError) as exc:
+            return {"content": [_text(str(exc))], "isError": True}
+        except Exception as exc:  # the tool boundary: report, keep serving, keep the trace
+            log.exception("%s failed", name)
+            return {
+                "content": [
+                    _text(f"readmany: internal error in {name}: {exc!r} (see the server log)")
+                ],
+                "isError": True,
+            }
+        return {"content": content, "structuredContent": structured, "isError": False}

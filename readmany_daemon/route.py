@@ -1,0 +1,127 @@
+"""Where an answer comes from: the warm daemon, else this process, then start the daemon.
+
+The one routing policy of the one-shot surfaces, shared by ``readmany read`` /
+``readmany files`` (``cli.py``) and the MCP server (``mcp/``):
+
+1. ``ask_daemon`` asks the shared per-user daemon over its socket, in a short session
+   whose workspace folder is the request's root and whose settings are this process's
+   ``READMANY_*`` variables, so the daemon gives the answer this process would give.
+2. When it cannot (``--no-daemon``, no daemon, a daemon of another version, one lost
+   midway), the caller answers in its own process,
+3. and then calls ``autostart`` when ``Asked.start_daemon`` says so, so that the next
+   call finds a warm daemon.
+
+This module stays light: the warm path imports neither pygls nor watchdog nor msgspec;
+``client.py`` speaks JSON-RPC with the stdlib (the whole call must stay within two
+``python -c pass``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, NamedTuple
+
+from readmany_daemon import __version__
+from readmany_daemon.errors import InvalidParams
+
+#: READMANY_* variables that are not settings and never travel to the daemon.
+NOT_SETTINGS = frozenset({"READMANY_TOKEN", "READMANY_NO_DAEMON"})
+
+
+class Asked(NamedTuple):
+    """What asking the daemon gave."""
+
+    #: The daemon's answer (the JSON-RPC result); None: answer in this process.
+    answer: Any | None
+    #: After answering in this process, call ``autostart``: no daemon answers here and
+    #: auto-start is not turned off (``no_daemon``, ``READMANY_NO_DAEMON``). False too
+    #: when a daemon runs but failed this request (starting another would not help).
+    start_daemon: bool
+
+
+def say(message: str) -> None:
+    """One ``readmany: message`` line on stderr, flushed."""
+    print(f"readmany: {message}", file=sys.stderr, flush=True)
+
+
+def daemon_off(no_daemon: bool = False) -> bool:
+    """Whether no daemon is to be started: ``no_daemon`` (``--no-daemon``),
+    ``READMANY_NO_DAEMON`` set to anything but "" or "0", or a platform without the
+    unix-socket daemon. (The CLI still asks a daemon that runs; ``readmany mcp`` then
+    answers in its own process only.)"""
+    disabled = os.environ.get("READMANY_NO_DAEMON", "") not in ("", "0")
+    return no_daemon or disabled or os.name != "posix"
+
+
+def ask_daemon(root: str | None, method: str, params: dict[str, Any], *, no_daemon: bool) -> Asked:
+    """The warm daemon's answer to ``method`` with ``params``, or None as
+    ``Asked.answer`` when it should be answered in this process: ``no_daemon``, no
+    daemon, a daemon of another version (which is stopped so that ``autostart``
+    replaces it), a connection lost midway, or an internal error of the daemon
+    (reported on stderr; ``start_daemon`` is then False, one runs).
+
+    The connection's workspace folder is ``root`` (default: the current directory; a
+    root that is no folder is left to the in-process path to report). Its settings come
+    from this process's ``READMANY_*`` variables (``initializationOptions.environment``)
+    but ``NOT_SETTINGS``. Notifications of type error or warning that came with the
+    answer go to stderr. ``READMANY_NO_DAEMON`` does not stop asking a daemon that
+    runs; it only turns auto-start off. Raises ``InvalidParams`` for -32602 (as the
+    in-process answer would)."""
+    start = not daemon_off(no_daemon)
+    if no_daemon or os.name != "posix":
+        return Asked(None, False)
+    top = os.path.abspath(root or os.getcwd())
+    if not os.path.isdir(top):
+        return Asked(None, start)  # the in-process path reports the bad root
+    from readmany_daemon.client import ConnectionClosed, RpcError, connect, default_socket_path
+
+    path = default_socket_path()
+    env = {k: v for k, v in os.environ.items() if k.startswith("READMANY_")}
+    for name in NOT_SETTINGS:
+        env.pop(name, None)
+    client = connect(path, top, {"environment": env})
+    if client is None:
+        return Asked(None, start)
+    try:
+        if client.server_version != __version__:
+            from readmany_daemon import daemon
+            from readmany_daemon.errors import DaemonError
+
+            client.exit()
+            try:
+                daemon.stop(path)
+            except DaemonError as exc:
+                print(f"readmany: warning: {exc}", file=sys.stderr)
+            return Asked(None, start)
+        try:
+            answer = client.request(method, params)
+        except RpcError as exc:
+            if exc.code == -32602:
+                field = exc.data.get("field", "") if isinstance(exc.data, dict) else ""
+                raise InvalidParams(exc.message, field) from None
+            say(f"warning: the daemon failed ({exc.message}); answering in this process")
+            return Asked(None, False)  # one runs: do not start another after answering
+        except ConnectionClosed:
+            # It died mid-request (killed, crashed): the answer is produced here and,
+            # unless disabled, a new daemon is started for the next call.
+            say("warning: the daemon went away before answering; answering in this process")
+            return Asked(None, start)
+        for _, note in client.notifications:
+            if isinstance(note, dict) and note.get("type", 4) <= 2:
+                print(str(note.get("message", "")), file=sys.stderr)
+        return Asked(answer, False)
+    finally:
+        client.exit()
+
+
+def autostart() -> None:
+    """Start the shared daemon in the background for the next call (after an in-process
+    answer whose ``Asked.start_daemon`` was true); a failure to start is a warning on
+    stderr. A second daemon racing for the socket finds the first and exits."""
+    from readmany_daemon import daemon
+
+    try:
+        daemon.spawn(daemon.default_socket_path())
+    except OSError as exc:
+        print(f"readmany: warning: could not start the daemon: {exc}", file=sys.stderr)
