@@ -171,8 +171,8 @@ def realpath_of(root: str, rel: str) -> str:
     """``os.path.realpath(abs_path(root, rel))`` for a rel (``""`` = ``root``). ``root`` is
     a real path already, so only ``rel``'s own components are ``lstat``'ed (realpath
     would walk the root's ancestors too); one that is a symbolic link, or missing, hands
-    over to ``os.path.realpath``. Raises ``OSError`` as ``os.path.realpath`` does (a
-    symbolic link loop)."""
+    over to ``os.path.realpath`` (non-strict: a link loop or a missing part comes back
+    unresolved), and any ``OSError`` it raises propagates."""
     if not rel:
         return root
     path = root.rstrip("/")
@@ -189,7 +189,7 @@ def realpath_of(root: str, rel: str) -> str:
 
 def resolves_inside(root: str, rel: str) -> bool:
     """Whether ``rel``'s real path (symbolic links resolved, ``realpath_of``) is inside
-    ``root``. Raises ``OSError`` as ``realpath_of`` does."""
+    ``root``; an ``OSError`` of ``realpath_of`` propagates."""
     return rel_path(root, realpath_of(root, rel)) is not None
 
 
