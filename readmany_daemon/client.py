@@ -19,6 +19,9 @@ import json
 import os
 from typing import Any
 
+# Re-exported: ``mcp_server`` and ``server`` import it from here until integration.
+from readmany_daemon.paths import path_to_uri as path_to_uri
+
 SOCKET_NAME = "daemon.sock"
 
 
@@ -36,16 +39,6 @@ def runtime_dir(environ: Any = None) -> str:
 def default_socket_path(environ: Any = None) -> str:
     """The shared daemon's socket: ``runtime_dir()/daemon.sock`` (PROTOCOL §1)."""
     return os.path.join(runtime_dir(environ), SOCKET_NAME)
-
-
-#: Bytes that stay literal in a ``file:`` URI path (RFC 3986 unreserved plus ``/``).
-_URI_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")
-
-
-def path_to_uri(path: str) -> str:
-    """``file:`` URI of absolute ``path``, percent-encoding its bytes (RFC 8089)."""
-    raw = os.fsencode(path)
-    return "file://" + "".join(chr(b) if b in _URI_SAFE else f"%{b:02X}" for b in raw)
 
 
 def connect(

@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from readmany_daemon.engine.resolve import filters_for, has_magic, to_rel
+from readmany_daemon.engine.resolve import filters_for, has_magic
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import InvalidParams
 from readmany_daemon.ignore import Filters, GitPatterns
+from readmany_daemon.paths import sort_in_byte_order, to_rel
 from readmany_daemon.wire.messages import FileInfo, FilesParams, FilesResult
 
 
@@ -32,7 +33,7 @@ def list_paths(
     else:
         found: set[str] = set()
         for n, raw in enumerate(patterns):
-            rel = to_rel(ws, raw)
+            rel = to_rel(ws.root, raw)
             if rel is None:
                 raise InvalidParams(
                     f"invalid params: $.patterns[{n}]: {raw} is outside the workspace",
@@ -49,7 +50,8 @@ def list_paths(
                     raise InvalidParams(
                         f"invalid params: $.patterns[{n}]: {exc}", f"$.patterns[{n}]"
                     ) from None
-        paths = sorted(found, key=_bytes_key)
+        paths = list(found)
+        sort_in_byte_order(paths)
     if exclude:
         try:
             ex = GitPatterns(exclude)
@@ -57,10 +59,6 @@ def list_paths(
             raise InvalidParams(f"invalid params: $.exclude: {exc}", "$.exclude") from None
         paths = [p for p in paths if not ex.match(p)]
     return paths
-
-
-def _bytes_key(path: str) -> bytes:
-    return path.encode("utf-8", "surrogateescape")
 
 
 def list_files(ws: Workspace, params: FilesParams) -> FilesResult:

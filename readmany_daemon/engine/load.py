@@ -17,10 +17,11 @@ import stat as stat_mod
 from readmany_daemon import content as content_mod
 from readmany_daemon.engine.budget import finish
 from readmany_daemon.engine.items import Item, Items, LoadedItem
-from readmany_daemon.engine.resolve import LOOP_MESSAGE, path_error, realpath_of
+from readmany_daemon.engine.resolve import LOOP_MESSAGE, path_error
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.ignore import Filters
+from readmany_daemon.paths import realpath_of
 from readmany_daemon.wire.messages import Attachment, FileResult, ReadManyParams
 
 
@@ -46,7 +47,7 @@ class RequestPaths:
         ``head`` (workspace-relative)."""
         known = self.real_dirs.get(head)
         if known is None:
-            real = realpath_of(self.ws, head)
+            real = realpath_of(self.ws.root, head)
             known = self.real_dirs[head] = (real, self.ws.relpath(real))
         return known
 
@@ -78,7 +79,7 @@ def _real_path_stat(
     if name in ("", ".", ".."):
         return os.path.realpath(ws.abspath(rel)), None, None
     if paths is None:
-        real_dir, real_rel_dir = realpath_of(ws, head), None  # no descriptors to keep
+        real_dir, real_rel_dir = realpath_of(ws.root, head), None  # no descriptors to keep
     else:
         real_dir, real_rel_dir = paths.real_dir(head)
     candidate = f"{real_dir}/{name}"

@@ -1,24 +1,24 @@
 """The resolve stage: requested paths, globs and folders → ordered ``Item``s (PROTOCOL §3).
 
-Path normalising (``to_rel``), real paths confined to the root (``realpath_of``), NFC/NFD
-spellings, the codes of path errors, and ``_Resolver``, which answers errors, no-match
-and ignored entries at resolve time and keeps expansions as plain path lists.
+NFC/NFD spellings, the codes of path errors, and ``_Resolver``, which answers errors,
+no-match and ignored entries at resolve time and keeps expansions as plain path lists.
+Path normalising (``to_rel``) and real paths confined to the root (``realpath_of``,
+``resolves_inside``) are ``readmany_daemon.paths``.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import posixpath
 import stat as stat_mod
 import unicodedata
-import urllib.parse
 from collections import Counter
 
 from readmany_daemon.engine.items import Expansion, Item, Items, Resolved
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, InvalidParams, Status
 from readmany_daemon.ignore import Filters, GitPatterns
+from readmany_daemon.paths import realpath_of, resolves_inside, to_rel
 from readmany_daemon.wire.messages import FileResult, FilesParams, FileSpec, ReadManyParams
 
 #: Characters that make a requested path a glob (``has_magic``). Not yet the one is-glob
@@ -49,51 +49,6 @@ def filters_for(params: ReadManyParams | FilesParams) -> Filters:
 def has_magic(s: str) -> bool:
     """Whether requested path ``s`` holds a glob character (PROTOCOL §3)."""
     return any(c in _GLOB_MAGIC for c in s)
-
-
-def to_rel(ws: Workspace, raw: str) -> str | None:
-    """Workspace-relative POSIX form of a requested path, lexically normalized; None when
-    it leaves the root (by ``..`` or an absolute path elsewhere)."""
-    path = raw
-    if path.startswith("file:"):
-        parsed = urllib.parse.urlparse(path)
-        path = urllib.parse.unquote(parsed.path)
-    if os.path.isabs(path):
-        rel = ws.relpath(posixpath.normpath(path))
-        if rel is None:
-            # The root may have been given through a symlink: compare real paths too.
-            rel = ws.relpath(os.path.realpath(path))
-        return rel
-    norm = posixpath.normpath(path)
-    if norm == ".":
-        return ""
-    if norm == ".." or norm.startswith("../"):
-        return None
-    return norm
-
-
-def _inside(ws: Workspace, rel: str) -> bool:
-    """True when ``rel``'s real path (symlinks resolved) stays inside the root."""
-    return ws.relpath(realpath_of(ws, rel)) is not None
-
-
-def realpath_of(ws: Workspace, rel: str) -> str:
-    """``os.path.realpath(ws.abspath(rel))`` for a normalized workspace-relative ``rel``
-    (``""`` = the root). The root is a real path already, so only ``rel``'s own
-    components are ``lstat``'ed (realpath would walk the root's ancestors too); one
-    that is a symbolic link, or missing, hands over to ``os.path.realpath``."""
-    if not rel:
-        return ws.root
-    path = ws.root.rstrip("/")
-    for part in rel.split("/"):
-        path = f"{path}/{part}"
-        try:
-            st = os.lstat(path)
-        except (OSError, ValueError):
-            return os.path.realpath(ws.abspath(rel))
-        if stat_mod.S_ISLNK(st.st_mode):
-            return os.path.realpath(ws.abspath(rel))
-    return path
 
 
 def _lstat(ws: Workspace, rel: str) -> tuple[str, os.stat_result] | None:
@@ -214,7 +169,7 @@ class _Resolver:
 
     def entry(self, raw: str, offset: int | None, limit: int | None, from_include: bool) -> None:
         key = raw if offset is None and limit is None else _window_key(raw, offset, limit)
-        rel = to_rel(self.ws, raw)
+        rel = to_rel(self.ws.root, raw)
         if rel is None:
             self.preset(
                 raw,
@@ -240,7 +195,7 @@ class _Resolver:
         if found is not None:
             rel, st = found
             try:
-                inside = _inside(self.ws, rel)
+                inside = resolves_inside(self.ws.root, rel)
             except OSError as exc:  # the path changed while it was resolved
                 code, message = path_error(raw, exc)
                 self.preset(raw, key, Status.ERROR, code, message)
@@ -262,7 +217,7 @@ class _Resolver:
                     return
             if stat_mod.S_ISDIR(st.st_mode):
                 try:
-                    target = self.ws.relpath(realpath_of(self.ws, rel))
+                    target = self.ws.relpath(realpath_of(self.ws.root, rel))
                 except OSError as exc:
                     code, message = path_error(raw, exc)
                     self.preset(raw, key, Status.ERROR, code, message)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import posixpath
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from functools import cached_property
 from readmany_daemon.content import ContentCache
 from readmany_daemon.ignore import Filters, IgnoreRules, Verdict
 from readmany_daemon.index import Index
+from readmany_daemon.paths import abs_path, rel_path
 from readmany_daemon.settings import Settings
 
 _instances = itertools.count(1)
@@ -143,11 +143,8 @@ class Workspace:
 
     def abspath(self, rel: str) -> str:
         """The absolute path of workspace-relative ``rel`` ("" is the root)."""
-        return posixpath.join(self.root, rel) if rel else self.root
+        return abs_path(self.root, rel)
 
     def relpath(self, path: str) -> str | None:
         """``path`` (absolute, normalized) relative to the root, or None when outside."""
-        if path == self.root:
-            return ""
-        prefix = self.root.rstrip("/") + "/"
-        return path[len(prefix) :] if path.startswith(prefix) else None
+        return rel_path(self.root, path)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -85,8 +86,13 @@ def encode_cursor(
     """The ``nextCursor`` that continues ``params`` at the item positions ``remaining``
     (``[start, end)`` ranges, in any order), resuming the items of ``resume`` at their
     ``(offset, limit)``."""
-    ranges = _merge_ranges(remaining)
-    raw = msgspec.json.encode(_Cursor(1, _non_default(params), ranges, resume))
+    cursor = _Cursor(1, _non_default(params), _merge_ranges(remaining), resume)
+    try:
+        raw = msgspec.json.encode(cursor)
+    except UnicodeEncodeError:
+        # A file name that is not UTF-8 (surrogate escapes, PEP 383): msgspec refuses
+        # lone surrogates, the stdlib writes them as ``\udcXX`` escapes (ASCII JSON).
+        raw = json.dumps(msgspec.to_builtins(cursor), separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
@@ -95,8 +101,12 @@ def decode_cursor(token: str) -> Continuation:
     naming ``$.cursor`` for anything else."""
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        cursor = msgspec.json.decode(raw, type=_Cursor)
-    except (binascii.Error, ValueError, msgspec.DecodeError):
+        try:
+            cursor = msgspec.json.decode(raw, type=_Cursor)
+        except msgspec.DecodeError:
+            # Perhaps ``\udcXX`` escapes (see ``encode_cursor``), which msgspec refuses.
+            cursor = msgspec.convert(json.loads(raw), _Cursor, strict=False)
+    except (binascii.Error, ValueError, RecursionError, msgspec.DecodeError):
         raise InvalidParams(
             "invalid params: cursor is not a cursor this daemon issued", "$.cursor"
         ) from None
