@@ -115,8 +115,11 @@ def _read_source(
     """The content of ``item`` from the overlay, the cache or the disk, in that order.
 
     Returns ``(loaded, overlay_text, source)``; exactly one of the first two is set.
-    ``paths``: see :class:`RequestPaths`."""
+    ``paths``: see :class:`RequestPaths`. Calls ``ws.checkpoint`` first (once per item
+    loaded), which raises when the request was cancelled."""
     assert item.rel is not None
+    if ws.checkpoint is not None:
+        ws.checkpoint()
     try:
         real, known, at = _real_path_stat(ws, item.rel, paths)
     except OSError as exc:  # the path changed while it was resolved (a racing swap)

@@ -1,4 +1,5 @@
-"""A workspace folder as the engine sees it: root, settings, rules, index, cache, overlays.
+"""A workspace folder as the engine sees it: root, settings, rules, index, cache, overlays
+and the cancellation checkpoint.
 
 The one-shot CLI builds a ``Workspace`` per call (its index walked lazily, only when a
 glob or folder needs it); the daemon keeps one per root, current through the watcher.
@@ -10,7 +11,7 @@ import itertools
 import os
 from collections import Counter, OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from functools import cached_property
 
 from readmany_daemon.content import ContentCache
@@ -41,13 +42,17 @@ class Workspace:
     """One workspace folder (``root`` is an absolute, symlink-resolved path).
 
     ``overlay`` maps an absolute path to the open buffer that wins over disk (PROTOCOL §6),
-    ``cache`` holds whole-file reads validated by stat; both are optional.
+    ``cache`` holds whole-file reads validated by stat, and ``checkpoint`` is called by the
+    engine once per item it loads and raises (``errors.Cancelled``) to stop a request that
+    is no longer wanted; all three are optional.
     """
 
     root: str
     settings: Settings
+    _: KW_ONLY
     cache: ContentCache | None = None
     overlay: Callable[[str], Overlay | None] | None = None
+    checkpoint: Callable[[], None] | None = None
     name: str = ""
     instance: str = field(default_factory=lambda: f"{os.getpid():x}.{next(_instances)}")
     _expansions: OrderedDict[
@@ -58,7 +63,15 @@ class Workspace:
     )
 
     @classmethod
-    def open(cls, path: str, settings: Settings, **kw: object) -> Workspace:
+    def open(
+        cls,
+        path: str,
+        settings: Settings,
+        *,
+        cache: ContentCache | None = None,
+        overlay: Callable[[str], Overlay | None] | None = None,
+        checkpoint: Callable[[], None] | None = None,
+    ) -> Workspace:
         """A workspace for folder ``path``; raises ``FileNotFoundError`` or
         ``NotADirectoryError`` when it is not an existing folder."""
         root = os.path.realpath(path)
@@ -66,7 +79,14 @@ class Workspace:
             if os.path.exists(root):
                 raise NotADirectoryError(f"not a folder: {path}")
             raise FileNotFoundError(f"no such folder: {path}")
-        return cls(root=root, settings=settings, name=os.path.basename(root), **kw)  # type: ignore[arg-type]
+        return cls(
+            root,
+            settings,
+            cache=cache,
+            overlay=overlay,
+            checkpoint=checkpoint,
+            name=os.path.basename(root),
+        )
 
     @cached_property
     def index(self) -> Index:

@@ -130,18 +130,20 @@ def open_index(entry: RootEntry, *, reconcile: bool) -> Index:
 
 class RootRegistry:
     """The warm roots of one service, by ``(real path, *index_key(settings))``.
-    Thread-safe. Every workspace shares ``cache`` and the ``overlay`` lookup; with
-    ``snapshots`` each root gets its snapshot file."""
+    Thread-safe. Every workspace shares ``cache``, the ``overlay`` lookup and the
+    cancellation ``checkpoint``; with ``snapshots`` each root gets its snapshot file."""
 
     def __init__(
         self,
         cache: ContentCache,
         overlay: Callable[[str], Overlay | None],
         *,
+        checkpoint: Callable[[], None] | None = None,
         snapshots: bool,
     ) -> None:
         self.cache = cache
         self.overlay = overlay
+        self.checkpoint = checkpoint
         self.snapshots = snapshots
         self._boot = secrets.token_hex(3)  # clocks of an earlier daemon never match
         self._instances = itertools.count(1)
@@ -162,7 +164,13 @@ class RootRegistry:
             entry = self._roots.get(key)
             if entry is None:
                 try:
-                    ws = Workspace.open(real, settings, cache=self.cache, overlay=self.overlay)
+                    ws = Workspace.open(
+                        real,
+                        settings,
+                        cache=self.cache,
+                        overlay=self.overlay,
+                        checkpoint=self.checkpoint,
+                    )
                 except OSError as exc:
                     raise RootNotFound(f"invalid params: $.root: {exc}", "$.root") from None
                 ws.instance = self.new_instance()

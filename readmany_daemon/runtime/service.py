@@ -39,7 +39,7 @@ from typing import Any, Literal, TypeVar, overload
 
 from readmany_daemon import request
 from readmany_daemon.content import ContentCache
-from readmany_daemon.errors import Cancelled, RootNotFound
+from readmany_daemon.errors import RootNotFound
 from readmany_daemon.ignore import Filters
 from readmany_daemon.index import CONTENT, ENTRY, Index
 from readmany_daemon.messages import FilesParams, FilesResult, ReadManyParams, ReadManyResult
@@ -100,7 +100,9 @@ class Service:
         self.executor = ThreadPoolExecutor(
             max_workers=max_workers, thread_name_prefix="readmany-engine"
         )
-        self.registry = RootRegistry(self.cache, self._overlay, snapshots=snapshots)
+        self.registry = RootRegistry(
+            self.cache, self._overlay, checkpoint=checkpoint, snapshots=snapshots
+        )
         self.freshness = Freshness(self.registry.new_instance)
         self.maintainer = Maintainer(
             self.registry.roots, self.cache, self.jobs, warm_cache=warm_cache
@@ -171,12 +173,8 @@ class Service:
         return self.registry.roots()
 
     def _overlay(self, path: str) -> Overlay | None:
-        """``Workspace.overlay`` of every root: the buffer the asking connection sees.
-        Also the engine's cancellation point (called once per file it loads)."""
+        """``Workspace.overlay`` of every root: the buffer the asking connection sees."""
         ctx = current_context()
-        # integration: cancellation moves to the Workspace's own checkpoint hook.
-        if ctx is not None and ctx.cancel.is_set():
-            raise Cancelled("request cancelled")
         return self.overlays.lookup(path, ctx.conn_id if ctx is not None else None)
 
     def _ensure_index(self, entry: RootEntry) -> Index:

@@ -401,6 +401,25 @@ def test_call_runs_under_the_context_and_counts_cancelled_jobs(
     checkpoint()  # no request on this thread: nothing to cancel
 
 
+def test_cancellation_goes_through_the_workspace_checkpoint(service: Service, tree: Path) -> None:
+    """The engine calls ``Workspace.checkpoint`` once per item it loads; the overlay
+    lookup only looks up overlays, even for a cancelled request."""
+    entry = service.acquire(str(tree), Settings())
+    assert entry.ws.checkpoint is checkpoint
+    seen: list[str] = []
+    entry.ws.checkpoint = lambda: seen.append("check")
+    read(service, entry, paths=["a.txt", "src"])
+    assert seen == ["check", "check"]
+
+    entry.ws.checkpoint = checkpoint
+    ctx = RequestContext(1)
+    with pytest.raises(Cancelled), service.jobs.running(ctx):
+        ctx.cancel.set()
+        assert service._overlay(str(tree / "a.txt")) is None
+        service.read_sync(entry, decode_read_params({"paths": ["a.txt"]}))
+    assert service.jobs.cancelled == 1
+
+
 def test_jobs_quiet_for() -> None:
     jobs = Jobs(2)
     assert jobs.quiet_for(0.5, time.monotonic())
