@@ -12,7 +12,6 @@ import os
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
-from functools import cached_property
 
 from readmany_daemon.content import ContentCache
 from readmany_daemon.ignore import Filters, IgnoreRules, Verdict
@@ -61,6 +60,8 @@ class Workspace:
     _verdicts: OrderedDict[tuple[str, bool, Filters], tuple[int, Verdict | None]] = field(
         default_factory=OrderedDict, repr=False
     )
+    _index: Index | None = field(default=None, init=False, repr=False)
+    _rules: IgnoreRules | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def open(
@@ -88,21 +89,40 @@ class Workspace:
             name=os.path.basename(root),
         )
 
-    @cached_property
+    @property
     def index(self) -> Index:
-        """The index of this folder, walked on first use."""
-        return Index.build(self.root, self.settings)
+        """The index of this folder, walked on first use (see ``install_index``)."""
+        index = self._index
+        if index is None:
+            index = self._index = Index.build(self.root, self.settings)
+        return index
 
-    @cached_property
+    @property
+    def has_index(self) -> bool:
+        """Whether the index exists (walked or installed): asking for ``index`` then
+        costs nothing."""
+        return self._index is not None
+
+    def install_index(self, index: Index) -> None:
+        """Use ``index`` (built elsewhere: a snapshot, the runtime's walk) from now on;
+        ``rules`` becomes the index's own (live) rules."""
+        self._index = index
+        self._rules = None
+
+    @property
     def rules(self) -> IgnoreRules:
-        """The ignore rules; shared with the index once it has been built."""
-        if "index" in self.__dict__:
-            return self.index.rules
-        return IgnoreRules(self.root, self.settings)
+        """The ignore rules, made on first use: the index's when it exists by then (or
+        is installed later), else rules of their own."""
+        rules = self._rules
+        if rules is None:
+            index = self._index
+            rules = index.rules if index is not None else IgnoreRules(self.root, self.settings)
+            self._rules = rules
+        return rules
 
     def clock(self) -> str:
         """An opaque clock naming this workspace instance and the index generation."""
-        generation = self.index.clock if "index" in self.__dict__ else 0
+        generation = self._index.clock if self._index is not None else 0
         return f"{self.instance}:{generation}"
 
     def expand(
@@ -140,7 +160,7 @@ class Workspace:
         index takes in, ignore files and git's index included, moves it) and never with
         ``index.stat_checks`` on: a named read of the same file then costs no rule
         evaluation (each evaluation probes the folders on the way for ignore files)."""
-        index = self.__dict__.get("index")
+        index = self._index
         key = (rel, is_dir, filters)
         if index is not None and not index.stat_checks:
             hit = self._verdicts.get(key)

@@ -86,7 +86,7 @@ class _Freshness:
     def sync(self) -> None:
         """Before a request: re-walk what changed since it was listed."""
         ws = self.ws
-        if "index" not in ws.__dict__:
+        if not ws.has_index:
             return  # not walked yet: its first walk will be fresh
         index = ws.index
         index.stat_checks = True  # the index's own stat route for the request's expansions
@@ -106,7 +106,7 @@ class _Freshness:
 
     def baseline(self) -> None:
         """After a request: note the folders it walked."""
-        if "index" in self.ws.__dict__:
+        if self.ws.has_index:
             for rel in self.ws.index.walked_dirs():
                 if rel not in self.known:
                     self.known[rel] = self._ignore_stamp(rel)

@@ -77,8 +77,8 @@ class RootEntry:
 
     @property
     def indexed(self) -> bool:
-        """True once the index has been built (``Workspace.index`` is cached)."""
-        return "index" in self.ws.__dict__  # integration: ws.has_index
+        """True once the index has been built (``Workspace.has_index``)."""
+        return self.ws.has_index
 
     @property
     def file_count(self) -> int | None:
@@ -119,8 +119,7 @@ def open_index(entry: RootEntry, *, reconcile: bool) -> Index:
     for w in warnings:
         log.warning("%s", w)
     index.warnings.extend(warnings)
-    ws.__dict__["index"] = index  # integration: ws.install_index(index)
-    ws.__dict__.pop("rules", None)  # integration: the engine must use the index's (live) rules
+    ws.install_index(index)
     entry.built_at = time.monotonic()
     entry.index_ms = (entry.built_at - started) * 1000
     if entry.from_snapshot:

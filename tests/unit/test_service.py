@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from readmany_daemon.errors import Cancelled, RootNotFound
+from readmany_daemon.index import Index
 from readmany_daemon.messages import decode_files_params, decode_read_params
 from readmany_daemon.runtime.changelog import ChangeLog
 from readmany_daemon.runtime.freshness import Freshness, stat_route, sweep_cookie_roots
@@ -26,7 +27,7 @@ from readmany_daemon.runtime.service import Service
 from readmany_daemon.runtime.status import cache_status, overall_state, watcher_status
 from readmany_daemon.runtime.watcher import Watcher
 from readmany_daemon.settings import Settings
-from readmany_daemon.workspace import Overlay
+from readmany_daemon.workspace import Overlay, Workspace
 from tests.conftest import write_tree
 
 OLD = time.time() - 3600  # an mtime outside the racy window: whole reads get cached
@@ -418,6 +419,20 @@ def test_cancellation_goes_through_the_workspace_checkpoint(service: Service, tr
         assert service._overlay(str(tree / "a.txt")) is None
         service.read_sync(entry, decode_read_params({"paths": ["a.txt"]}))
     assert service.jobs.cancelled == 1
+
+
+def test_install_index_replaces_the_lazy_walk_and_its_rules(tree: Path) -> None:
+    lazy = Workspace.open(str(tree), Settings())
+    assert not lazy.has_index and lazy.clock().endswith(":0")
+    assert lazy.index is lazy.index and lazy.has_index  # walked once, on first use
+    assert lazy.rules is lazy.index.rules
+
+    ws = Workspace.open(str(tree), Settings())
+    own = ws.rules  # made before any index: rules of its own
+    index = Index.build(ws.root, ws.settings)
+    ws.install_index(index)
+    assert ws.has_index and ws.index is index
+    assert ws.rules is index.rules and ws.rules is not own
 
 
 def test_jobs_quiet_for() -> None:
