@@ -2,7 +2,7 @@
 
 ``mcp/schema.py`` (tool descriptions and schemas), ``mcp/tools.py`` (``ReadManyMcp``:
 roots, the three tools, results as MCP content), ``mcp/local.py`` (the in-process
-backend and its freshness), ``mcp/backend.py`` (the daemon-first backend, over
+backend, over ``runtime.service.Service``), ``mcp/backend.py`` (the daemon-first backend, over
 ``route.py``) and ``mcp/sdk.py`` (the ``mcp`` SDK seam, ``run``). Every name this module
 defined is re-exported below; import them from their new modules.
 """
@@ -10,8 +10,6 @@ defined is re-exported below; import them from their new modules.
 from __future__ import annotations
 
 from readmany_daemon.mcp.backend import DaemonBackend as DaemonBackend
-from readmany_daemon.mcp.local import RACY_NS as RACY_NS
-from readmany_daemon.mcp.local import SNAPSHOTS_KEPT as SNAPSHOTS_KEPT
 from readmany_daemon.mcp.local import LocalBackend as LocalBackend
 from readmany_daemon.mcp.schema import CHANGED_DESCRIPTION as CHANGED_DESCRIPTION
 from readmany_daemon.mcp.schema import CHANGED_INPUT_SCHEMA as CHANGED_INPUT_SCHEMA
@@ -41,3 +39,5 @@ from readmany_daemon.mcp.tools import make_root as make_root
 from readmany_daemon.mcp.tools import read_content as read_content
 from readmany_daemon.mcp.tools import resolve_root as resolve_root
 from readmany_daemon.mcp.tools import uri_to_path as uri_to_path
+from readmany_daemon.racy import RACY_NS as RACY_NS
+from readmany_daemon.runtime.changelog import SNAPSHOTS_KEPT as SNAPSHOTS_KEPT

@@ -1,10 +1,30 @@
-"""The change log of one root: what changed after a clock, behind ``readMany/changedSince``."""
+"""What changed in one root after a clock, behind ``readMany/changedSince``: two logs.
+
+- ``ChangeLog``: the index's changes by generation, for clocks ``instance:generation``;
+  whole only while a watcher keeps the index current (every in-place edit reaches it).
+- ``StatLog``: per-file stat snapshots, for clocks ``instance:generation.n`` minted
+  when no watcher vouches for the root (``--no-watch``, a watcher off or degraded, the
+  MCP's in-process backend): a folder's mtime does not move when a file in it is edited
+  in place, so only a snapshot of every file sees that. Racy files (``racy.is_racy``)
+  are compared by content hash, so an edit within the snapshot's timestamp tick is not
+  missed either.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import os
+import stat as stat_mod
 import threading
-from collections import deque
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import TypedDict
+
+from readmany_daemon.paths import byte_order_key
+from readmany_daemon.racy import is_racy
 
 #: Entries kept per root in the change log before the oldest are dropped (a client whose
 #: clock is older than what was dropped gets ``isFreshInstance: true``).
@@ -58,3 +78,116 @@ class ChangeLog:
         changed = sorted(p for p, d in last.items() if not d)
         gone = sorted(p for p, d in last.items() if d)
         return changed, gone
+
+
+#: Stat snapshots kept per root (``StatLog``): older snapshot clocks get a fresh instance.
+SNAPSHOTS_KEPT = 4
+
+#: A file's stat data compared by ``StatLog``: (mtime_ns, size, inode, ctime_ns).
+StatKey = tuple[int, int, int, int]
+
+
+def stat_key(st: os.stat_result) -> StatKey:
+    """The part of ``st`` that moves when a file is written, replaced or touched."""
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+
+
+def digest(path: str, limit: int) -> str | None:
+    """The SHA-256 of file ``path``, or None when it cannot be read or is over ``limit``
+    bytes."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+                limit -= len(chunk)
+                if limit < 0:
+                    return None
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+@dataclass
+class StatSnapshot:
+    """The stat data of every visible file at ``taken_ns`` (``time.time_ns()`` before
+    the listing), and the content hash of those racy then."""
+
+    taken_ns: int
+    files: dict[str, StatKey]
+    digests: dict[str, str] = field(default_factory=dict)
+
+
+class StatLog:
+    """The last ``kept`` stat snapshots of one root, by the clock minted for each.
+
+    ``changes`` takes a new snapshot and compares it with the one of the asked clock.
+    The caller holds the root's lock."""
+
+    def __init__(self, kept: int = SNAPSHOTS_KEPT) -> None:
+        self.kept = kept
+        self._snapshots: OrderedDict[str, StatSnapshot] = OrderedDict()
+        self._minted = itertools.count(1)
+
+    def __contains__(self, clock: str) -> bool:
+        return clock in self._snapshots
+
+    def changes(
+        self,
+        clock: str,
+        base: str,
+        abspath: Callable[[str], str],
+        listing: Callable[[], Iterable[str]],
+        max_bytes: int,
+    ) -> Changes:
+        """``readMany/changedSince`` from snapshots: ``listing()`` gives every visible
+        file (workspace-relative; ``abspath`` makes them absolute), each is ``lstat``-ed
+        (and hashed when racy, up to ``max_bytes``), and the snapshot is compared with
+        the one of ``clock``: a file counts as changed when its stat data differ, when it
+        was racy then and its hash differs now, or when it was racy then but could not be
+        hashed. An unknown ``clock`` answers ``isFreshInstance`` with every file. The new
+        snapshot's clock is ``{base}.{n}`` (``base``: the workspace clock); when nothing
+        changed the asked clock is kept instead, its snapshot still the baseline."""
+        started = time.time_ns()
+        snap = StatSnapshot(started, {})
+        for rel in listing():
+            path = abspath(rel)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue  # deleted since the index listed it
+            snap.files[rel] = stat_key(st)
+            if is_racy(st.st_mtime_ns, started) and stat_mod.S_ISREG(st.st_mode):
+                got = digest(path, max_bytes)
+                if got is not None:
+                    snap.digests[rel] = got
+        old = self._snapshots.get(clock)
+        if old is None:
+            return self._keep(f"{base}.{next(self._minted)}", snap, True, list(snap.files), [])
+
+        def digest_now(rel: str) -> str | None:
+            # A file racy in ``old`` but no longer racy now has no digest in ``snap``:
+            # hash it now, or an unchanged file would count as changed.
+            got = snap.digests.get(rel)
+            return got if got is not None else digest(abspath(rel), max_bytes)
+
+        changed = [
+            rel
+            for rel, key in snap.files.items()
+            if old.files.get(rel) != key
+            or (rel in old.digests and old.digests[rel] != digest_now(rel))
+            or (rel not in old.digests and is_racy(key[0], old.taken_ns))
+        ]
+        deleted = sorted((rel for rel in old.files if rel not in snap.files), key=byte_order_key)
+        if not changed and not deleted:
+            self._snapshots.move_to_end(clock)
+            return {"clock": clock, "isFreshInstance": False, "changed": [], "deleted": []}
+        return self._keep(f"{base}.{next(self._minted)}", snap, False, changed, deleted)
+
+    def _keep(
+        self, clock: str, snap: StatSnapshot, fresh: bool, changed: list[str], deleted: list[str]
+    ) -> Changes:
+        self._snapshots[clock] = snap
+        while len(self._snapshots) > self.kept:
+            self._snapshots.popitem(last=False)
+        return {"clock": clock, "isFreshInstance": fresh, "changed": changed, "deleted": deleted}

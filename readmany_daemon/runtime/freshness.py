@@ -12,6 +12,13 @@ Three routes, chosen per request by its ``sync`` and by the root's watcher:
   validated by stat in the content cache).
 - **none** (``sync: "none"``): the index as it is.
 
+When no watcher runs for a root (``watch=False``, the watcher off or gone) the stat
+route also compares each walked folder's ignore files with their stamps
+(``sync_ignore_files``): an in-place edit of a ``.gitignore`` moves no folder's mtime.
+Whether a watcher vouches for the root's change log (``watcher_vouches``) picks how
+``readMany/changedSince`` answers: from the change log, else from per-file stat
+snapshots (``changelog.StatLog``).
+
 ``Freshness`` runs these for the roots of one service and owns the cookie folders: one
 folder of this process under ``$XDG_RUNTIME_DIR/readmany`` (else the temp dir), one
 sub-folder per watcher; folders left by dead processes are swept on the way. Typical use::
@@ -30,6 +37,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from readmany_daemon.index import Index
 from readmany_daemon.messages import Sync
@@ -52,6 +60,85 @@ def stat_route(index: Index) -> Iterator[Index]:
         yield index
     finally:
         index.stat_checks = before
+
+
+def watcher_runs(entry: RootEntry) -> bool:
+    """Whether a watcher keeps ``entry``'s index current, at least in part: one runs
+    (starting, running or degraded) and its root was not lost."""
+    watcher = entry.watcher
+    return (
+        watcher is not None
+        and watcher.state in ("starting", "running", "degraded")
+        and not watcher.root_lost
+    )
+
+
+def watcher_vouches(entry: RootEntry) -> bool:
+    """Whether ``entry``'s change log holds every change: a watcher runs and is not
+    degraded (a degraded one leaves folders unwatched, whose in-place edits no event
+    reports). Otherwise ``changedSince`` answers from stat snapshots."""
+    watcher = entry.watcher
+    return (
+        watcher is not None and watcher.state in ("starting", "running") and not watcher.root_lost
+    )
+
+
+def _under_any(rel: str, tops: set[str]) -> bool:
+    """Whether folder ``rel`` is one of ``tops`` or below one (``""`` is the root)."""
+    while True:
+        if rel in tops:
+            return True
+        if not rel:
+            return False
+        rel = rel.rpartition("/")[0]
+
+
+def _ignore_stamp(entry: RootEntry, rel_dir: str) -> tuple[Any, ...]:
+    """The stat data of folder ``rel_dir``'s ignore files (those that exist)."""
+    ws = entry.ws
+    base = ws.abspath(rel_dir)
+    out: list[Any] = []
+    for name in (".gitignore", *ws.settings.ignore_file_names):
+        try:
+            st = os.stat(os.path.join(base, name))
+        except OSError:
+            continue
+        out.append((name, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns))
+    return tuple(out)
+
+
+def sync_ignore_files(entry: RootEntry, index: Index) -> None:
+    """Before a stat-route answer for a root no watcher runs for: re-walk each walked
+    folder whose ignore files changed since they were stamped, or that was walked since
+    the last answer and is not stamped yet (trusted no further), and the whole root when
+    git's index file changed (``git add``, a checkout). The first call after the index
+    was built only stamps. The caller holds the root's lock."""
+    known = entry.ignore_stamps
+    if known is None:
+        entry.ignore_stamps = {rel: _ignore_stamp(entry, rel) for rel in index.walked_dirs()}
+        return
+    stale = [rel for rel in index.walked_dirs() if known.get(rel) != _ignore_stamp(entry, rel)]
+    if index.rules.tracked_changed():
+        stale = [""]
+    if not stale:
+        return
+    done: set[str] = set()
+    for rel in sorted(stale, key=lambda r: (r.count("/"), r)):
+        if not _under_any(rel, done):
+            index.refresh(rel)
+            done.add(rel)
+    for sub in index.walked_dirs():
+        if _under_any(sub, done):
+            known[sub] = _ignore_stamp(entry, sub)
+
+
+def stamp_ignore_files(entry: RootEntry, index: Index) -> None:
+    """After a stat-route answer: stamp the folders it walked."""
+    known = entry.ignore_stamps
+    if known is not None:
+        for rel in index.walked_dirs():
+            if rel not in known:
+                known[rel] = _ignore_stamp(entry, rel)
 
 
 class Freshness:
@@ -101,8 +188,8 @@ class Freshness:
         ``sync``): ``auto`` → the watcher's cookie round trip (shared with a round trip
         that started after ``since``, the request's arrival: see ``Watcher.barrier``), or
         the stat route when it cannot vouch; ``stat`` → the stat route; ``none`` →
-        nothing. Yields whether the body runs on the stat route. ``entry`` must be
-        indexed."""
+        nothing. Yields whether the body runs on the stat route (with no watcher
+        running, after ``sync_ignore_files``). ``entry`` must be indexed."""
         if mode == "none":
             yield False
             return
@@ -118,8 +205,14 @@ class Freshness:
             return
         if watcher is not None:
             watcher.drain()
-        with stat_route(entry.ws.index):
+        index = entry.ws.index
+        unwatched = not watcher_runs(entry)
+        if unwatched:
+            sync_ignore_files(entry, index)
+        with stat_route(index):
             yield True
+        if unwatched:
+            stamp_ignore_files(entry, index)
 
     @staticmethod
     def settle(entry: RootEntry) -> None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from readmany_daemon import snapshot
 from readmany_daemon.errors import RootNotFound
 from readmany_daemon.index import Index
-from readmany_daemon.runtime.changelog import ChangeLog
+from readmany_daemon.runtime.changelog import ChangeLog, StatLog
 from readmany_daemon.settings import Settings
 from readmany_daemon.workspace import Overlay, Workspace
 
@@ -55,6 +55,11 @@ class RootEntry:
     ws: Workspace
     lock: threading.Lock = field(default_factory=threading.Lock)
     changelog: ChangeLog = field(default_factory=ChangeLog)
+    #: Per-file stat snapshots behind ``changedSince`` while no watcher vouches.
+    statlog: StatLog = field(default_factory=StatLog)
+    #: While no watcher runs: the stat stamps of each walked folder's ignore files
+    #: (``freshness.IgnoreStamps``); None until the first request after the index.
+    ignore_stamps: dict[str, tuple[object, ...]] | None = None
     refs: int = 0
     released_at: float = 0.0
     indexing: bool = False

@@ -46,7 +46,7 @@ from readmany_daemon.messages import FilesParams, FilesResult, ReadManyParams, R
 from readmany_daemon.runtime import background
 from readmany_daemon.runtime.background import Maintainer
 from readmany_daemon.runtime.changelog import Changes
-from readmany_daemon.runtime.freshness import Freshness
+from readmany_daemon.runtime.freshness import Freshness, watcher_vouches
 from readmany_daemon.runtime.overlays import OverlayStore
 from readmany_daemon.runtime.process import raise_open_files_limit, tune_malloc
 from readmany_daemon.runtime.requests import Jobs, RequestContext, checkpoint, current_context
@@ -189,7 +189,8 @@ class Service:
         entry.changelog.attached = True
         if self.watch:
             self.freshness.watch(entry, index)
-        self.maintainer.start()
+        if self.snapshots or self.warm_cache:
+            self.maintainer.start()
         log.info(
             "indexed %s: %s files in %.3f s (%s)",
             entry.ws.root,
@@ -304,11 +305,16 @@ class Service:
     def changed_since_sync(self, clock: str, default: RootEntry | None) -> Changes:
         """``readMany/changedSince``: ``{clock, isFreshInstance, changed, deleted}``.
 
-        ``clock`` names its root (``instance:generation``, see ``Workspace.clock``); a
-        clock of an unknown instance (another daemon, an evicted root, garbage) answers
-        for ``default`` with ``isFreshInstance: true`` and every visible file in
-        ``changed`` (Watchman's rule), and so does a generation the change log cannot
-        answer for (``ChangeLog.since``), which is correct, only less precise.
+        ``clock`` names its root: ``instance:generation`` (``Workspace.clock``) or, when
+        minted by a stat snapshot, ``instance:generation.n``. While a watcher vouches for
+        the root (``freshness.watcher_vouches``) the change log answers; otherwise (no
+        watcher, or one off or degraded) a folder's mtime would not show an in-place
+        edit, so per-file stat snapshots answer (``StatLog.changes``) and mint the new
+        clock. A clock of an unknown instance (another daemon, an evicted root,
+        garbage) answers for ``default`` with ``isFreshInstance: true`` and every visible
+        file in ``changed`` (Watchman's rule), and so does a clock the route taken
+        cannot answer for (a generation the change log lost, a snapshot not kept, a
+        generation while no watcher vouches), which is correct, only less precise.
         """
         instance, _, gen_text = clock.rpartition(":")
         entry = self.registry.by_instance(instance) if instance else None
@@ -316,7 +322,8 @@ class Service:
             generation: int | None = int(gen_text)
         except ValueError:
             generation = None
-        target = entry if entry is not None and generation is not None else default
+        known = entry is not None and (generation is not None or clock in entry.statlog)
+        target = entry if known else default
         if target is None:
             raise RootNotFound(
                 "invalid params: $.root: no workspace folder to answer for", "$.root"
@@ -324,6 +331,15 @@ class Service:
         with self._locked(target):
             index = self._ensure_index(target)
             with self.freshness.ensure(target, "auto") as stat_route:
+                if not watcher_vouches(target):
+                    ws = target.ws
+                    return target.statlog.changes(
+                        clock,
+                        ws.clock(),
+                        ws.abspath,
+                        lambda: request.list_paths(ws, [], Filters(True, True, True)),
+                        ws.settings.max_file_bytes,
+                    )
                 if stat_route:  # no cookie barrier: stat every folder, so the log is whole
                     index.verify()
             now = target.ws.clock()

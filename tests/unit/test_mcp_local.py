@@ -1,33 +1,36 @@
-"""``readmany mcp``'s in-process backend (``readmany_daemon.mcp.local``), without a process."""
+"""``readmany mcp``'s in-process backend (``readmany_daemon.mcp.local``), without a process:
+a thin wrapper over a watcher-less ``Service`` (its freshness is tested in
+``test_service.py``)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from types import SimpleNamespace
 
-import pytest
-
-from readmany_daemon.mcp import local
-from readmany_daemon.mcp.local import RACY_NS, LocalBackend
+from readmany_daemon.mcp.local import LocalBackend
 
 
-def test_a_file_racy_at_the_baseline_is_not_changed_later(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Written within ``RACY_NS`` of the baseline (hashed then), untouched, and asked
-    about once it is no longer racy: not changed."""
+def test_answers_through_a_service_without_watcher_or_snapshots(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("a\n")
-    (tmp_path / "b.py").write_text("b\n")
-    mtime = os.stat(tmp_path / "a.py").st_mtime_ns
-    now = [mtime + RACY_NS // 2]
-    monkeypatch.setattr(local, "time", SimpleNamespace(time_ns=lambda: now[0]))
+    old = 1_000_000_000
+    os.utime(tmp_path / "a.py", (old, old))
     backend = LocalBackend()
+    service = backend.service
+    assert (service.watch, service.snapshots, service.warm_cache) == (False, False, False)
     root = os.path.realpath(tmp_path)
-    base = backend.changed_since({"clock": ""}, root)
-    assert base["isFreshInstance"] and sorted(base["changed"]) == ["a.py", "b.py"]
+    base = backend.call("readMany/changedSince", {"clock": ""}, root)
+    assert base["isFreshInstance"] and base["changed"] == ["a.py"]
+    assert "a\n" in backend.call("readMany/read", {"paths": ["a.py"]}, root)["llmContent"]
 
-    now[0] = mtime + 3 * RACY_NS
-    (tmp_path / "b.py").write_text("B\n")  # same size, maybe the same mtime: hashed
-    delta = backend.changed_since({"clock": base["clock"]}, root)
-    assert (delta["isFreshInstance"], delta["changed"], delta["deleted"]) == (False, ["b.py"], [])
+    (tmp_path / "a.py").write_text("A\n")  # in place, same size: no folder mtime moves
+    os.utime(tmp_path / "a.py", (old + 1, old + 1))
+    assert "A\n" in backend.call("readMany/read", {"paths": ["a.py"]}, root)["llmContent"]
+    delta = backend.call("readMany/changedSince", {"clock": base["clock"]}, root)
+    assert (delta["isFreshInstance"], delta["changed"], delta["deleted"]) == (False, ["a.py"], [])
+    files = backend.call("readMany/files", {}, root)["files"]
+    assert [f["path"] for f in files] == ["a.py"]
+    assert [e.ws.root for e in service.roots()] == [root]
+
+    backend.clear()
+    assert service.roots() == []
+    service.close()

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -18,7 +19,9 @@ import pytest
 from readmany_daemon.errors import Cancelled, RootNotFound
 from readmany_daemon.index import Index
 from readmany_daemon.messages import decode_files_params, decode_read_params
-from readmany_daemon.runtime.changelog import ChangeLog
+from readmany_daemon.racy import RACY_NS
+from readmany_daemon.runtime import changelog
+from readmany_daemon.runtime.changelog import SNAPSHOTS_KEPT, ChangeLog
 from readmany_daemon.runtime.freshness import Freshness, stat_route, sweep_cookie_roots
 from readmany_daemon.runtime.overlays import OverlayStore
 from readmany_daemon.runtime.requests import Jobs, RequestContext, checkpoint, current_context
@@ -363,7 +366,11 @@ def test_freshness_without_cookie_folder_gives_none(
 
 
 def test_changed_since_answers_from_the_change_log(service: Service, tree: Path) -> None:
+    """A watcher vouches (a fake one that never delivers: the index takes the changes
+    through a rescan): the change log answers, with the workspace's clocks."""
     entry = service.acquire(str(tree), Settings())
+    service.call(RequestContext(1), service.index_sync, entry)
+    entry.watcher = FakeWatcher(vouches=True)  # type: ignore[assignment]
     first = service.call(RequestContext(1), service.changed_since_sync, "nope", entry)
     assert first["isFreshInstance"] is True
     assert first["changed"] == ["a.txt", "src/b.py"] and first["deleted"] == []
@@ -373,10 +380,110 @@ def test_changed_since_answers_from_the_change_log(service: Service, tree: Path)
 
     (tree / "src" / "new.py").write_text("new\n")
     (tree / "a.txt").unlink()
+    service.rescan_sync(entry)
     delta = service.changed_since_sync(clock, None)
     assert delta["isFreshInstance"] is False
     assert (delta["changed"], delta["deleted"]) == (["src/new.py"], ["a.txt"])
     assert delta["clock"] != clock and delta["clock"] == entry.ws.clock()
+    entry.watcher = None
+
+
+def changes(svc: Service, entry: RootEntry, clock: str) -> tuple[bool, list[str], list[str]]:
+    got = svc.call(RequestContext(1), svc.changed_since_sync, clock, entry)
+    return got["isFreshInstance"], got["changed"], got["deleted"]
+
+
+def test_changed_since_without_a_watcher_sees_in_place_edits(service: Service, tree: Path) -> None:
+    """No watcher vouches: stat snapshots answer, so an edit in place with the same
+    size (no folder's mtime moves) is reported, with clocks ``instance:generation.n``."""
+    entry = service.acquire(str(tree), Settings())
+    first = service.call(RequestContext(1), service.changed_since_sync, "", entry)
+    assert first["isFreshInstance"] is True and first["changed"] == ["a.txt", "src/b.py"]
+    clock = first["clock"]
+    assert clock.startswith(entry.ws.clock() + ".")
+    same = service.changed_since_sync(clock, None)  # nothing changed: the same clock
+    assert same == {"clock": clock, "isFreshInstance": False, "changed": [], "deleted": []}
+
+    (tree / "a.txt").write_text("two\n")  # same size, in place
+    os.utime(tree / "a.txt", (OLD + 1, OLD + 1))  # out of the racy window: by stat
+    delta = service.changed_since_sync(clock, None)
+    assert (delta["isFreshInstance"], delta["changed"], delta["deleted"]) == (
+        False,
+        ["a.txt"],
+        [],
+    )
+    assert delta["clock"] != clock
+    (tree / "src" / "b.py").unlink()
+    (tree / "src" / "c.py").write_text("c\n")
+    assert changes(service, entry, delta["clock"]) == (False, ["src/c.py"], ["src/b.py"])
+    # a clock of the workspace (a read's) names no snapshot: a fresh instance
+    assert changes(service, entry, entry.ws.clock())[0] is True
+
+
+def test_changed_since_without_a_watcher_sees_a_racy_same_second_edit(
+    service: Service, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit within the snapshot's timestamp tick, leaving size and mtime as they
+    were, is found by the content hash taken while the file was racy."""
+    path = tree / "a.txt"
+    mtime = os.stat(path).st_mtime_ns
+    now = [mtime + RACY_NS // 2]  # the baseline is taken within the tick of a.txt
+    monkeypatch.setattr(changelog, "time", SimpleNamespace(time_ns=lambda: now[0]))
+    entry = service.acquire(str(tree), Settings())
+    base = service.call(RequestContext(1), service.changed_since_sync, "", entry)
+    path.write_text("ONE\n")  # same size...
+    os.utime(path, ns=(mtime, mtime))  # ...and the same mtime: only the hash tells
+    st = os.stat(path)
+    assert (st.st_size, st.st_mtime_ns) == (4, mtime)
+    delta = service.changed_since_sync(base["clock"], None)
+    assert (delta["isFreshInstance"], delta["changed"], delta["deleted"]) == (
+        False,
+        ["a.txt"],
+        [],
+    )
+
+
+def test_a_file_racy_at_the_baseline_is_not_changed_later(
+    tmp_path: Path, service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written within ``RACY_NS`` of the baseline (hashed then), untouched, and asked
+    about once it is no longer racy: not changed."""
+    (tmp_path / "a.py").write_text("a\n")
+    (tmp_path / "b.py").write_text("b\n")
+    mtime = os.stat(tmp_path / "a.py").st_mtime_ns
+    now = [mtime + RACY_NS // 2]
+    monkeypatch.setattr(changelog, "time", SimpleNamespace(time_ns=lambda: now[0]))
+    entry = service.acquire(str(tmp_path), Settings())
+    base = service.call(RequestContext(1), service.changed_since_sync, "", entry)
+    assert base["isFreshInstance"] and sorted(base["changed"]) == ["a.py", "b.py"]
+
+    now[0] = mtime + 3 * RACY_NS
+    (tmp_path / "b.py").write_text("B\n")  # same size, maybe the same mtime: hashed
+    delta = service.changed_since_sync(base["clock"], None)
+    assert (delta["isFreshInstance"], delta["changed"], delta["deleted"]) == (False, ["b.py"], [])
+
+
+def test_stat_snapshots_kept_per_root_are_bounded(service: Service, tree: Path) -> None:
+    entry = service.acquire(str(tree), Settings())
+    clocks = []
+    for i in range(SNAPSHOTS_KEPT + 1):
+        (tree / f"n{i}.txt").write_text("n\n")
+        clocks.append(service.changed_since_sync(clocks[-1] if clocks else "", entry)["clock"])
+    assert clocks[0] not in entry.statlog and clocks[-1] in entry.statlog
+    assert changes(service, entry, clocks[0])[0] is True  # dropped: a fresh instance
+
+
+def test_an_in_place_ignore_file_edit_is_seen_without_a_watcher(
+    service: Service, tree: Path
+) -> None:
+    """Appending to a ``.gitignore`` moves no folder's mtime: its stamp does."""
+    (tree / "notes.md").write_text("n\n")
+    (tree / ".gitignore").write_text("# none\n")
+    entry = service.acquire(str(tree), Settings())
+    assert "notes.md" in listed(service, entry)
+    with open(tree / ".gitignore", "a") as f:
+        f.write("notes.md\n")
+    assert "notes.md" not in listed(service, entry)
 
 
 def test_changed_since_an_unknown_clock_without_a_root_is_refused(service: Service) -> None:
