@@ -133,7 +133,7 @@ class LoadedItem:
     """An item after the load and budget stages: its answer, and for a file that was
     read, the text shown (windowed, before any budget cut), its window, the text the
     window came from (for a budget re-cut) and an attachment. Not to be confused with
-    ``content.Loaded``, one file as the reader read it."""
+    ``content.reader.FileRead``, one file as the reader read it."""
 
     item: Item
     result: FileResult

@@ -30,7 +30,7 @@ class RequestPaths:
 
     ``real_dirs`` memoizes the real path of each parent folder (keyed by its relative
     path), so a glob over thousands of files in a few folders costs one ``lstat`` per
-    file instead of one per path component; ``handles`` (``content.FolderHandles``) holds
+    file instead of one per path component; ``handles`` (``content.reader.FolderHandles``) holds
     descriptors of the real folders below the root, so each file is ``lstat``-ed and
     opened by its name alone (``fstatat``/``openat``), never through a path walked again.
     A folder replaced by a symbolic link during that span is seen as the request saw it

@@ -3,6 +3,7 @@
 The engine runs in executor threads, one request per thread. ``Jobs.running(ctx)`` binds a
 ``RequestContext`` to the thread for the duration of one job and counts it; the overlay
 lookup reads the asking connection from it (``current_context``) and ``checkpoint``
+(every workspace's ``Workspace.checkpoint``, called by the engine once per item it loads)
 raises ``Cancelled`` once ``$/cancelRequest`` set its ``cancel`` flag, so the engine stops
 at its next file.
 """

@@ -10,19 +10,21 @@ runtime's parts:
 - the ``ContentCache`` shared by all roots (``cacheBytes``);
 - the overlays (``overlays.py``): open editor buffers of every connection, which win over
   disk, shared between connections with ``shareOverlays`` (PROTOCOL §6);
-- a per-root change log (``changelog.py``) behind ``readMany/changedSince``, fed by the
-  index's listener;
+- per root, what changed after a clock (``changelog.py``) behind
+  ``readMany/changedSince``: the change log fed by the index's listener while a watcher
+  vouches, else per-file stat snapshots;
 - freshness (``freshness.py``): per root the watcher keeping its index current, and the
   barrier run before each answer (a cookie round trip through the watcher, else stat
-  checks; ``sync: "none"`` skips it);
+  checks, and ignore-file stamps when no watcher runs; ``sync: "none"`` skips it);
 - background work (``background.py``): snapshot saves and the cache warm-up;
 - the engine executor and the per-request context (``requests.py``: connection id,
   cancel flag, job counts); ``readMany/status`` is built by ``status.py``.
 
-Nothing here imports pygls: ``server.py`` adapts this to JSON-RPC, ``daemon.py`` to
-sockets. Methods named ``*_sync`` run the engine (``request.answer``,
-``request.list_files``) and block: run them in ``executor`` through ``call``, one request
-per thread; ``$/cancelRequest`` stops the engine at its next file.
+Nothing here imports pygls: ``lsp/`` adapts this to JSON-RPC, ``daemon.py`` to sockets.
+Methods named ``*_sync`` run the engine (``engine.answer.answer``,
+``engine.files.list_files``) and block: run them in ``executor`` through ``call``, one
+request per thread; ``$/cancelRequest`` stops the engine at its next file (each
+workspace's ``checkpoint`` is ``requests.checkpoint``).
 """
 
 from __future__ import annotations
@@ -253,8 +255,8 @@ class Service:
     def read_sync(
         self, entry: RootEntry, params: ReadManyParams, parts: bool = False
     ) -> ReadManyResult | tuple[ReadManyResult, list[str]]:
-        """``request.answer`` on ``entry``, after the freshness barrier its ``sync`` asks
-        for; with ``parts``, ``request.answer_parts`` (a ``(result, llm_content_parts)``
+        """``engine.answer.answer`` on ``entry``, after the freshness barrier its ``sync``
+        asks for; with ``parts``, ``answer_parts`` (a ``(result, llm_content_parts)``
         pair)."""
         arrived = time.monotonic()
         with self._locked(entry):
@@ -265,7 +267,7 @@ class Service:
                 return request.answer(entry.ws, params)
 
     def files_sync(self, entry: RootEntry, params: FilesParams) -> FilesResult:
-        """``request.list_files`` on ``entry``, after the freshness barrier (``sync`` is
+        """``engine.files.list_files`` on ``entry``, after the freshness barrier (``sync`` is
         always ``auto`` here)."""
         arrived = time.monotonic()
         with self._locked(entry):
