@@ -259,20 +259,21 @@ def cmd_read(args: argparse.Namespace) -> int:
             _write(text if text.endswith("\n") else text + "\n")
         return EXIT_OK
 
-    from readmany_daemon import request
-    from readmany_daemon.messages import decode_read_params, to_builtins
+    from readmany_daemon.engine import answer as engine
+    from readmany_daemon.messages import to_builtins
+    from readmany_daemon.wire.cursor import decode_read_request
 
-    params = decode_read_params(raw)
+    req = decode_read_request(raw)
     ws = _workspace(args)
     if args.json:
         import msgspec
 
-        result = request.answer(ws, params)
+        result = engine.answer(ws, req)
         _write(msgspec.json.encode(to_builtins(result)).decode("utf-8", "surrogateescape") + "\n")
     else:
         # Part by part: a large answer is never joined (one astral character in it
         # would make the joined string 4 bytes a character) nor encoded whole.
-        _, parts = request.answer_parts(ws, params)
+        _, parts = engine.answer_parts(ws, req)
         if parts and not parts[-1].endswith("\n"):
             parts.append("\n")
         _write_parts(parts)

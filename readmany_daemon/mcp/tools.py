@@ -90,19 +90,6 @@ def resolve_root(raw: Any, roots: Sequence[Root]) -> str:
     return real
 
 
-def _cursor_root(cursor: Any) -> Any:
-    """The ``root`` a cursor's request named (None when it names none or is no cursor:
-    the engine refuses a bad cursor itself, naming ``$.cursor``)."""
-    if not isinstance(cursor, str) or not cursor:
-        return None
-    from readmany_daemon import request
-
-    try:
-        return request._decode_cursor(cursor).params.get("root")
-    except InvalidParams:
-        return None
-
-
 # --------------------------------------------------------------------- results as content
 
 
@@ -247,18 +234,19 @@ class ReadManyMcp:
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         import anyio.to_thread
 
-        from readmany_daemon.messages import fold_read_params
+        from readmany_daemon.wire.cursor import decode_read_request
 
         args = _object(arguments)
         roots = await self.roots(ask)
         backend = self.backend
         if name == READ_TOOL:
-            params = fold_read_params(args)
-            raw_root = params.get("root")
-            if raw_root is None:
-                raw_root = _cursor_root(params.get("cursor"))
-            root = resolve_root(raw_root, roots)
-            params["root"] = root
+            # Decoded once, here: a bad argument or cursor is refused before any backend
+            # is asked, and a cursor's root is read from the decoded request.
+            req = decode_read_request(args)
+            root = resolve_root(req.params.root, roots)
+            # The backends take wire params (the daemon is asked over its socket): the
+            # arguments as sent, with the root resolved.
+            params = {**args, "root": root}
             answer = await anyio.to_thread.run_sync(backend.call, "readMany/read", params, root)
             return read_content(answer, root), answer
         if name == FILES_TOOL:

@@ -39,10 +39,11 @@ from typing import Any, Literal, TypeVar, overload
 
 from readmany_daemon import request
 from readmany_daemon.content import ContentCache
+from readmany_daemon.engine import answer as engine_answer
 from readmany_daemon.errors import Cancelled, RootNotFound
 from readmany_daemon.ignore import Filters
 from readmany_daemon.index import CONTENT, ENTRY, Index
-from readmany_daemon.messages import FilesParams, FilesResult, ReadManyParams, ReadManyResult
+from readmany_daemon.messages import FilesParams, FilesResult, ReadManyResult
 from readmany_daemon.runtime import background
 from readmany_daemon.runtime.background import Maintainer
 from readmany_daemon.runtime.changelog import Changes
@@ -53,6 +54,7 @@ from readmany_daemon.runtime.requests import Jobs, RequestContext, checkpoint, c
 from readmany_daemon.runtime.roots import RootEntry, RootRegistry, open_index
 from readmany_daemon.runtime.status import Status, build_status
 from readmany_daemon.settings import Settings
+from readmany_daemon.wire.cursor import ReadRequest
 from readmany_daemon.workspace import Overlay
 
 log = logging.getLogger(__name__)
@@ -243,27 +245,28 @@ class Service:
 
     @overload
     def read_sync(
-        self, entry: RootEntry, params: ReadManyParams, parts: Literal[False] = False
+        self, entry: RootEntry, req: ReadRequest, parts: Literal[False] = False
     ) -> ReadManyResult: ...
 
     @overload
     def read_sync(
-        self, entry: RootEntry, params: ReadManyParams, parts: Literal[True]
+        self, entry: RootEntry, req: ReadRequest, parts: Literal[True]
     ) -> tuple[ReadManyResult, list[str]]: ...
 
     def read_sync(
-        self, entry: RootEntry, params: ReadManyParams, parts: bool = False
+        self, entry: RootEntry, req: ReadRequest, parts: bool = False
     ) -> ReadManyResult | tuple[ReadManyResult, list[str]]:
-        """``request.answer`` on ``entry``, after the freshness barrier its ``sync`` asks
-        for; with ``parts``, ``request.answer_parts`` (a ``(result, llm_content_parts)``
+        """``engine.answer.answer`` on ``entry`` for a request decoded at the edge
+        (``wire.cursor.decode_read_request``), after the freshness barrier its ``sync``
+        asks for; with ``parts``, ``answer_parts`` (a ``(result, llm_content_parts)``
         pair)."""
         arrived = time.monotonic()
         with self._locked(entry):
             self._ensure_index(entry)
-            with self.freshness.ensure(entry, params.sync, arrived):
+            with self.freshness.ensure(entry, req.params.sync, arrived):
                 if parts:
-                    return request.answer_parts(entry.ws, params)
-                return request.answer(entry.ws, params)
+                    return engine_answer.answer_parts(entry.ws, req)
+                return engine_answer.answer(entry.ws, req)
 
     def files_sync(self, entry: RootEntry, params: FilesParams) -> FilesResult:
         """``request.list_files`` on ``entry``, after the freshness barrier (``sync`` is

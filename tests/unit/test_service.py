@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from readmany_daemon.errors import Cancelled, RootNotFound
-from readmany_daemon.messages import decode_files_params, decode_read_params
+from readmany_daemon.messages import decode_files_params
 from readmany_daemon.runtime.changelog import ChangeLog
 from readmany_daemon.runtime.freshness import Freshness, stat_route, sweep_cookie_roots
 from readmany_daemon.runtime.overlays import OverlayStore
@@ -26,6 +26,7 @@ from readmany_daemon.runtime.service import Service
 from readmany_daemon.runtime.status import cache_status, overall_state, watcher_status
 from readmany_daemon.runtime.watcher import Watcher
 from readmany_daemon.settings import Settings
+from readmany_daemon.wire.cursor import decode_read_request
 from readmany_daemon.workspace import Overlay
 from tests.conftest import write_tree
 
@@ -53,7 +54,7 @@ def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Service
 
 def read(svc: Service, entry: RootEntry, conn: int = 1, **params: Any) -> str:
     """``llmContent`` of a ``readMany/read`` run as connection ``conn``."""
-    result = svc.call(RequestContext(conn), svc.read_sync, entry, decode_read_params(params))
+    result = svc.call(RequestContext(conn), svc.read_sync, entry, decode_read_request(params))
     return result.llm_content
 
 
