@@ -33,11 +33,11 @@ from readmany_daemon.mcp.sdk import build_server as build_server
 from readmany_daemon.mcp.sdk import run as run
 from readmany_daemon.mcp.sdk import serve as serve
 from readmany_daemon.mcp.tools import ReadManyMcp as ReadManyMcp
-from readmany_daemon.mcp.tools import Root as Root
 from readmany_daemon.mcp.tools import ToolFailure as ToolFailure
 from readmany_daemon.mcp.tools import changed_answer as changed_answer
 from readmany_daemon.mcp.tools import files_answer as files_answer
-from readmany_daemon.mcp.tools import make_root as make_root
 from readmany_daemon.mcp.tools import read_content as read_content
 from readmany_daemon.mcp.tools import resolve_root as resolve_root
-from readmany_daemon.mcp.tools import uri_to_path as uri_to_path
+from readmany_daemon.paths import uri_to_path as uri_to_path
+from readmany_daemon.roots import Root as Root
+from readmany_daemon.roots import make_root as make_root

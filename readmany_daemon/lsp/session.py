@@ -31,6 +31,7 @@ from readmany_daemon.errors import InvalidParams, RootNotFound
 from readmany_daemon.lsp.protocol import ReadManyProtocol, share_stop_event
 from readmany_daemon.messages import ReadManyParams, decode_read_params, fold_read_params
 from readmany_daemon.methods import SERVER_NAME
+from readmany_daemon.roots import Root, resolve_root
 from readmany_daemon.service import RequestContext, RootEntry, Service, index_key
 from readmany_daemon.settings import Settings, load_settings
 
@@ -250,33 +251,19 @@ class ReadManyServer(LanguageServer):
                 self.service.release(folder.entry)
 
     def root_for(self, root: str | None) -> RootEntry:
-        """The root a request names (``root``: folder name, path or ``file:`` URI; None:
-        the first folder). An existing folder that is not a workspace folder is opened
-        for this connection. Raises ``RootNotFound`` naming ``$.root``."""
-        if root is None:
-            if self.folders:
-                return self.folders[0].entry
-            raise RootNotFound(
-                "invalid params: $.root: no workspace folder (send workspaceFolders or "
-                "rootUri in initialize, or name one in root)",
-                "$.root",
-            )
+        """The root a request names (``root``: folder name, absolute path or ``file:``
+        URI; None: the first folder), resolved by ``roots.resolve_root``. An existing
+        folder that is not a workspace folder is opened for this connection. Raises
+        ``RootNotFound`` naming ``$.root``."""
+        candidates = [Root(f.entry.ws.root, f.name, f.uri) for f in self.folders]
+        real = resolve_root(root, candidates)
         for folder in self.folders:
-            if root in (folder.name, folder.uri):
+            if folder.entry.ws.root == real:
                 return folder.entry
-        path = to_fs_path(root) if root.startswith("file:") else root
-        if path and os.path.isabs(path):
-            real = os.path.realpath(path)
-            for folder in self.folders:
-                if folder.entry.ws.root == real:
-                    return folder.entry
-            if real in self.extra_roots:
-                return self.extra_roots[real]
-            if os.path.isdir(real):
-                entry = self.service.acquire(real, self.settings)
-                self.extra_roots[real] = entry
-                return entry
-        raise RootNotFound(f"invalid params: $.root: {root!r} names no workspace folder", "$.root")
+        entry = self.extra_roots.get(real)
+        if entry is None:
+            entry = self.extra_roots[real] = self.service.acquire(real, self.settings)
+        return entry
 
     def put_overlay(self, uri: str) -> None:
         path = self._doc_paths.get(uri) or _uri_path(uri)
