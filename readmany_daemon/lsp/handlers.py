@@ -32,7 +32,7 @@ from pygls.exceptions import (
 
 from readmany_daemon.errors import InvalidParams, ReadManyError, jsonrpc_code
 from readmany_daemon.lsp.encode import encode_read_result
-from readmany_daemon.lsp.session import ReadManyServer, _uri_path
+from readmany_daemon.lsp.session import ReadManyServer, real_uri_path
 from readmany_daemon.messages import decode_files_params, to_builtins
 from readmany_daemon.methods import (
     CHANGED_SINCE,
@@ -141,7 +141,7 @@ async def _watched_files_changed(
 ) -> None:
     paths: dict[RootEntry, set[str]] = {}
     for change in params.changes:
-        path = _uri_path(change.uri)
+        path = real_uri_path(change.uri)
         if path is None:
             continue
         for entry in [f.entry for f in ls.folders] + list(ls.extra_roots.values()):
