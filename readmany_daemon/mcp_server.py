@@ -28,7 +28,6 @@ from readmany_daemon.mcp.schema import READ_TOOL as READ_TOOL
 from readmany_daemon.mcp.schema import struct_output_schema as struct_output_schema
 from readmany_daemon.mcp.schema import tool_definitions as tool_definitions
 from readmany_daemon.mcp.sdk import ROOTS_TIMEOUT as ROOTS_TIMEOUT
-from readmany_daemon.mcp.sdk import SERVER_NAME as SERVER_NAME
 from readmany_daemon.mcp.sdk import build_server as build_server
 from readmany_daemon.mcp.sdk import run as run
 from readmany_daemon.mcp.sdk import serve as serve
@@ -41,3 +40,4 @@ from readmany_daemon.mcp.tools import resolve_root as resolve_root
 from readmany_daemon.paths import uri_to_path as uri_to_path
 from readmany_daemon.roots import Root as Root
 from readmany_daemon.roots import make_root as make_root
+from readmany_daemon.wire.messages import SERVER_NAME as SERVER_NAME

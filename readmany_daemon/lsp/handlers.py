@@ -34,7 +34,9 @@ from readmany_daemon.errors import InvalidParams, ReadManyError, jsonrpc_code
 from readmany_daemon.lsp.encode import encode_read_result
 from readmany_daemon.lsp.session import ReadManyServer, real_uri_path
 from readmany_daemon.messages import decode_files_params, to_builtins
-from readmany_daemon.methods import (
+from readmany_daemon.service import Cancelled, RootEntry, Service
+from readmany_daemon.wire.cursor import ReadRequest, decode_read_request
+from readmany_daemon.wire.messages import (
     CHANGED_SINCE,
     FILES,
     READ,
@@ -43,8 +45,6 @@ from readmany_daemon.methods import (
     STATUS,
     STOP_DAEMON,
 )
-from readmany_daemon.service import Cancelled, RootEntry, Service
-from readmany_daemon.wire.cursor import ReadRequest, decode_read_request
 
 log = logging.getLogger(__name__)
 

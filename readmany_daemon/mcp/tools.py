@@ -30,6 +30,7 @@ from readmany_daemon.mcp.schema import CHANGED_TOOL, DEFAULT_LIST_LIMIT, FILES_T
 from readmany_daemon.paths import path_to_uri, uri_to_path
 from readmany_daemon.roots import Root, make_root
 from readmany_daemon.route import daemon_off
+from readmany_daemon.wire.messages import CHANGED_SINCE, FILES, READ
 
 log = logging.getLogger("readmany.mcp")
 
@@ -203,13 +204,13 @@ class ReadManyMcp:
             # The backends take wire params (the daemon is asked over its socket): the
             # arguments as sent, with the root resolved.
             params = {**args, "root": root}
-            answer = await anyio.to_thread.run_sync(backend.call, "readMany/read", params, root)
+            answer = await anyio.to_thread.run_sync(backend.call, READ, params, root)
             return read_content(answer, root), answer
         if name == FILES_TOOL:
             limit = _limit(args)
             root = resolve_root(args.get("root"), roots)
             args["root"] = root
-            listed = await anyio.to_thread.run_sync(backend.call, "readMany/files", args, root)
+            listed = await anyio.to_thread.run_sync(backend.call, FILES, args, root)
             text, structured = files_answer(listed, limit)
             return [_text(text)], structured
         if name == CHANGED_TOOL:
@@ -228,9 +229,7 @@ class ReadManyMcp:
                 )
             root = resolve_root(args.get("root"), roots)
             params = {"clock": clock or "", "root": root}
-            delta = await anyio.to_thread.run_sync(
-                backend.call, "readMany/changedSince", params, root
-            )
+            delta = await anyio.to_thread.run_sync(backend.call, CHANGED_SINCE, params, root)
             text, structured = changed_answer(delta, limit)
             return [_text(text)], structured
         raise ToolFailure(f"unknown tool {name!r}: use {READ_TOOL}, {FILES_TOOL} or {CHANGED_TOOL}")
