@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 from readmany_daemon import __version__
 from readmany_daemon.errors import InvalidParams, ReadManyError, UsageError
-from readmany_daemon.route import ask_daemon, autostart, say
+from readmany_daemon.route import ask_daemon, autostart, cli_root, say
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -206,7 +206,9 @@ def _read_params(args: argparse.Namespace) -> dict[str, Any]:
     return params
 
 
-def _workspace(args: argparse.Namespace) -> Any:
+def _workspace(root: str) -> Any:
+    """The workspace of folder ``root`` (``route.cli_root``), settings from the
+    environment (a warning line on stderr for each bad one)."""
     from readmany_daemon.errors import RootNotFound
     from readmany_daemon.settings import load_settings
     from readmany_daemon.workspace import Workspace
@@ -214,11 +216,10 @@ def _workspace(args: argparse.Namespace) -> Any:
     settings, warnings = load_settings()
     for w in warnings:
         print(f"readmany: warning: {w}", file=sys.stderr)
-    root = args.root or os.getcwd()
     try:
         return Workspace.open(root, settings)
     except OSError as exc:
-        raise RootNotFound(f"--root: {exc}", "root") from None
+        raise RootNotFound(f"--root: {exc}", "--root") from None
 
 
 class _OutputError(Exception):
@@ -259,20 +260,21 @@ def cmd_read(args: argparse.Namespace) -> int:
             _write(text if text.endswith("\n") else text + "\n")
         return EXIT_OK
 
-    from readmany_daemon import request
-    from readmany_daemon.messages import decode_read_params, to_builtins
+    from readmany_daemon.engine import answer as engine
+    from readmany_daemon.messages import to_builtins
+    from readmany_daemon.wire.cursor import decode_read_request
 
-    params = decode_read_params(raw)
-    ws = _workspace(args)
+    req = decode_read_request(raw)
+    ws = _workspace(cli_root(args.root))
     if args.json:
         import msgspec
 
-        result = request.answer(ws, params)
+        result = engine.answer(ws, req)
         _write(msgspec.json.encode(to_builtins(result)).decode("utf-8", "surrogateescape") + "\n")
     else:
         # Part by part: a large answer is never joined (one astral character in it
         # would make the joined string 4 bytes a character) nor encoded whole.
-        _, parts = request.answer_parts(ws, params)
+        _, parts = engine.answer_parts(ws, req)
         if parts and not parts[-1].endswith("\n"):
             parts.append("\n")
         _write_parts(parts)
@@ -297,14 +299,15 @@ def cmd_files(args: argparse.Namespace) -> int:
         _write("".join(f["path"] + sep for f in listed["files"]))
         return EXIT_OK
 
+    root = cli_root(args.root)
     fast = None
     if not args.patterns:
         # The whole listing: git starts walking now (fastlist imports only os), while
-        # the imports below run. None when the root is no folder (reported below).
+        # the imports below run.
         from readmany_daemon import fastlist
 
         fast = fastlist.start(
-            args.root or os.getcwd(),
+            root,
             gitignore=not args.no_gitignore,
             ignore_files=not args.no_ignore_files,
         )
@@ -326,7 +329,7 @@ def cmd_files(args: argparse.Namespace) -> int:
     else:
         from readmany_daemon import request
 
-        ws = _workspace(args)
+        ws = _workspace(root)
         paths = request.list_paths(ws, args.patterns, filters)
     _write(sep.join(paths) + sep if paths else "")
     if asked.start_daemon:

@@ -1,10 +1,10 @@
 """Deprecated shim: the engine moved to ``readmany_daemon.engine`` (one module per stage).
 
 ``answer``/``answer_parts`` here still take validated ``ReadManyParams`` whose cursor is
-not yet decoded, as the adapters send them today, and decode it with
-``wire.cursor.read_request`` before calling the engine; ``_decode_cursor`` is
-``wire.cursor.decode_cursor``. Kept so that importers not yet moved keep working; the
-lead removes it at integration, when the adapters call ``decode_read_request`` once.
+not yet decoded and decode it with ``wire.cursor.read_request`` before calling the
+engine; the adapters no longer use them (they call ``wire.cursor.decode_read_request``
+once and pass the ``ReadRequest`` down) — only ``mcp/local.py``'s ``LocalBackend.read``
+does, until it answers a ``ReadRequest``. The lead removes this shim at integration.
 """
 
 from __future__ import annotations
@@ -21,14 +21,11 @@ from readmany_daemon.engine.load import load as load
 from readmany_daemon.engine.pack import MAX_LISTED as MAX_LISTED
 from readmany_daemon.engine.resolve import resolve as resolve
 from readmany_daemon.engine.workspace import Workspace
-from readmany_daemon.wire.cursor import ReadRequest, decode_cursor, read_request
+from readmany_daemon.wire.cursor import ReadRequest, read_request
 from readmany_daemon.wire.messages import ReadManyParams, ReadManyResult
 
 #: The engine's item after load, renamed ``LoadedItem`` (``content.Loaded`` is a file read).
 Loaded = LoadedItem
-
-#: For ``server._cursor_root`` and ``mcp_server._cursor_root`` until the edge decodes once.
-_decode_cursor = decode_cursor
 
 
 def _request(params: ReadManyParams | ReadRequest) -> ReadRequest:

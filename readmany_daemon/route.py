@@ -23,7 +23,8 @@ import sys
 from typing import Any, NamedTuple
 
 from readmany_daemon import __version__
-from readmany_daemon.errors import InvalidParams
+from readmany_daemon.errors import InvalidParams, RootNotFound
+from readmany_daemon.roots import resolve_root
 
 #: READMANY_* variables that are not settings and never travel to the daemon.
 NOT_SETTINGS = frozenset({"READMANY_TOKEN", "READMANY_NO_DAEMON"})
@@ -54,6 +55,14 @@ def daemon_off(no_daemon: bool = False) -> bool:
     return no_daemon or disabled or os.name != "posix"
 
 
+def cli_root(root: str | None) -> str:
+    """The folder ``--root`` names (a path relative to the current directory, an
+    absolute path or a ``file:`` URI; None or ``""``: the current directory), by the one
+    resolver (``roots.resolve_root``). Raises ``RootNotFound`` naming ``--root``."""
+    cwd = os.getcwd()
+    return resolve_root(root or cwd, (), relative_to=cwd, field="--root")
+
+
 def ask_daemon(root: str | None, method: str, params: dict[str, Any], *, no_daemon: bool) -> Asked:
     """The warm daemon's answer to ``method`` with ``params``, or None as
     ``Asked.answer`` when it should be answered in this process: ``no_daemon``, no
@@ -71,8 +80,9 @@ def ask_daemon(root: str | None, method: str, params: dict[str, Any], *, no_daem
     start = not daemon_off(no_daemon)
     if no_daemon or os.name != "posix":
         return Asked(None, False)
-    top = os.path.abspath(root or os.getcwd())
-    if not os.path.isdir(top):
+    try:
+        top = cli_root(root)
+    except RootNotFound:
         return Asked(None, start)  # the in-process path reports the bad root
     from readmany_daemon.client import ConnectionClosed, RpcError, connect, default_socket_path
 

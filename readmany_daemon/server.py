@@ -1,6 +1,6 @@
-"""Deprecated shim: the JSON-RPC adapter moved to ``readmany_daemon.lsp`` (and
-``logs``, ``methods``). These re-exports keep old imports working until the lead
-rewrites them; patch names where they are looked up now (``lsp.encode.CHUNK_BYTES``,
+"""Deprecated shim: the JSON-RPC adapter moved to ``readmany_daemon.lsp`` (and ``logs``;
+the method names to ``wire.messages``). These re-exports keep old imports working until
+the lead rewrites them; patch names where they are looked up now (``lsp.encode.CHUNK_BYTES``,
 ``logs.time``), not here.
 """
 
@@ -36,10 +36,10 @@ from readmany_daemon.lsp.writers import SENDMSG_BUFFERS as SENDMSG_BUFFERS
 from readmany_daemon.lsp.writers import BlockingWriter as BlockingWriter
 from readmany_daemon.lsp.writers import StreamWriter as StreamWriter
 from readmany_daemon.lsp.writers import _NullWriter as _NullWriter
-from readmany_daemon.methods import CHANGED_SINCE as CHANGED_SINCE
-from readmany_daemon.methods import FILES as FILES
-from readmany_daemon.methods import READ as READ
-from readmany_daemon.methods import RESCAN as RESCAN
-from readmany_daemon.methods import SERVER_NAME as SERVER_NAME
-from readmany_daemon.methods import STATUS as STATUS
-from readmany_daemon.methods import STOP_DAEMON as STOP_DAEMON
+from readmany_daemon.wire.messages import CHANGED_SINCE as CHANGED_SINCE
+from readmany_daemon.wire.messages import FILES as FILES
+from readmany_daemon.wire.messages import READ as READ
+from readmany_daemon.wire.messages import RESCAN as RESCAN
+from readmany_daemon.wire.messages import SERVER_NAME as SERVER_NAME
+from readmany_daemon.wire.messages import STATUS as STATUS
+from readmany_daemon.wire.messages import STOP_DAEMON as STOP_DAEMON

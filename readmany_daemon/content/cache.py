@@ -36,9 +36,6 @@ DERIVED_MIN_CHARS: Final = 1024
 #: The old name of :data:`DERIVED_MIN_CHARS`, from when the slot held only the JSON form.
 JSON_BODY_MIN_CHARS: Final = DERIVED_MIN_CHARS
 
-#: The :meth:`ContentCache.derived` key of the JSON string body kept for the LSP encoder.
-_JSON_BODY: Final = "json-body"
-
 
 class _Entry(msgspec.Struct):
     loaded: FileRead
@@ -65,17 +62,6 @@ def _cost(loaded: FileRead) -> int:
     text = sys.getsizeof(loaded.text) if loaded.text is not None else 0
     data = len(loaded.data) if loaded.data is not None else 0
     return text + data + _ENTRY_OVERHEAD
-
-
-def _json_string_body(text: str) -> bytes | None:
-    """``text`` as the body of a JSON string: UTF-8, escaped as ``msgspec.json`` escapes
-    it, without the quotes; ``None`` for text JSON can't carry as UTF-8 (lone surrogates).
-    """
-    # Moves to lsp/encode.py at integration, with ContentCache.json_body: a wire concern.
-    try:
-        return msgspec.json.encode(text)[1:-1]
-    except UnicodeEncodeError:
-        return None
 
 
 class ContentCache:
@@ -255,18 +241,6 @@ class ContentCache:
                 self._entries.move_to_end(path)
                 self._evict()
         return value
-
-    def json_body(self, text: str) -> bytes | None:
-        """``text`` encoded as the body of a JSON string (UTF-8, escaped as
-        ``msgspec.json`` escapes it, without the quotes) when ``text`` *is* (the same
-        object as) the text of a stored entry and holds at least ``JSON_BODY_MIN_CHARS``
-        characters, else ``None`` (the caller encodes it). Made on the first call and
-        kept with the entry (:meth:`derived`: charged to ``max_bytes``, with the UTF-8
-        copy the encoder leaves on a non-ASCII str), so a cached file sent again is not
-        escaped again. ``None`` too for text JSON can't carry as UTF-8 (lone surrogates).
-        """
-        # A wire concern: moves to lsp/encode.py at integration, as a caller of derived().
-        return self.derived(text, _JSON_BODY, _json_string_body, size=len)
 
     def _evict(self) -> None:
         while self._bytes > self.max_bytes and self._entries:

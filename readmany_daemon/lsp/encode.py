@@ -56,6 +56,30 @@ def _json_string_body(text: str) -> memoryview:
 #: Parts at least this long (characters) are looked up in the content cache's JSON forms.
 CACHED_BODY_CHARS = 4096
 
+#: The ``ContentCache.derived`` key of a cached text's JSON form.
+JSON_BODY_KEY = "json-body"
+
+
+def _kept_json_body(text: str) -> bytes | None:
+    """``text`` as the body of a JSON string: UTF-8, escaped as ``msgspec.json`` escapes
+    it, without the quotes; ``None`` for text JSON can't carry as UTF-8 (lone surrogates).
+    """
+    try:
+        return msgspec.json.encode(text)[1:-1]
+    except UnicodeEncodeError:
+        return None
+
+
+def cached_json_body(cache: ContentCache, text: str) -> bytes | None:
+    """``text`` encoded as the body of a JSON string (UTF-8, escaped as ``msgspec.json``
+    escapes it, without the quotes) when ``text`` *is* (the same object as) the text of
+    an entry of ``cache`` and holds at least ``content.cache.DERIVED_MIN_CHARS``
+    characters, else ``None`` (the caller encodes it). Made on the first call and kept
+    with the entry (``ContentCache.derived``: charged to ``max_bytes``, with the UTF-8
+    copy the encoder leaves on a non-ASCII str), so a cached file sent again is not
+    escaped again. ``None`` too for text JSON can't carry as UTF-8 (lone surrogates)."""
+    return cache.derived(text, JSON_BODY_KEY, _kept_json_body, size=len)
+
 
 def encode_read_result(
     result: ReadManyResult, parts: list[str], cache: ContentCache | None = None
@@ -66,7 +90,7 @@ def encode_read_result(
     would otherwise be copied whole by the join, the encoder and the transport).
 
     With ``cache``, a part that is a cached file's text is taken in the JSON form the
-    cache keeps (``ContentCache.json_body``) instead of being escaped again."""
+    cache keeps (:func:`cached_json_body`) instead of being escaped again."""
     if sum(map(len, parts)) < SPLIT_ENCODE_CHARS:
         result.llm_content = "".join(parts)
         return to_builtins(result)
@@ -85,7 +109,9 @@ def encode_read_result(
     size = 0
     for part in parts:
         kept = (
-            cache.json_body(part) if cache is not None and len(part) >= CACHED_BODY_CHARS else None
+            cached_json_body(cache, part)
+            if cache is not None and len(part) >= CACHED_BODY_CHARS
+            else None
         )
         body = kept if kept is not None else _json_string_body(part)
         if kept is not None or len(body) >= OWN_CHUNK_BYTES:

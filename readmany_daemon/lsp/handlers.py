@@ -32,15 +32,11 @@ from pygls.exceptions import (
 
 from readmany_daemon.errors import InvalidParams, ReadManyError, jsonrpc_code
 from readmany_daemon.lsp.encode import encode_read_result
-from readmany_daemon.lsp.session import ReadManyServer, _uri_path
-from readmany_daemon.messages import (
-    ReadManyParams,
-    decode_files_params,
-    decode_read_params,
-    fold_read_params,
-    to_builtins,
-)
-from readmany_daemon.methods import (
+from readmany_daemon.lsp.session import ReadManyServer, real_uri_path
+from readmany_daemon.messages import decode_files_params, to_builtins
+from readmany_daemon.service import Cancelled, RootEntry, Service
+from readmany_daemon.wire.cursor import ReadRequest, decode_read_request
+from readmany_daemon.wire.messages import (
     CHANGED_SINCE,
     FILES,
     READ,
@@ -49,41 +45,8 @@ from readmany_daemon.methods import (
     STATUS,
     STOP_DAEMON,
 )
-from readmany_daemon.service import Cancelled, RootEntry, Service
 
 log = logging.getLogger(__name__)
-
-
-def _with_defaults(defaults: dict[str, Any], raw: Any) -> Any:
-    """Request params over the connection's defaults (``fileFilteringOptions`` merged
-    key by key). Aliases are folded first; non-objects pass through to be refused."""
-    if not defaults or not isinstance(raw, dict):
-        return raw
-    params = fold_read_params(raw)
-    merged = {**defaults, **params}
-    if isinstance(defaults.get("fileFilteringOptions"), dict) and isinstance(
-        params.get("fileFilteringOptions"), dict
-    ):
-        merged["fileFilteringOptions"] = {
-            **defaults["fileFilteringOptions"],
-            **params["fileFilteringOptions"],
-        }
-    return merged
-
-
-def _cursor_root(params: ReadManyParams) -> str | None:
-    """The ``root`` of the request a cursor continues (it resolves against the same
-    folder); None when the cursor does not say or cannot be read (the engine then
-    refuses it with -32602)."""
-    if params.root is not None or not params.cursor:
-        return params.root
-    from readmany_daemon import request
-
-    try:
-        root = request._decode_cursor(params.cursor).params.get("root")
-    except InvalidParams:
-        return None
-    return root if isinstance(root, str) else None
 
 
 Handler = Callable[[ReadManyServer, Any], Awaitable[Any]]
@@ -178,7 +141,7 @@ async def _watched_files_changed(
 ) -> None:
     paths: dict[RootEntry, set[str]] = {}
     for change in params.changes:
-        path = _uri_path(change.uri)
+        path = real_uri_path(change.uri)
         if path is None:
             continue
         for entry in [f.entry for f in ls.folders] + list(ls.extra_roots.values()):
@@ -203,15 +166,15 @@ def _did_close(ls: ReadManyServer, params: types.DidCloseTextDocumentParams) -> 
 
 @_boundary
 async def _read(ls: ReadManyServer, raw: Any) -> Any:
-    params = decode_read_params(_with_defaults(ls.read_defaults, raw))
-    entry = ls.root_for(_cursor_root(params))
-    return await ls.engine(_read_encoded, ls.service, entry, params)
+    req = decode_read_request(raw, ls.read_defaults)
+    entry = ls.root_for(req.params.root)
+    return await ls.engine(_read_encoded, ls.service, entry, req)
 
 
-def _read_encoded(service: Service, entry: RootEntry, params: ReadManyParams) -> Any:
+def _read_encoded(service: Service, entry: RootEntry, req: ReadRequest) -> Any:
     """``Service.read_sync`` then :func:`encode_read_result`, on the engine's thread: a
     large answer is encoded off the event loop, after the root's lock is released."""
-    result, parts = service.read_sync(entry, params, True)
+    result, parts = service.read_sync(entry, req, True)
     return encode_read_result(result, parts, entry.ws.cache)
 
 

@@ -24,15 +24,16 @@ import msgspec
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
-from pygls.uris import to_fs_path
 
 from readmany_daemon import __version__
 from readmany_daemon.errors import InvalidParams, RootNotFound
 from readmany_daemon.lsp.protocol import ReadManyProtocol, share_stop_event
 from readmany_daemon.messages import ReadManyParams, decode_read_params, fold_read_params
-from readmany_daemon.methods import SERVER_NAME
+from readmany_daemon.paths import uri_to_path
+from readmany_daemon.roots import Root, resolve_root
 from readmany_daemon.service import RequestContext, RootEntry, Service, index_key
 from readmany_daemon.settings import Settings, load_settings
+from readmany_daemon.wire.messages import SERVER_NAME
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -53,12 +54,11 @@ class Folder:
     entry: RootEntry
 
 
-def _uri_path(uri: str) -> str | None:
-    """The absolute real path of a ``file:`` URI, else None."""
-    if not uri.startswith("file:"):
-        return None
-    path = to_fs_path(uri)
-    return os.path.realpath(path) if path else None
+def real_uri_path(uri: str) -> str | None:
+    """The real (symlink-resolved) path of a local ``file:`` URI
+    (``paths.uri_to_path``), else None."""
+    path = uri_to_path(uri)
+    return os.path.realpath(path) if path is not None else None
 
 
 _CONVERTER: Any = None
@@ -226,7 +226,7 @@ class ReadManyServer(LanguageServer):
         """Acquire the root of workspace folder ``uri``; a warning when it is no local
         folder."""
         path = (
-            _uri_path(uri)
+            real_uri_path(uri)
             if uri.startswith("file:")
             else (os.path.realpath(uri) if os.path.isabs(uri) else None)
         )
@@ -243,43 +243,29 @@ class ReadManyServer(LanguageServer):
         return folder
 
     def remove_folder(self, uri: str) -> None:
-        path = _uri_path(uri)
+        path = real_uri_path(uri)
         for folder in list(self.folders):
             if folder.uri == uri or (path is not None and folder.entry.ws.root == path):
                 self.folders.remove(folder)
                 self.service.release(folder.entry)
 
     def root_for(self, root: str | None) -> RootEntry:
-        """The root a request names (``root``: folder name, path or ``file:`` URI; None:
-        the first folder). An existing folder that is not a workspace folder is opened
-        for this connection. Raises ``RootNotFound`` naming ``$.root``."""
-        if root is None:
-            if self.folders:
-                return self.folders[0].entry
-            raise RootNotFound(
-                "invalid params: $.root: no workspace folder (send workspaceFolders or "
-                "rootUri in initialize, or name one in root)",
-                "$.root",
-            )
+        """The root a request names (``root``: folder name, absolute path or ``file:``
+        URI; None: the first folder), resolved by ``roots.resolve_root``. An existing
+        folder that is not a workspace folder is opened for this connection. Raises
+        ``RootNotFound`` naming ``$.root``."""
+        candidates = [Root(f.entry.ws.root, f.name, f.uri) for f in self.folders]
+        real = resolve_root(root, candidates)
         for folder in self.folders:
-            if root in (folder.name, folder.uri):
+            if folder.entry.ws.root == real:
                 return folder.entry
-        path = to_fs_path(root) if root.startswith("file:") else root
-        if path and os.path.isabs(path):
-            real = os.path.realpath(path)
-            for folder in self.folders:
-                if folder.entry.ws.root == real:
-                    return folder.entry
-            if real in self.extra_roots:
-                return self.extra_roots[real]
-            if os.path.isdir(real):
-                entry = self.service.acquire(real, self.settings)
-                self.extra_roots[real] = entry
-                return entry
-        raise RootNotFound(f"invalid params: $.root: {root!r} names no workspace folder", "$.root")
+        entry = self.extra_roots.get(real)
+        if entry is None:
+            entry = self.extra_roots[real] = self.service.acquire(real, self.settings)
+        return entry
 
     def put_overlay(self, uri: str) -> None:
-        path = self._doc_paths.get(uri) or _uri_path(uri)
+        path = self._doc_paths.get(uri) or real_uri_path(uri)
         if path is None:
             return
         self._doc_paths[uri] = path
@@ -289,7 +275,7 @@ class ReadManyServer(LanguageServer):
         )
 
     def drop_overlay(self, uri: str) -> None:
-        path = self._doc_paths.pop(uri, None) or _uri_path(uri)
+        path = self._doc_paths.pop(uri, None) or real_uri_path(uri)
         if path is not None:
             self.service.overlays.close(path, self.conn_id)
 

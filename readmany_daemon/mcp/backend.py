@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from readmany_daemon import route
 from readmany_daemon.mcp.local import LocalBackend
+
+if TYPE_CHECKING:
+    from readmany_daemon.wire.cursor import ReadRequest
 
 
 class DaemonBackend:
@@ -30,13 +33,17 @@ class DaemonBackend:
         self._lock = threading.Lock()
         self.answered_by_daemon = 0
 
-    def call(self, method: str, params: dict[str, Any], root: str) -> Any:
+    def call(
+        self, method: str, params: dict[str, Any], root: str, req: ReadRequest | None = None
+    ) -> Any:
+        """Answer ``method`` for ``root`` from the daemon (sent ``params``), else here
+        (``req``: the decoded ``readMany/read`` request, when the caller has it)."""
         asked = route.ask_daemon(root, method, params, no_daemon=False)
         if asked.answer is not None:
             self.answered_by_daemon += 1
             self.local.clear()
             return asked.answer
-        result = self.local.call(method, params, root)
+        result = self.local.call(method, params, root, req)
         if asked.start_daemon:  # False when the daemon failed midway: it runs
             with self._lock:
                 now = time.monotonic()

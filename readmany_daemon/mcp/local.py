@@ -14,11 +14,14 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from readmany_daemon.runtime.requests import RequestContext
 from readmany_daemon.runtime.roots import RootEntry
 from readmany_daemon.runtime.service import Service
+
+if TYPE_CHECKING:
+    from readmany_daemon.wire.cursor import ReadRequest
 
 log = logging.getLogger("readmany.mcp")
 
@@ -53,16 +56,20 @@ class LocalBackend:
             self.service.release(entry)
         self.service.evict_idle(now=math.inf)
 
-    def read(self, params: dict[str, Any], root: str) -> Any:
-        from readmany_daemon.messages import decode_read_params, to_builtins
+    def read(self, params: dict[str, Any], root: str, req: ReadRequest | None = None) -> Any:
+        """``readMany/read`` for ``root``: ``req`` when the tool decoded it already (the
+        arguments are decoded once, at the tool's edge), else ``params`` decoded here."""
+        from readmany_daemon.wire.cursor import decode_read_request
+        from readmany_daemon.wire.messages import to_builtins
 
-        decoded = decode_read_params(params)
+        if req is None:
+            req = decode_read_request(params)
         entry = self._root(root)
-        answer = self.service.call(RequestContext(None), self.service.read_sync, entry, decoded)
+        answer = self.service.call(RequestContext(None), self.service.read_sync, entry, req)
         return to_builtins(answer)
 
     def files(self, params: dict[str, Any], root: str) -> Any:
-        from readmany_daemon.messages import decode_files_params, to_builtins
+        from readmany_daemon.wire.messages import decode_files_params, to_builtins
 
         decoded = decode_files_params(params)
         entry = self._root(root)
@@ -78,9 +85,13 @@ class LocalBackend:
             RequestContext(None), self.service.changed_since_sync, clock, entry
         )
 
-    def call(self, method: str, params: dict[str, Any], root: str) -> Any:
+    def call(
+        self, method: str, params: dict[str, Any], root: str, req: ReadRequest | None = None
+    ) -> Any:
+        """Answer ``method`` (a ``readMany/*`` name) for ``root``; ``req``: the decoded
+        ``readMany/read`` request, when the caller has it."""
         if method == "readMany/read":
-            return self.read(params, root)
+            return self.read(params, root, req)
         if method == "readMany/files":
             return self.files(params, root)
         return self.changed_since(params, root)

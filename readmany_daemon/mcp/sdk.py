@@ -17,10 +17,9 @@ from readmany_daemon import __version__
 from readmany_daemon.errors import RootNotFound
 from readmany_daemon.mcp.schema import INSTRUCTIONS, tool_definitions
 from readmany_daemon.mcp.tools import ReadManyMcp, ToolFailure
+from readmany_daemon.wire.messages import SERVER_NAME
 
 log = logging.getLogger("readmany.mcp")
-
-SERVER_NAME = "readmany"
 
 #: How long to wait for the client's answer to ``roots/list`` (s).
 ROOTS_TIMEOUT = 5.0

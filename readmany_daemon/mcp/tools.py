@@ -19,88 +19,34 @@ from __future__ import annotations
 import logging
 import os
 import posixpath
-import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from readmany_daemon.errors import InvalidParams, ReadManyError, RootNotFound
+from readmany_daemon import roots as roots_
+from readmany_daemon.errors import InvalidParams, ReadManyError
 from readmany_daemon.mcp.backend import DaemonBackend
 from readmany_daemon.mcp.local import LocalBackend
 from readmany_daemon.mcp.schema import CHANGED_TOOL, DEFAULT_LIST_LIMIT, FILES_TOOL, READ_TOOL
+from readmany_daemon.paths import path_to_uri, uri_to_path
+from readmany_daemon.roots import Root, make_root
 from readmany_daemon.route import daemon_off
+from readmany_daemon.wire.messages import CHANGED_SINCE, FILES, READ
 
 log = logging.getLogger("readmany.mcp")
 
 # -------------------------------------------------------------------------------- roots
 
 
-@dataclass(frozen=True)
-class Root:
-    """One workspace root: ``path`` is absolute and symlink-resolved."""
-
-    path: str
-    name: str
-    uri: str
-
-
-def uri_to_path(uri: str) -> str | None:
-    """The local path of a ``file:`` URI (RFC 8089), or None for any other URI."""
-    parsed = urllib.parse.urlparse(uri)
-    if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
-        return None
-    return urllib.parse.unquote(parsed.path) or None
-
-
-def make_root(path: str, name: str | None = None) -> Root:
-    from readmany_daemon.client import path_to_uri
-
-    real = os.path.realpath(path)
-    return Root(real, name or os.path.basename(real) or real, path_to_uri(real))
-
-
-def _inside(path: str, top: str) -> bool:
-    return path == top or path.startswith(top.rstrip("/") + "/")
-
-
 def resolve_root(raw: Any, roots: Sequence[Root]) -> str:
-    """The folder a request's ``root`` names: one of ``roots`` (by name, path or URI), or
-    a folder inside one (absolute, ``file:`` URI, or relative to the first root); None
-    is the first root. Raises ``InvalidParams`` naming ``$.root``."""
-    if raw is None:
-        return roots[0].path
-    if not isinstance(raw, str):
+    """The folder a tool call's ``root`` names (``roots.resolve_root``): one of ``roots``
+    (by name, path or URI), or a folder inside one (absolute, ``file:`` URI, or relative
+    to the first root); None is the first root. Raises ``InvalidParams`` naming
+    ``$.root``."""
+    if raw is not None and not isinstance(raw, str):
         raise InvalidParams(
             f"invalid params: Expected `str`, got `{type(raw).__name__}` - at `$.root`", "$.root"
         )
-    for r in roots:
-        if raw in (r.name, r.uri, r.path):
-            return r.path
-    path = uri_to_path(raw) if raw.startswith("file:") else raw
-    if not path:
-        raise RootNotFound(f"invalid params: $.root: {raw!r} is not a file: URI", "$.root")
-    real = os.path.realpath(os.path.join(roots[0].path, path))
-    if not any(_inside(real, r.path) for r in roots):
-        listed = ", ".join(r.path for r in roots)
-        raise RootNotFound(
-            f"invalid params: $.root: {raw!r} is outside the workspace roots ({listed})", "$.root"
-        )
-    if not os.path.isdir(real):
-        raise RootNotFound(f"invalid params: $.root: {raw!r} is not a folder", "$.root")
-    return real
-
-
-def _cursor_root(cursor: Any) -> Any:
-    """The ``root`` a cursor's request named (None when it names none or is no cursor:
-    the engine refuses a bad cursor itself, naming ``$.cursor``)."""
-    if not isinstance(cursor, str) or not cursor:
-        return None
-    from readmany_daemon import request
-
-    try:
-        return request._decode_cursor(cursor).params.get("root")
-    except InvalidParams:
-        return None
+    return roots_.resolve_root(raw, roots, relative_to=roots[0].path, confined=True)
 
 
 # --------------------------------------------------------------------- results as content
@@ -113,8 +59,6 @@ def _text(text: str) -> dict[str, Any]:
 def read_content(answer: Mapping[str, Any], root: str) -> list[dict[str, Any]]:
     """``llmContent`` as text; image attachments as image content; other attachments
     (PDFs) as embedded blob resources with a ``file:`` URI."""
-    from readmany_daemon.client import path_to_uri
-
     content = [_text(answer.get("llmContent", ""))]
     for att in answer.get("attachments") or []:
         mime = att.get("mimeType", "application/octet-stream")
@@ -247,25 +191,26 @@ class ReadManyMcp:
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         import anyio.to_thread
 
-        from readmany_daemon.messages import fold_read_params
+        from readmany_daemon.wire.cursor import decode_read_request
 
         args = _object(arguments)
         roots = await self.roots(ask)
         backend = self.backend
         if name == READ_TOOL:
-            params = fold_read_params(args)
-            raw_root = params.get("root")
-            if raw_root is None:
-                raw_root = _cursor_root(params.get("cursor"))
-            root = resolve_root(raw_root, roots)
-            params["root"] = root
-            answer = await anyio.to_thread.run_sync(backend.call, "readMany/read", params, root)
+            # Decoded once, here: a bad argument or cursor is refused before any backend
+            # is asked, and a cursor's root is read from the decoded request.
+            req = decode_read_request(args)
+            root = resolve_root(req.params.root, roots)
+            # The backends take wire params (the daemon is asked over its socket): the
+            # arguments as sent, with the root resolved.
+            params = {**args, "root": root}
+            answer = await anyio.to_thread.run_sync(backend.call, READ, params, root, req)
             return read_content(answer, root), answer
         if name == FILES_TOOL:
             limit = _limit(args)
             root = resolve_root(args.get("root"), roots)
             args["root"] = root
-            listed = await anyio.to_thread.run_sync(backend.call, "readMany/files", args, root)
+            listed = await anyio.to_thread.run_sync(backend.call, FILES, args, root)
             text, structured = files_answer(listed, limit)
             return [_text(text)], structured
         if name == CHANGED_TOOL:
@@ -284,9 +229,7 @@ class ReadManyMcp:
                 )
             root = resolve_root(args.get("root"), roots)
             params = {"clock": clock or "", "root": root}
-            delta = await anyio.to_thread.run_sync(
-                backend.call, "readMany/changedSince", params, root
-            )
+            delta = await anyio.to_thread.run_sync(backend.call, CHANGED_SINCE, params, root)
             text, structured = changed_answer(delta, limit)
             return [_text(text)], structured
         raise ToolFailure(f"unknown tool {name!r}: use {READ_TOOL}, {FILES_TOOL} or {CHANGED_TOOL}")

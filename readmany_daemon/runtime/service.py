@@ -37,14 +37,15 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, overload
+from typing import Literal, ParamSpec, TypeVar, overload
 
 from readmany_daemon import request
 from readmany_daemon.content import ContentCache
+from readmany_daemon.engine import answer as engine_answer
 from readmany_daemon.errors import RootNotFound
 from readmany_daemon.ignore import Filters
 from readmany_daemon.index import CONTENT, ENTRY, Index
-from readmany_daemon.messages import FilesParams, FilesResult, ReadManyParams, ReadManyResult
+from readmany_daemon.messages import FilesParams, FilesResult, ReadManyResult
 from readmany_daemon.runtime import background
 from readmany_daemon.runtime.background import Maintainer
 from readmany_daemon.runtime.changelog import Changes
@@ -55,11 +56,13 @@ from readmany_daemon.runtime.requests import Jobs, RequestContext, checkpoint, c
 from readmany_daemon.runtime.roots import RootEntry, RootRegistry, open_index
 from readmany_daemon.runtime.status import Status, build_status
 from readmany_daemon.settings import Settings
+from readmany_daemon.wire.cursor import ReadRequest
 from readmany_daemon.workspace import Overlay
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 @dataclass
@@ -216,11 +219,11 @@ class Service:
 
     # -- engine work (blocking: run through ``call``)
 
-    def call(self, ctx: RequestContext, fn: Callable[..., T], *args: Any) -> T:
+    def call(self, ctx: RequestContext, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run ``fn(*args)`` on this thread under ``ctx`` (the executor entry point)."""
         with self.jobs.running(ctx):
             checkpoint()
-            return fn(*args)
+            return fn(*args, **kwargs)
 
     @staticmethod
     @contextlib.contextmanager
@@ -244,27 +247,28 @@ class Service:
 
     @overload
     def read_sync(
-        self, entry: RootEntry, params: ReadManyParams, parts: Literal[False] = False
+        self, entry: RootEntry, req: ReadRequest, parts: Literal[False] = False
     ) -> ReadManyResult: ...
 
     @overload
     def read_sync(
-        self, entry: RootEntry, params: ReadManyParams, parts: Literal[True]
+        self, entry: RootEntry, req: ReadRequest, parts: Literal[True]
     ) -> tuple[ReadManyResult, list[str]]: ...
 
     def read_sync(
-        self, entry: RootEntry, params: ReadManyParams, parts: bool = False
+        self, entry: RootEntry, req: ReadRequest, parts: bool = False
     ) -> ReadManyResult | tuple[ReadManyResult, list[str]]:
-        """``engine.answer.answer`` on ``entry``, after the freshness barrier its ``sync``
+        """``engine.answer.answer`` on ``entry`` for a request decoded at the edge
+        (``wire.cursor.decode_read_request``), after the freshness barrier its ``sync``
         asks for; with ``parts``, ``answer_parts`` (a ``(result, llm_content_parts)``
         pair)."""
         arrived = time.monotonic()
         with self._locked(entry):
             self._ensure_index(entry)
-            with self.freshness.ensure(entry, params.sync, arrived):
+            with self.freshness.ensure(entry, req.params.sync, arrived):
                 if parts:
-                    return request.answer_parts(entry.ws, params)
-                return request.answer(entry.ws, params)
+                    return engine_answer.answer_parts(entry.ws, req)
+                return engine_answer.answer(entry.ws, req)
 
     def files_sync(self, entry: RootEntry, params: FilesParams) -> FilesResult:
         """``engine.files.list_files`` on ``entry``, after the freshness barrier (``sync`` is

@@ -50,7 +50,9 @@ class Continuation(msgspec.Struct, frozen=True, kw_only=True):
 
 class ReadRequest(msgspec.Struct, frozen=True, kw_only=True):
     """A decoded ``readMany/read`` request: the params to answer (for a cursor request,
-    those the cursor stores) and the ``continuation`` when a cursor was sent."""
+    those the cursor stores) and the ``continuation`` when a cursor was sent.
+    ``params.root`` is the root the request is answered in, a cursor's included: the
+    adapters resolve it from here and never open a cursor themselves."""
 
     params: ReadManyParams
     continuation: Continuation | None = None
@@ -119,7 +121,8 @@ def decode_cursor(token: str) -> Continuation:
 
 def read_request(params: ReadManyParams) -> ReadRequest:
     """The ``ReadRequest`` of validated ``params``: when they carry a cursor, the params
-    it stores (validated) and its continuation. Raises ``InvalidParams`` for a bad
+    it stores (validated; ``root`` is the request's when it names one, else the
+    cursor's) and its continuation. Raises ``InvalidParams`` for a bad
     cursor, or for ``paths``/``files``/``include`` that differ from the request the
     cursor continues (send the cursor alone, or with the same request)."""
     if not params.cursor:
@@ -133,9 +136,12 @@ def read_request(params: ReadManyParams) -> ReadRequest:
                 "send the cursor alone (or with the same request)",
                 f"$.{name}",
             )
-    return ReadRequest(
-        params=decode_read_params(dict(continuation.params)), continuation=continuation
-    )
+    stored = dict(continuation.params)
+    if "root" in asked:
+        # The root a request names wins over the cursor's (a cursor made without one
+        # answered against the first folder): adapters read the root from here only.
+        stored["root"] = asked["root"]
+    return ReadRequest(params=decode_read_params(stored), continuation=continuation)
 
 
 def decode_read_request(raw: Any, defaults: Mapping[str, Any] | None = None) -> ReadRequest:

@@ -1,4 +1,5 @@
-"""Wire types: the params and results of every method, as msgspec Structs (PROTOCOL §2-§4).
+"""Wire types: the method names, and the params and results of every method as msgspec
+Structs (PROTOCOL §2-§4).
 
 Decoding happens here, at the edge: ``decode_read_params`` folds the reference tools'
 aliases into canonical camelCase names, validates types and ranges, and raises
@@ -20,6 +21,24 @@ from urllib.parse import unquote
 import msgspec
 
 from readmany_daemon.errors import InvalidParams
+
+# ------------------------------------------------------------------------- method names
+
+#: The server's name: the ``serverInfo`` name (LSP and MCP) and the
+#: ``workspace/configuration`` section.
+SERVER_NAME = "readmany"
+
+#: The JSON-RPC methods of the readmany protocol (PROTOCOL §2), the same strings for
+#: every adapter.
+READ = "readMany/read"
+FILES = "readMany/files"
+STATUS = "readMany/status"
+CHANGED_SINCE = "readMany/changedSince"
+RESCAN = "readMany/rescan"
+#: Ends the shared daemon (``readmany stop``, replacing a daemon of another version).
+STOP_DAEMON = "readMany/stopDaemon"
+
+# ------------------------------------------------------------------------------- params
 
 Positive = Annotated[int, msgspec.Meta(ge=1)]
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]

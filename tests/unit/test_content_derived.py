@@ -9,6 +9,7 @@ from pathlib import Path
 
 from readmany_daemon.content.cache import ContentCache, _cost
 from readmany_daemon.content.reader import FileRead, read_file
+from readmany_daemon.lsp.encode import cached_json_body
 from readmany_daemon.racy import RACY_NS, is_racy
 
 MiB = 1 << 20
@@ -50,7 +51,7 @@ def test_derived_values_are_kept_by_key_charged_and_dropped_with_the_entry(
     assert cache.derived(lo.text, "lines", lines, size=lambda v: 8 * len(v)) is first
     assert made == ["lines"]
     assert cache.bytes_used == _cost(lo) + 8 * 2000
-    body = cache.json_body(lo.text)  # a second key on the same entry
+    body = cached_json_body(cache, lo.text)  # a second key on the same entry
     assert body == b"a\\n" * 2000
     assert cache.bytes_used == _cost(lo) + 8 * 2000 + len(body)
     assert cache.derived(lo.text, "nothing", lambda t: None, size=len) is None

@@ -177,6 +177,19 @@ def test_decode_read_request_with_cursor_answers_the_stored_request() -> None:
     assert req.params.cursor is None
 
 
+def test_the_root_a_cursor_request_names_wins_over_the_cursors() -> None:
+    """Adapters resolve the root from ``ReadRequest.params``: the request's ``root`` when
+    it names one (as the adapters did before the edge decoded once), else the cursor's."""
+    named = decode_read_request({"paths": ["a"], "maxTotalFiles": 1, "root": "tree"})
+    unnamed = decode_read_request({"paths": ["a"], "maxTotalFiles": 1})
+    with_root = encode_cursor(named.params, [(1, 2)], {})
+    without = encode_cursor(unnamed.params, [(1, 2)], {})
+    assert decode_read_request({"cursor": with_root}).params.root == "tree"
+    assert decode_read_request({"cursor": without}).params.root is None
+    assert decode_read_request({"cursor": without, "root": "/abs"}).params.root == "/abs"
+    assert decode_read_request({"cursor": with_root, "root": "/abs"}).params.root == "/abs"
+
+
 def test_cursor_with_the_same_request_is_accepted() -> None:
     first = decode_read_request({"paths": ["*.txt"], "maxTotalFiles": 2})
     token = encode_cursor(first.params, [(2, 5)], {})

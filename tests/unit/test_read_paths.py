@@ -1,6 +1,7 @@
 """The fast read paths: folder descriptors (``FolderHandles``), reads by name in an open
 folder (``read_file_at``), the JSON form kept with a cached text
-(``ContentCache.json_body``), the one-call UTF-8 decode, and the request stage over them.
+(``lsp.encode.cached_json_body``, in the slot of ``ContentCache.derived``), the one-call
+UTF-8 decode, and the request stage over them.
 
 Descriptor counts come from ``/proc/self/fd`` (Linux): a descriptor of ours is one whose
 link names a folder below the test's tree, so other descriptors of the process (pytest's,
@@ -41,6 +42,7 @@ from readmany_daemon.content import (
 from readmany_daemon.engine import answer as answer_mod
 from readmany_daemon.engine import load as load_mod
 from readmany_daemon.errors import Code
+from readmany_daemon.lsp.encode import cached_json_body
 from readmany_daemon.messages import decode_read_params
 from readmany_daemon.request import answer
 from readmany_daemon.settings import Settings
@@ -488,7 +490,7 @@ def test_read_file_at_checks_window_arguments(tmp_path: Path) -> None:
         read_file_at(-1, "f", pre, max_file_bytes=MiB, offset=0)
 
 
-# ------------------------------------------------------------------ ContentCache.json_body
+# ---------------------------------------------------------- lsp.encode.cached_json_body
 
 
 def loaded_for(tmp_path: Path, name: str, text: str) -> tuple[str, Loaded]:
@@ -507,14 +509,14 @@ def test_json_body_is_the_json_form_of_the_very_stored_text(tmp_path: Path) -> N
     path, lo = loaded_for(tmp_path, "a.txt", TRICKY * 50)
     assert cache.put(path, lo)
     assert lo.text is not None
-    body = cache.json_body(lo.text)
+    body = cached_json_body(cache, lo.text)
     assert body == msgspec.json.encode(lo.text)[1:-1]
     assert json.loads(b'"' + body + b'"') == lo.text
-    assert cache.json_body(lo.text) is body  # kept, not made again
+    assert cached_json_body(cache, lo.text) is body  # kept, not made again
     equal = "".join(list(lo.text))
     assert equal == lo.text and equal is not lo.text
-    assert cache.json_body(equal) is None
-    assert cache.json_body("not stored anywhere") is None
+    assert cached_json_body(cache, equal) is None
+    assert cached_json_body(cache, "not stored anywhere") is None
 
 
 def test_json_body_is_charged_once_to_bytes_used(tmp_path: Path) -> None:
@@ -523,13 +525,13 @@ def test_json_body_is_charged_once_to_bytes_used(tmp_path: Path) -> None:
     assert cache.put(path, lo) and lo.text is not None
     before = cache.bytes_used
     assert before == content._cost(lo)
-    body = cache.json_body(lo.text)
+    body = cached_json_body(cache, lo.text)
     assert body is not None and len(body) > len(lo.text)  # escapes and UTF-8 count
     # the JSON form, and the UTF-8 copy the encoder left on the (non-ASCII) str
     utf8_copy = len(lo.text.encode()) + 1
     assert not lo.text.isascii()
     assert cache.bytes_used == before + len(body) + utf8_copy
-    cache.json_body(lo.text)
+    cached_json_body(cache, lo.text)
     assert cache.bytes_used == before + len(body) + utf8_copy
 
 
@@ -539,7 +541,7 @@ def test_json_body_goes_with_its_entry(tmp_path: Path, how: str) -> None:
     other_path, other = loaded_for(tmp_path, "b.txt", "b" * 5000)
     cache = ContentCache(MiB if how != "evict" else content._cost(lo) + content._cost(other) - 1)
     assert cache.put(path, lo) and lo.text is not None
-    assert cache.json_body(lo.text) == b"a" * 5000
+    assert cached_json_body(cache, lo.text) == b"a" * 5000
     if how == "invalidate":
         assert cache.invalidate(path)
     elif how == "clear":
@@ -548,14 +550,14 @@ def test_json_body_goes_with_its_entry(tmp_path: Path, how: str) -> None:
         again = read_file(path, max_file_bytes=MiB)
         assert again.text == lo.text and again.text is not lo.text
         assert cache.put(path, again) and again.text is not None
-        assert cache.json_body(again.text) == b"a" * 5000
+        assert cached_json_body(cache, again.text) == b"a" * 5000
     elif how == "evict":
         assert cache.put(other_path, other)
         assert path not in cache
     else:
         os.utime(path, (time.time() - 10, time.time() - 10))
         assert cache.get(path, os.stat(path)) is None
-    assert cache.json_body(lo.text) is None
+    assert cached_json_body(cache, lo.text) is None
     expected = 0 if how in ("invalidate", "clear", "stale-get") else None
     if expected is not None:
         assert cache.bytes_used == expected
@@ -569,20 +571,20 @@ def test_charging_a_json_body_evicts_older_entries(tmp_path: Path) -> None:
     cache = ContentCache(content._cost(a) + content._cost(b) + 100)
     assert cache.put(a_path, a) and cache.put(b_path, b) and b.text is not None
     assert len(cache) == 2
-    body = cache.json_body(b.text)
+    body = cached_json_body(cache, b.text)
     assert body == b"b" * 10_000
     assert a_path not in cache and b_path in cache
     assert cache.bytes_used == content._cost(b) + len(body) <= cache.max_bytes
-    assert cache.json_body(b.text) is body
+    assert cached_json_body(cache, b.text) is body
 
 
 def test_a_json_body_too_big_for_the_cache_drops_its_own_entry(tmp_path: Path) -> None:
     path, lo = loaded_for(tmp_path, "a.txt", "x" * 10_000)
     cache = ContentCache(content._cost(lo) + 10)
     assert cache.put(path, lo) and lo.text is not None
-    assert cache.json_body(lo.text) == b"x" * 10_000  # still answered
+    assert cached_json_body(cache, lo.text) == b"x" * 10_000  # still answered
     assert path not in cache and cache.bytes_used == 0
-    assert cache.json_body(lo.text) is None
+    assert cached_json_body(cache, lo.text) is None
 
 
 def test_json_body_of_text_json_cannot_carry_is_none() -> None:
@@ -602,7 +604,7 @@ def test_json_body_of_text_json_cannot_carry_is_none() -> None:
     cache = ContentCache(MiB)
     assert cache.put("/x/surrogate.txt", lo)
     used = cache.bytes_used
-    assert cache.json_body(text) is None
+    assert cached_json_body(cache, text) is None
     assert cache.bytes_used == used
 
 
@@ -611,10 +613,10 @@ def test_racy_entries_are_not_stored_so_have_no_json_body(tmp_path: Path) -> Non
     lo = read_file(str(tmp_path / "fresh.txt"), max_file_bytes=MiB)
     cache = ContentCache(MiB)
     assert not cache.put(str(tmp_path / "fresh.txt"), lo)
-    assert lo.text is not None and cache.json_body(lo.text) is None
+    assert lo.text is not None and cached_json_body(cache, lo.text) is None
     relaxed = ContentCache(MiB, granularity_ns=0)
     assert relaxed.put(str(tmp_path / "fresh.txt"), lo)
-    assert relaxed.json_body(lo.text) == b"y" * 5000
+    assert cached_json_body(relaxed, lo.text) == b"y" * 5000
 
 
 def test_short_texts_get_no_json_body_even_when_entries_share_the_object(
@@ -627,16 +629,16 @@ def test_short_texts_get_no_json_body_even_when_entries_share_the_object(
     assert one.text is two.text  # the same interned object
     cache = ContentCache(MiB)
     assert cache.put(p1, one) and cache.put(p2, two)
-    assert one.text is not None and cache.json_body(one.text) is None
+    assert one.text is not None and cached_json_body(cache, one.text) is None
     assert cache.invalidate(p2)
-    assert p1 in cache and cache.json_body(one.text) is None
+    assert p1 in cache and cached_json_body(cache, one.text) is None
     short = "y" * (content.JSON_BODY_MIN_CHARS - 1)
     p3, three = loaded_for(tmp_path, "three.txt", short)
     assert cache.put(p3, three) and three.text is not None
-    assert cache.json_body(three.text) is None
+    assert cached_json_body(cache, three.text) is None
     p4, four = loaded_for(tmp_path, "four.txt", short + "y")
     assert cache.put(p4, four) and four.text is not None
-    assert cache.json_body(four.text) == b"y" * content.JSON_BODY_MIN_CHARS
+    assert cached_json_body(cache, four.text) == b"y" * content.JSON_BODY_MIN_CHARS
 
 
 # ---------------------------------------------------------------------------- decode

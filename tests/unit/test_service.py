@@ -18,7 +18,7 @@ import pytest
 
 from readmany_daemon.errors import Cancelled, RootNotFound
 from readmany_daemon.index import Index
-from readmany_daemon.messages import decode_files_params, decode_read_params
+from readmany_daemon.messages import decode_files_params
 from readmany_daemon.racy import RACY_NS
 from readmany_daemon.runtime import changelog
 from readmany_daemon.runtime.changelog import SNAPSHOTS_KEPT, ChangeLog
@@ -30,6 +30,7 @@ from readmany_daemon.runtime.service import Service
 from readmany_daemon.runtime.status import cache_status, overall_state, watcher_status
 from readmany_daemon.runtime.watcher import Watcher
 from readmany_daemon.settings import Settings
+from readmany_daemon.wire.cursor import decode_read_request
 from readmany_daemon.workspace import Overlay, Workspace
 from tests.conftest import write_tree
 
@@ -57,7 +58,7 @@ def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Service
 
 def read(svc: Service, entry: RootEntry, conn: int = 1, **params: Any) -> str:
     """``llmContent`` of a ``readMany/read`` run as connection ``conn``."""
-    result = svc.call(RequestContext(conn), svc.read_sync, entry, decode_read_params(params))
+    result = svc.call(RequestContext(conn), svc.read_sync, entry, decode_read_request(params))
     return result.llm_content
 
 
@@ -524,7 +525,7 @@ def test_cancellation_goes_through_the_workspace_checkpoint(service: Service, tr
     with pytest.raises(Cancelled), service.jobs.running(ctx):
         ctx.cancel.set()
         assert service._overlay(str(tree / "a.txt")) is None
-        service.read_sync(entry, decode_read_params({"paths": ["a.txt"]}))
+        service.read_sync(entry, decode_read_request({"paths": ["a.txt"]}))
     assert service.jobs.cancelled == 1
 
 
