@@ -19,6 +19,7 @@ from pathlib import Path
 from readmany_daemon.client import runtime_dir
 from readmany_daemon.daemon import default_log_path
 from readmany_daemon.snapshot import cache_dir
+from tests.e2e.daemon_helpers import wait_for
 from tests.session_guard import MESSAGE, TOKEN_VAR, real_folders
 
 REPO = Path(__file__).resolve().parents[2]
@@ -162,3 +163,32 @@ def test_this_session_runs_with_private_folders() -> None:
         check=True,
     ).stdout.split("\n")
     assert out[0].startswith("/tmp/rmh") and out[1] == f"{out[0]}/run" and len(out[2]) == 32
+
+
+def test_a_killed_test_process_gets_its_machine_settings_back(tmp_path: Path) -> None:
+    """tests/machine_settings.py: SIGKILL while a setting is changed; the guard process
+    writes the original back (a plain file stands in for the /proc/sys one)."""
+    setting = tmp_path / "setting"
+    setting.write_text("5\n")
+    code = (
+        "import time; from tests.machine_settings import changed\n"
+        f"with changed([{str(setting)!r}]) as c:\n"
+        f"    c.set({str(setting)!r}, 1); print('set', flush=True); time.sleep(120)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(
+            os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+        ),
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "set\n"
+        assert setting.read_text() == "1\n"
+    finally:
+        proc.kill()
+        proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+    wait_for(lambda: setting.read_text() == "5\n", 60)
