@@ -29,6 +29,7 @@ and the CLI. A failure prints the seed and the case; rerun one with
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import random
 import shutil
@@ -559,17 +560,55 @@ def test_cli_files_uses_the_fast_listing(
     assert main(["files", "--no-daemon", "--root", str(repo / "nope")]) == 2  # RootNotFound
 
 
+#: Module files (relative to the package folder; a trailing "/" is a whole folder) that
+#: ``readmany files --no-daemon`` must not load: the engine, content, wire, the index's
+#: model (the git-seeded listing is fastlist.py, later index/gitlist.py), the runtime,
+#: LSP and MCP. Checked on files, not module names, so a rename cannot make it vacuous.
+HEAVY_FILES = (
+    "request.py",
+    "render.py",
+    "workspace.py",
+    "engine/",
+    "content.py",
+    "content/",
+    "messages.py",
+    "wire/",
+    "index.py",
+    "index/model.py",
+    "index/walk.py",
+    "index/changes.py",
+    "index/snapshot.py",
+    "snapshot.py",
+    "service.py",
+    "watcher.py",
+    "runtime/",
+    "server.py",
+    "lsp/",
+    "mcp_server.py",
+    "mcp/",
+)
+HEAVY_PACKAGES = ("pygls", "lsprotocol", "watchdog", "mcp", "wcmatch", "charset_normalizer")
+
+
 def test_cli_imports_stay_light(repo: Path) -> None:
-    """The files command's one-shot path imports no request/content/render/messages."""
+    """The files command's one-shot path loads none of ``HEAVY_FILES`` nor
+    ``HEAVY_PACKAGES``; it does load cli.py and the git-seeded listing."""
     write_tree(repo, {"a.py": ""})
     code = (
-        "import sys; from readmany_daemon.cli import main; "
-        f"rc = main(['files', '--no-daemon', '--root', {str(repo)!r}]); "
-        "heavy = [m for m in ('readmany_daemon.request', 'readmany_daemon.content', "
-        "'readmany_daemon.render', 'readmany_daemon.messages', 'readmany_daemon.index', "
-        "'charset_normalizer', 'readmany_daemon.workspace') if m in sys.modules]; "
-        "print(rc, heavy, file=sys.stderr)"
+        "import json, os, sys; import readmany_daemon; from readmany_daemon.cli import main\n"
+        f"rc = main(['files', '--no-daemon', '--root', {str(repo)!r}])\n"
+        "pkg = os.path.dirname(os.path.realpath(readmany_daemon.__file__))\n"
+        "files = sorted({os.path.relpath(os.path.realpath(f), pkg)"
+        " for m in list(sys.modules.values()) if isinstance(f := getattr(m, '__file__', None), str)"
+        " and os.path.realpath(f).startswith(pkg + os.sep)})\n"
+        "tops = sorted({name.partition('.')[0] for name in sys.modules})\n"
+        "print(json.dumps([rc, files, tops]), file=sys.stderr)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout == "a.py\n"
-    assert proc.stderr.strip() == "0 []"
+    rc, files, tops = json.loads(proc.stderr)
+    assert rc == 0
+    assert "cli.py" in files, files
+    assert {"fastlist.py", "index/gitlist.py"} & set(files), files
+    assert [f for f in files if f.startswith(HEAVY_FILES)] == [], files
+    assert [t for t in tops if t in HEAVY_PACKAGES] == [], tops
