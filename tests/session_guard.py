@@ -9,7 +9,7 @@
   offline from it) unless it is set already;
 - marks the session's environment with ``RMTEST_SESSION=<token>`` (inherited by every
   process started from it, also through ``tests.helpers.make_env``);
-- lists the readmany processes alive now and every entry under the real user's readmany
+- lists the processes alive now and every entry under the real user's readmany
   runtime, state and cache folders (``real_folders``).
 
 ``Guard.leaks`` (at session end) names every readmany process of this session still
@@ -18,8 +18,9 @@ conftest then fails the run with ``MESSAGE``. A readmany process is one whose co
 line has an argument holding ``readmany_daemon`` or whose file name starts with
 ``readmany``; it is this session's when it was not alive at the start and carries the
 session's token (or the session's folders) in its environment or command line; this
-process and its parents are never counted. The machine may be shared with other test
-sessions: their processes carry other tokens and are left alone.
+process and its parents are never counted. A new process caught inside ``exec`` (its
+command line still empty) is looked at again. The machine may be shared with other
+test sessions: their processes carry other tokens and are left alone.
 """
 
 from __future__ import annotations
@@ -98,32 +99,36 @@ def _proc(pid: int, name: str) -> bytes:
         return b""
 
 
+def _stat_fields(stat: bytes) -> list[bytes]:
+    """The fields of a ``/proc/PID/stat`` line after the command name (state first)."""
+    return stat.rpartition(b")")[2].split()
+
+
 def _start_time(stat: bytes) -> bytes | None:
     """``starttime`` of a ``/proc/PID/stat`` line (None for a zombie or no line)."""
-    fields = stat.rpartition(b")")[2].split()
+    fields = _stat_fields(stat)
     if len(fields) < 20 or fields[0] == b"Z":
         return None
     return fields[19]
+
+
+_PF_KTHREAD = 0x00200000
 
 
 def _is_readmany(argv: list[bytes]) -> bool:
     return any(b"readmany_daemon" in a or os.path.basename(a).startswith(b"readmany") for a in argv)
 
 
-def _readmany_processes() -> dict[tuple[int, bytes], list[bytes]]:
-    """Live readmany processes: ``(pid, starttime) -> argv``."""
-    found: dict[tuple[int, bytes], list[bytes]] = {}
+def _processes() -> dict[tuple[int, bytes], bytes]:
+    """Every live process: ``(pid, starttime) -> its stat line``."""
+    found: dict[tuple[int, bytes], bytes] = {}
     with contextlib.suppress(OSError):
         for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            pid = int(name)
-            argv = _proc(pid, "cmdline").split(b"\0")
-            if not _is_readmany(argv):
-                continue
-            start = _start_time(_proc(pid, "stat"))
-            if start is not None:
-                found[pid, start] = argv
+            if name.isdigit():
+                stat = _proc(int(name), "stat")
+                start = _start_time(stat)
+                if start is not None:
+                    found[int(name), start] = stat
     return found
 
 
@@ -161,7 +166,7 @@ class Guard:
             home=home,
             token=token,
             folders=folders,
-            processes=set(_readmany_processes()),
+            processes=set(_processes()),
             entries={f: _listing(f) for f in folders},
         )
         private = {
@@ -188,13 +193,25 @@ class Guard:
         blobs = [_proc(pid, "environ"), b"\0".join(argv)]
         return any(mark in blob for mark in self.marks for blob in blobs)
 
-    def leaked_processes(self) -> list[str]:
+    def scan(self) -> tuple[list[str], bool]:
+        """``(leaked processes, whether a new process could not be told yet)``: a
+        process caught inside ``exec`` shows an empty command line for a moment."""
         skip = _ancestors()
-        return [
-            f"process {pid} still alive: {b' '.join(argv).decode(errors='replace')}"
-            for (pid, start), argv in sorted(_readmany_processes().items())
-            if (pid, start) not in self.processes and pid not in skip and self._ours(pid, argv)
-        ]
+        leaks: list[str] = []
+        pending = False
+        for (pid, start), stat in sorted(_processes().items()):
+            if (pid, start) in self.processes or pid in skip:
+                continue
+            argv = _proc(pid, "cmdline").rstrip(b"\0").split(b"\0")
+            if argv == [b""]:
+                fields = _stat_fields(stat)
+                kernel = len(fields) > 6 and int(fields[6]) & _PF_KTHREAD
+                pending = pending or (not kernel and _start_time(_proc(pid, "stat")) == start)
+                continue
+            if _is_readmany(argv) and self._ours(pid, argv):
+                command = b" ".join(argv).decode(errors="replace")
+                leaks.append(f"process {pid} still alive: {command}")
+        return leaks, pending
 
     def leaked_files(self) -> list[str]:
         out = []
@@ -209,8 +226,10 @@ class Guard:
         if grace is None:
             grace = float(os.environ.get(GRACE_VAR, "10"))
         deadline = time.monotonic() + grace
-        while (procs := self.leaked_processes()) and time.monotonic() < deadline:
+        procs, pending = self.scan()
+        while (procs or pending) and time.monotonic() < deadline:
             time.sleep(0.1)
+            procs, pending = self.scan()
         return procs + self.leaked_files()
 
     def end(self) -> None:
