@@ -63,16 +63,12 @@ def make_env(home: Path, runtime: Path | None = None) -> dict[str, str]:
     """A process environment with a private ``home`` and XDG folders below it (no user
     git config, no global excludes, no ``READMANY_*`` or ``GIT_*`` variable of the
     caller), ``GIT_ENV`` and ``READMANY_NO_DAEMON=1``. ``runtime`` is the
-    ``XDG_RUNTIME_DIR`` (created 0700); by default a new short ``rmw…`` folder (in the
-    session's runtime folder, else ``/tmp``), so that a daemon socket path fits
-    ``sun_path``."""
+    ``XDG_RUNTIME_DIR`` (created 0700); by default a new short ``/tmp/rmw…`` folder, so
+    that a daemon socket path fits ``sun_path`` (whoever made it removes it; directly in
+    ``/tmp``, not in the session's 0700 folder, so that tests can let other users in)."""
     home.mkdir(parents=True, exist_ok=True)
     if runtime is None:
-        # Inside the test session (tests/session_guard.py) below its short private
-        # runtime folder, removed with it at the end even if nobody cleans up; else /tmp.
-        session = os.environ.get("XDG_RUNTIME_DIR", "")
-        inside = "RMTEST_SESSION" in os.environ and 0 < len(session) <= 40
-        runtime = Path(tempfile.mkdtemp(prefix="rmw", dir=session if inside else "/tmp"))
+        runtime = Path(tempfile.mkdtemp(prefix="rmw", dir="/tmp"))
     else:
         runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("READMANY_", "GIT_"))}
