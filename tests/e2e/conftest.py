@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -12,50 +11,14 @@ from typing import Any
 
 import pytest
 
-GIT_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.invalid",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.invalid",
-}
+from tests.helpers import make_env
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     """A process environment with its own HOME (no user git config, no global excludes)."""
     home = tmp_path / "_home"
-    home.mkdir(exist_ok=True)
-    runtime = home / "run"
-    runtime.mkdir(mode=0o700, exist_ok=True)
-    e = dict(
-        os.environ,
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_STATE_HOME=str(home / ".state"),
-        XDG_CACHE_HOME=str(home / ".cache"),
-        XDG_RUNTIME_DIR=str(runtime),
-        READMANY_NO_DAEMON="1",
-        **GIT_ENV,
-    )
-    e.pop("READMANY_DENY_PATTERNS", None)
-    return e
-
-
-def write(root: Path, files: dict[str, str | bytes]) -> None:
-    for rel, data in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(data, bytes):
-            p.write_bytes(data)
-        else:
-            p.write_text(data, encoding="utf-8")
-
-
-def git(root: Path, *args: str, env: dict[str, str]) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, env=env, check=True, capture_output=True, text=True
-    ).stdout
+    return make_env(home, runtime=home / "run")
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,16 +24,9 @@ from typing import Any, TypeVar
 import pytest
 
 from readmany_daemon.client import Client
+from tests.helpers import make_env
 
 T = TypeVar("T")
-
-GIT_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.invalid",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.invalid",
-}
 
 
 def wait_for(condition: Callable[[], T], timeout: float = 15.0, every: float = 0.01) -> T:
@@ -48,35 +40,6 @@ def wait_for(condition: Callable[[], T], timeout: float = 15.0, every: float = 0
         if time.monotonic() >= deadline:
             raise AssertionError(f"condition not met within {timeout} s (last: {value!r})")
         time.sleep(every)
-
-
-def make_env(home: Path) -> dict[str, str]:
-    """A process environment with a private HOME and XDG folders (no user git config,
-    no global excludes); the runtime folder is short so the socket path fits."""
-    home.mkdir(parents=True, exist_ok=True)
-    runtime = Path(tempfile.mkdtemp(prefix="rmw", dir="/tmp"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("READMANY_", "GIT_"))}
-    env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_STATE_HOME=str(home / ".state"),
-        XDG_CACHE_HOME=str(home / ".cache"),
-        XDG_RUNTIME_DIR=str(runtime),
-        READMANY_NO_DAEMON="1",
-        **GIT_ENV,
-    )
-    return env
-
-
-def git(root: Path, *args: str, env: dict[str, str]) -> str:
-    return subprocess.run(
-        ["git", "-c", "core.fsmonitor=false", *args],
-        cwd=root,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
 
 
 class Daemon:
@@ -163,13 +126,6 @@ class Daemon:
     def cleanup(self) -> None:
         self.stop()
         shutil.rmtree(self.env["XDG_RUNTIME_DIR"], ignore_errors=True)
-
-
-def write(root: Path, files: dict[str, str]) -> None:
-    for rel, data in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(data, encoding="utf-8")
 
 
 def listed(client: Client, pattern: str = "**", sync: str = "none") -> list[str]:

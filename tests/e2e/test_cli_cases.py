@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import git, write
+from tests.helpers import git, write_tree
 
 ReadJson = Callable[..., dict[str, Any]]
 
@@ -27,7 +27,7 @@ def files_list(readmany: Any, root: Path, *args: str) -> list[str]:
 def test_case1_nested_gitignore_in_glob(
     tmp_path: Path, read_json: ReadJson, env: dict[str, str]
 ) -> None:
-    write(
+    write_tree(
         tmp_path,
         {
             ".gitignore": "*.log\n",
@@ -45,7 +45,7 @@ def test_case1_nested_gitignore_in_glob(
 def test_case2_star_gitignore_hides_only_its_folder(
     tmp_path: Path, readmany: Any, env: dict[str, str]
 ) -> None:
-    write(tmp_path, {"htmlcov/.gitignore": "*\n", "htmlcov/index.html": "x", "d/d.txt": "d\n"})
+    write_tree(tmp_path, {"htmlcov/.gitignore": "*\n", "htmlcov/index.html": "x", "d/d.txt": "d\n"})
     git(tmp_path, "init", "-q", env=env)
     assert files_list(readmany, tmp_path) == ["d/d.txt"]
 
@@ -53,7 +53,7 @@ def test_case2_star_gitignore_hides_only_its_folder(
 def test_case3_anchored_and_nested_dir_patterns(
     tmp_path: Path, readmany: Any, env: dict[str, str]
 ) -> None:
-    write(
+    write_tree(
         tmp_path,
         {
             ".gitignore": "/staticfiles/\nsrc/gen/\n",
@@ -70,7 +70,7 @@ def test_case3_anchored_and_nested_dir_patterns(
 def test_case4_negation_relists_every_run(
     tmp_path: Path, readmany: Any, env: dict[str, str]
 ) -> None:
-    write(tmp_path, {".gitignore": "*.gen\n!keep.gen\n", "keep.gen": "k", "drop.gen": "d"})
+    write_tree(tmp_path, {".gitignore": "*.gen\n!keep.gen\n", "keep.gen": "k", "drop.gen": "d"})
     git(tmp_path, "init", "-q", env=env)
     for _ in range(3):
         assert files_list(readmany, tmp_path) == [".gitignore", "keep.gen"]
@@ -79,7 +79,7 @@ def test_case4_negation_relists_every_run(
 def test_case5_negation_cannot_reinclude_under_excluded_folder(
     tmp_path: Path, readmany: Any, env: dict[str, str]
 ) -> None:
-    write(
+    write_tree(
         tmp_path, {".gitignore": "build/\n!build/keep.txt\n", "build/keep.txt": "k", "a.txt": "a"}
     )
     git(tmp_path, "init", "-q", env=env)
@@ -90,7 +90,7 @@ def test_case6_info_exclude_with_negation(
     tmp_path: Path, readmany: Any, env: dict[str, str]
 ) -> None:
     git(tmp_path, "init", "-q", env=env)
-    write(
+    write_tree(
         tmp_path,
         {
             ".git/info/exclude": "*.log\n!important.log\n",
@@ -103,7 +103,7 @@ def test_case6_info_exclude_with_negation(
 
 
 def test_case7_latin1_text_kept_whole(tmp_path: Path, read_json: ReadJson) -> None:
-    write(tmp_path, {"latin.txt": "café naïve résumé\n".encode("latin-1")})
+    write_tree(tmp_path, {"latin.txt": "café naïve résumé\n".encode("latin-1")})
     r = read_json(tmp_path, "latin.txt")
     f = r["files"][0]
     assert f["status"] == "ok"
@@ -119,7 +119,7 @@ def test_case7_latin1_text_kept_whole(tmp_path: Path, read_json: ReadJson) -> No
 
 def test_case8_utf8_char_across_1024_boundary_is_text(tmp_path: Path, read_json: ReadJson) -> None:
     data = b"a" * 1023 + "é".encode() + b"\n" + b"tail\n"
-    write(tmp_path, {"edge.txt": data})
+    write_tree(tmp_path, {"edge.txt": data})
     r = read_json(tmp_path, "edge.txt")
     assert r["files"][0]["status"] == "ok"
     assert r["files"][0]["encoding"].startswith("utf")
@@ -129,7 +129,7 @@ def test_case8_utf8_char_across_1024_boundary_is_text(tmp_path: Path, read_json:
 def test_case9_folder_gives_every_visible_file(
     tmp_path: Path, read_json: ReadJson, env: dict[str, str]
 ) -> None:
-    write(
+    write_tree(
         tmp_path,
         {
             ".gitignore": "*.tmp\n",
@@ -145,7 +145,7 @@ def test_case9_folder_gives_every_visible_file(
 
 
 def test_case10_names_with_space_brackets_hash_unicode(tmp_path: Path, read_json: ReadJson) -> None:
-    write(
+    write_tree(
         tmp_path,
         {
             "with space.txt": "s\n",
@@ -164,7 +164,7 @@ def test_case10_names_with_space_brackets_hash_unicode(tmp_path: Path, read_json
 
 
 def test_case10b_nfd_spelling_of_an_nfc_name(tmp_path: Path, read_json: ReadJson) -> None:
-    write(tmp_path, {"caf\u00e9.txt": "nfc\n"})
+    write_tree(tmp_path, {"caf\u00e9.txt": "nfc\n"})
     r = read_json(tmp_path, "cafe\u0301.txt")
     assert r["files"][0]["status"] == "ok"
     assert "nfc" in r["llmContent"]
@@ -172,7 +172,7 @@ def test_case10b_nfd_spelling_of_an_nfc_name(tmp_path: Path, read_json: ReadJson
 
 def test_case11_outside_workspace(tmp_path: Path, read_json: ReadJson) -> None:
     root = tmp_path / "root"
-    write(tmp_path, {"outside.txt": "SECRET\n", "root/in.txt": "in\n"})
+    write_tree(tmp_path, {"outside.txt": "SECRET\n", "root/in.txt": "in\n"})
     os.symlink(tmp_path / "outside.txt", root / "link.txt")
     r = read_json(root, "../outside.txt", "link.txt", str(tmp_path / "outside.txt"), "in.txt")
     statuses = [(f["status"], f.get("code")) for f in r["files"]]
@@ -185,7 +185,7 @@ def test_case11_outside_workspace(tmp_path: Path, read_json: ReadJson) -> None:
 
 
 def test_case12_long_file_cut_at_200_lines(tmp_path: Path, read_json: ReadJson) -> None:
-    write(tmp_path, {"big.py": "".join(f"line {i}\n" for i in range(1, 2501))})
+    write_tree(tmp_path, {"big.py": "".join(f"line {i}\n" for i in range(1, 2501))})
     r = read_json(tmp_path, "big.py")
     f = r["files"][0]
     assert (f["status"], f["lineStart"], f["lineEnd"], f["totalLines"], f["nextOffset"]) == (
@@ -205,7 +205,7 @@ def test_case12_long_file_cut_at_200_lines(tmp_path: Path, read_json: ReadJson) 
 
 
 def test_case13_budget_omits_and_cursor_continues(tmp_path: Path, read_json: ReadJson) -> None:
-    write(tmp_path, {f"src/f{i:02}.py": f"x = {i}\n" for i in range(30)})
+    write_tree(tmp_path, {f"src/f{i:02}.py": f"x = {i}\n" for i in range(30)})
     r = read_json(tmp_path, "src/*.py")
     statuses = [f["status"] for f in r["files"]]
     assert statuses.count("ok") == 20 and statuses.count("omitted") == 10
@@ -236,7 +236,7 @@ def test_case13b_huge_glob_answer_stays_small(tmp_path: Path, read_json: ReadJso
 def test_case14_git_config_never_read(
     tmp_path: Path, read_json: ReadJson, readmany: Any, env: dict[str, str]
 ) -> None:
-    write(tmp_path, {"a.txt": "a\n"})
+    write_tree(tmp_path, {"a.txt": "a\n"})
     git(tmp_path, "init", "-q", env=env)
     r = read_json(
         tmp_path, ".git/config", "--no-gitignore", "--no-ignore-files", "--no-default-excludes"
@@ -281,7 +281,7 @@ def test_per_file_problems_exit_0(tmp_path: Path, readmany: Any) -> None:
 
 
 def test_files_null_separated_and_sorted_by_bytes(tmp_path: Path, readmany: Any) -> None:
-    write(
+    write_tree(
         tmp_path,
         {
             "b.txt": "",
@@ -309,7 +309,7 @@ def test_unwritable_output_is_one_line_and_exit_1(
     import subprocess
     import sys
 
-    write(tmp_path, {"a.txt": "a\n"})
+    write_tree(tmp_path, {"a.txt": "a\n"})
     args = [sys.executable, "-m", "readmany_daemon", command, "--no-daemon"]
     args += ["--root", str(tmp_path)]
     if command == "read":

@@ -31,8 +31,8 @@ from lsprotocol import types
 from pygls.io_ import run_async
 
 from readmany_daemon.client import Client, ConnectionClosed, RpcError
-from tests.e2e.conftest import write
 from tests.e2e.test_server_stdio import make_client
+from tests.helpers import write_tree
 
 PY = [sys.executable, "-m", "readmany_daemon"]
 
@@ -176,7 +176,7 @@ def _alive(pid: int) -> bool:
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
-    write(
+    write_tree(
         root,
         {
             "a.txt": "disk a\n",
@@ -245,8 +245,8 @@ def test_large_answer_is_sent_in_chunks_and_in_order(
     in-process one, and a request sent right behind it is answered after it, whole."""
     root = tmp_path / "big"
     line = 'caf\u00e9 "q" \\ \t \U0001f600 \u2028 end\n'
-    write(root, {f"d{i}/f{i}.txt": line * (40_000 // len(line)) for i in range(40)})
-    write(root, {"small.txt": "small\n"})
+    write_tree(root, {f"d{i}/f{i}.txt": line * (40_000 // len(line)) for i in range(40)})
+    write_tree(root, {"small.txt": "small\n"})
     d = daemons("--socket")
     d.wait_line("serving on")
     args = ["read", "--json", "**/*.txt", "--prefer-full-read"]

@@ -26,7 +26,8 @@ import pytest
 
 from readmany_daemon.client import Client, ConnectionClosed, RpcError
 from readmany_daemon.server import MAX_MESSAGE_BYTES
-from tests.e2e.daemon_helpers import Daemon, make_env, wait_for
+from tests.e2e.daemon_helpers import Daemon, wait_for
+from tests.helpers import make_env
 
 TIMEOUT = 30.0
 

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from readmany_daemon.client import Client
-from tests.e2e.daemon_helpers import Daemon, git, make_env, status_root, wait_for, write
+from tests.e2e.daemon_helpers import Daemon, status_root, wait_for
+from tests.helpers import git, make_env, write_tree
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +59,7 @@ def run_cycles(client: Client, root: Path, cycles: int, sync: str) -> None:
             assert got == {rel: f"value {i}\n"}, (i, "new file", got)
         elif kind == 1:  # mkdir -p + write: the new tree in a recursive expansion
             rel = f"tree{i}/a/b/leaf.txt"
-            write(root, {rel: f"leaf {i}\n"})
+            write_tree(root, {rel: f"leaf {i}\n"})
             got = contents(read(client, [f"tree{i}/**"], sync))
             assert got == {rel: f"leaf {i}\n"}, (i, "new tree", got)
         elif kind == 2:  # atomic save onto an existing file
@@ -88,7 +89,7 @@ def run_cycles(client: Client, root: Path, cycles: int, sync: str) -> None:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
-    write(root, {"src/base.py": "base\n", "README.md": "r\n"})
+    write_tree(root, {"src/base.py": "base\n", "README.md": "r\n"})
     return root
 
 
@@ -117,7 +118,7 @@ def test_cycles_while_the_watcher_is_still_starting(daemon: Daemon, tmp_path: Pa
     # The first requests race the watcher's start (its watches, its first reconcile):
     # they are answered through stat checks meanwhile, and must be fresh all the same.
     root = tmp_path / "fresh"
-    write(root, {f"pkg{i}/m{j}.py": "" for i in range(40) for j in range(5)})
-    write(root, {"src/base.py": "base\n"})
+    write_tree(root, {f"pkg{i}/m{j}.py": "" for i in range(40) for j in range(5)})
+    write_tree(root, {"src/base.py": "base\n"})
     with daemon.session(root) as client:
         run_cycles(client, root, 50, "auto")

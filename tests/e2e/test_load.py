@@ -57,7 +57,8 @@ from typing import Any
 import pytest
 
 from readmany_daemon.client import Client, RpcError
-from tests.e2e.daemon_helpers import Daemon, git, make_env, status_root, wait_for, write
+from tests.e2e.daemon_helpers import Daemon, status_root, wait_for
+from tests.helpers import git, make_env, write_tree
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "bench" / "results"
@@ -190,7 +191,7 @@ class Writer:
     def create(self) -> list[str]:
         path, ident = self.new_path()
         self.model.begin({path: (ident, 1)})
-        write(self.root, {path: render(ident, 1)})
+        write_tree(self.root, {path: render(ident, 1)})
         self.model.finish({path: (ident, 1)}, [])
         return [path]
 
@@ -674,7 +675,7 @@ class LoadRun:
 
 def make_tree(root: Path) -> dict[str, str]:
     static = {f"src/pkg{i % 4}/m{i}.py": f"static module {i}\n" for i in range(STATIC_FILES)}
-    write(root, static)
+    write_tree(root, static)
     for k in range(LIVE_DIRS):
         (root / f"live/d{k}").mkdir(parents=True)
     return static

@@ -27,7 +27,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.e2e.conftest import write
+from tests.helpers import write_tree
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -116,7 +116,7 @@ def text(result: dict[str, Any]) -> str:
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
-    write(
+    write_tree(
         root,
         {
             "README.md": "# demo\n",
@@ -254,8 +254,8 @@ async def test_reads_a_real_tree_in_every_reference_shape(env: dict[str, str], t
 
 
 async def test_budgets_cursor_and_offset_continuation(env: dict[str, str], tree: Path) -> None:
-    write(tree, {f"many/f{i:02}.txt": f"file {i}\n" for i in range(25)})
-    write(tree, {"big.py": "".join(f"line {i}\n" for i in range(1, 501))})
+    write_tree(tree, {f"many/f{i:02}.txt": f"file {i}\n" for i in range(25)})
+    write_tree(tree, {"big.py": "".join(f"line {i}\n" for i in range(1, 501))})
     async with mcp_session(env, "--root", str(tree)) as session:
         first = await read(session, paths=["many/*.txt"], max_total_files=10)
         s = first["structuredContent"]
@@ -286,7 +286,7 @@ async def test_budgets_cursor_and_offset_continuation(env: dict[str, str], tree:
 
 async def test_images_and_pdfs_come_back_as_content(env: dict[str, str], tree: Path) -> None:
     png = _png()
-    write(tree, {"img/logo.png": png, "doc.pdf": PDF})
+    write_tree(tree, {"img/logo.png": png, "doc.pdf": PDF})
     async with mcp_session(env, "--root", str(tree)) as session:
         r = await read(session, paths=["img/logo.png", "doc.pdf", "src/a.py"])
     kinds = [c["type"] for c in r["content"]]
@@ -348,7 +348,7 @@ async def test_answers_reflect_writes(env: dict[str, str], tree: Path) -> None:
 
         before = await read(session, paths=["src/**/*.py"])
         assert len(before["structuredContent"]["files"]) == 3
-        write(tree, {"src/pkg/new.py": "print('new')\n", "src/d.py": "print('d')\n"})
+        write_tree(tree, {"src/pkg/new.py": "print('new')\n", "src/d.py": "print('d')\n"})
         after = await read(session, paths=["src/**/*.py"])
         paths = [f["path"] for f in after["structuredContent"]["files"]]
         assert "src/pkg/new.py" in paths and "src/d.py" in paths
@@ -379,7 +379,7 @@ async def test_root_comes_from_the_clients_roots(
     env: dict[str, str], tree: Path, tmp_path: Path
 ) -> None:
     other = tmp_path / "other"
-    write(other, {"x.txt": "from other\n"})
+    write_tree(other, {"x.txt": "from other\n"})
     async with mcp_session(env, roots=[tree, other]) as session:
         r = await read(session, paths=["src/a.py"])
         assert "print('a')" in text(r)

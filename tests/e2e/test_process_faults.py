@@ -34,12 +34,11 @@ from tests.e2e.daemon_helpers import (
     cli,
     daemon_pids,
     fresh_daemon,
-    git,
     status_root,
     wait_for,
-    write,
 )
 from tests.e2e.test_snapshot import saved_snapshot
+from tests.helpers import git, write_tree
 
 daemon = fresh_daemon  # the fixture (tests/e2e/daemon_helpers.py)
 
@@ -81,7 +80,7 @@ def test_kill9_mid_request_cli_and_raw_client_then_cli_restarts_from_snapshot(
 ) -> None:
     root = tmp_path / "ws"
     line = "y" * 79 + "\n"
-    write(
+    write_tree(
         root,
         {"src/a.py": "a = 1\n", **{f"big/f{i:03}.txt": line * 800 for i in range(300)}},
     )
@@ -148,7 +147,7 @@ def test_client_hanging_up_mid_answer_leaks_nothing(daemon: Daemon, tmp_path: Pa
     root = tmp_path / "ws"
     line = "z" * 99 + "\n"
     # ~10 MB of answer: more than the socket buffers hold (4 MiB asked for the send side)
-    write(root, {"a.txt": "alpha\n", **{f"big/f{i:02}.txt": line * 2500 for i in range(40)}})
+    write_tree(root, {"a.txt": "alpha\n", **{f"big/f{i:02}.txt": line * 2500 for i in range(40)}})
     daemon.start()
     with daemon.session(root) as observer:
         observer.request("readMany/read", {"paths": ["a.txt"]})
@@ -261,7 +260,7 @@ def test_daemons_racing_over_a_stale_socket_one_serves(daemon: Daemon, tmp_path:
 
 def test_cli_calls_racing_start_exactly_one_daemon(daemon: Daemon, tmp_path: Path) -> None:
     root = tmp_path / "ws"
-    write(root, {"a.txt": "alpha\n", "b/c.txt": "gamma\n"})
+    write_tree(root, {"a.txt": "alpha\n", "b/c.txt": "gamma\n"})
     env = autostart_env(daemon)
     runs = [
         subprocess.Popen(
@@ -291,7 +290,7 @@ def test_leftovers_at_the_socket_path(daemon: Daemon, tmp_path: Path) -> None:
     os.makedirs(folder, mode=0o700)
     env = autostart_env(daemon)
     root = tmp_path / "ws"
-    write(root, {"a.txt": "alpha\n"})
+    write_tree(root, {"a.txt": "alpha\n"})
 
     # A regular file in the private runtime folder: the auto-started daemon replaces it.
     Path(daemon.socket).write_text("junk\n")

@@ -35,11 +35,9 @@ from tests.e2e.daemon_helpers import (
     Daemon,
     cli,
     fresh_daemon,
-    git,
-    make_env,
     wait_for,
-    write,
 )
+from tests.helpers import git, make_env, write_tree
 
 daemon = fresh_daemon  # the fixture (tests/e2e/daemon_helpers.py)
 
@@ -296,13 +294,13 @@ def confined(tmp_path: Path, daemon: Daemon) -> dict[str, Any]:
         "overlay": f"OVERLAYSECRET-{marker}",
     }
     outside = tmp_path / "outside"
-    write(
+    write_tree(
         outside, {"outside-secret.txt": secrets["outside"] + "\n", "d/deep.txt": secrets["outside"]}
     )
     home = Path(daemon.env["HOME"])
-    write(home, {"home-secret.txt": secrets["home"] + "\n"})
+    write_tree(home, {"home-secret.txt": secrets["home"] + "\n"})
     root = tmp_path / "ws"
-    write(root, {"a.txt": "alpha\n", "sub/b.txt": "beta\n", "sub/%2e%2e/x.txt": "literal\n"})
+    write_tree(root, {"a.txt": "alpha\n", "sub/b.txt": "beta\n", "sub/%2e%2e/x.txt": "literal\n"})
     os.symlink(outside / "outside-secret.txt", root / "link_file")
     os.symlink(outside, root / "link_dir")
     os.symlink("../..", root / "sub" / "link_up")
@@ -437,7 +435,7 @@ _DENY_KINDS = (
 def _deny_tree(root: Path, env: dict[str, str], marker: str) -> list[str]:
     """A repository (and a nested one) with denied files, each holding a marker; the
     markers."""
-    write(
+    write_tree(
         root,
         {
             "a.txt": "alpha\n",
@@ -457,7 +455,7 @@ def _deny_tree(root: Path, env: dict[str, str], marker: str) -> list[str]:
     git(root, "add", "a.txt", ".gitignore", env=env)
     git(root, "commit", "-qm", f"COMMITMSG-{marker}", env=env)
     nested = root / "vendor" / "lib"
-    write(nested, {"x.txt": "x\n"})
+    write_tree(nested, {"x.txt": "x\n"})
     git(nested, "init", "-q", env=env)
     git(nested, "config", "readmany.marker", f"NESTED-{marker}", env=env)
     return [f"{k}-{marker}" for k in _DENY_KINDS]
@@ -571,7 +569,7 @@ def tree_state(root: Path) -> dict[str, tuple[Any, ...]]:
 
 
 def _realistic_tree(root: Path, env: dict[str, str]) -> None:
-    write(
+    write_tree(
         root,
         {
             ".gitignore": "*.log\nbuild/\n",
@@ -735,8 +733,8 @@ def test_a_folder_swapped_for_a_link_out_mid_request_is_never_followed(
 
     root, outside = tmp_path / "ws", tmp_path / "outside"
     secret = f"OUTSIDE-{uuid.uuid4().hex}"
-    write(root, {"sub/x.txt": "inside\n", "a.txt": "a\n"})
-    write(outside, {"x.txt": secret + "\n"})
+    write_tree(root, {"sub/x.txt": "inside\n", "a.txt": "a\n"})
+    write_tree(outside, {"x.txt": secret + "\n"})
     daemon.start()
     stop = threading.Event()
     flips = 0
@@ -824,7 +822,7 @@ def test_clients_refuse_a_socket_served_by_another_user(tmp_path: Path) -> None:
         env.pop("XDG_RUNTIME_DIR", None)
         env["TMPDIR"] = str(tmpdir)
         root = tmp_path / "ws"
-        write(root, {"a.txt": "mine\n"})
+        write_tree(root, {"a.txt": "mine\n"})
         run = cli(env, "read", "--root", str(root), "a.txt", "--json")
         assert run.returncode == 0, run.stderr
         answer = json.loads(run.stdout)

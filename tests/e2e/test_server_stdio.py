@@ -25,7 +25,7 @@ from pytest_lsp import (
     make_test_lsp_client,
 )
 
-from tests.e2e.conftest import write
+from tests.helpers import write_tree
 
 EDITORS = ["visual-studio-code", "neovim", "emacs"]
 SERVER = [sys.executable, "-m", "readmany_daemon", "serve", "--stdio"]
@@ -100,7 +100,7 @@ def make_client() -> Client:
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
-    write(
+    write_tree(
         root,
         {
             "a.txt": "disk a\n",
@@ -359,7 +359,7 @@ async def test_settings_warn_and_connection_defaults(start: Any, ws: Path) -> No
 
 async def test_workspace_folders_added_and_removed(start: Any, ws: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
-    write(other, {"o.txt": "other root\n"})
+    write_tree(other, {"o.txt": "other root\n"})
     client = await start()
     await _init(client, "visual-studio-code", [_folder(ws, "main")])
     client.workspace_did_change_workspace_folders(
@@ -388,7 +388,7 @@ async def test_workspace_folders_added_and_removed(start: Any, ws: Path, tmp_pat
 async def test_cancel_request_stops_the_engine(start: Any, tmp_path: Path) -> None:
     root = tmp_path / "big"
     line = "x" * 79 + "\n"
-    write(root, {f"f{i:03}.txt": line * 1500 for i in range(400)})  # 48 MB: ~1 s to number
+    write_tree(root, {f"f{i:03}.txt": line * 1500 for i in range(400)})  # 48 MB: ~1 s to number
     client = await start()
     await client.initialize_session(
         types.InitializeParams(

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from readmany_daemon.client import ConnectionClosed
-from tests.e2e.daemon_helpers import Daemon, git, listed, make_env, status_root, wait_for, write
+from tests.e2e.daemon_helpers import Daemon, listed, status_root, wait_for
+from tests.helpers import git, make_env, write_tree
 
 
 @pytest.fixture
@@ -54,7 +55,7 @@ def test_kill_during_a_request_then_restart_from_the_snapshot(
 ) -> None:
     root = tmp_path / "ws"
     line = "x" * 79 + "\n"
-    write(
+    write_tree(
         root,
         {
             ".gitignore": "*.log\n",
@@ -99,7 +100,7 @@ def test_kill_during_a_request_then_restart_from_the_snapshot(
 
     # While no daemon runs: a file added, one removed, one rewritten, a new folder, an
     # ignore rule that now hides a file.
-    write(root, {"src/new.py": "n = 1\n", "pkg/x.py": "x = 1\n", "src/a.py": "a = 'after'\n"})
+    write_tree(root, {"src/new.py": "n = 1\n", "pkg/x.py": "x = 1\n", "src/a.py": "a = 'after'\n"})
     (root / "src" / "b.py").unlink()
     (root / ".gitignore").write_text("*.log\nhide.py\n")
 
@@ -126,7 +127,7 @@ def test_kill_during_a_request_then_restart_from_the_snapshot(
 
 def test_corrupt_snapshot_is_discarded_with_a_warning(daemon: Daemon, tmp_path: Path) -> None:
     root = tmp_path / "ws"
-    write(root, {"a.txt": "a\n", "d/b.txt": "b\n"})
+    write_tree(root, {"a.txt": "a\n", "d/b.txt": "b\n"})
     daemon.start()
     snap = saved_snapshot(daemon, root)
     daemon.stop()
@@ -146,12 +147,12 @@ def test_corrupt_snapshot_is_discarded_with_a_warning(daemon: Daemon, tmp_path: 
 
 def test_snapshot_of_a_replaced_folder_is_not_used(daemon: Daemon, tmp_path: Path) -> None:
     root = tmp_path / "ws"
-    write(root, {"old.txt": ""})
+    write_tree(root, {"old.txt": ""})
     daemon.start()
     saved_snapshot(daemon, root)
     daemon.stop()
     root.rename(tmp_path / "ws.old")  # kept, so its inode cannot be reused at once
-    write(root, {"new.txt": ""})  # same path, another folder (st_ino differs)
+    write_tree(root, {"new.txt": ""})  # same path, another folder (st_ino differs)
     daemon.start()
     with daemon.session(root) as client:
         assert listed(client, "**", "auto") == ["new.txt"]
@@ -162,11 +163,11 @@ def test_snapshot_of_a_replaced_folder_is_not_used(daemon: Daemon, tmp_path: Pat
 
 def test_stop_saves_the_latest_state(daemon: Daemon, tmp_path: Path) -> None:
     root = tmp_path / "ws"
-    write(root, {"a.txt": ""})
+    write_tree(root, {"a.txt": ""})
     daemon.start()
     saved_snapshot(daemon, root)
     with daemon.session(root) as client:
-        write(root, {"later.txt": ""})
+        write_tree(root, {"later.txt": ""})
         assert listed(client, "**", "auto") == ["a.txt", "later.txt"]
     daemon.stop()  # SIGTERM: the changed index is saved on the way out
     log = json.dumps(daemon.stderr)

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from readmany_daemon.client import Client
-from tests.e2e.daemon_helpers import Daemon, git, listed, make_env, status_root, wait_for, write
+from tests.e2e.daemon_helpers import Daemon, listed, status_root, wait_for
+from tests.helpers import git, make_env, write_tree
 
 DEADLINE = 10.0
 
@@ -66,11 +67,10 @@ def eventually(client: Client, pattern: str, expected: list[str]) -> None:
 
 
 @pytest.fixture
-def repo(tmp_path: Path, env: dict[str, str]) -> Path:
-    root = tmp_path / "ws"
-    write(root, {"README.md": "# r\n", "src/a.py": "a = 1\n", "src/pkg/b.py": "b = 2\n"})
-    git(root, "init", "-q", env=env)
-    return root
+def repo(repo: Path) -> Path:
+    """The shared empty repository (tests/conftest.py) with a README and two sources."""
+    write_tree(repo, {"README.md": "# r\n", "src/a.py": "a = 1\n", "src/pkg/b.py": "b = 2\n"})
+    return repo
 
 
 # ----------------------------------------------------------------------------- files
@@ -81,7 +81,7 @@ def test_files_and_folders_created_and_deleted(daemon: Daemon, repo: Path) -> No
         (repo / "src" / "new.py").write_text("n\n")
         eventually(client, "src/**", ["src/a.py", "src/new.py", "src/pkg/b.py"])
         # mkdir -p + write: only the first folder's creation is an event in a watched folder
-        write(repo, {"deep/x/y/z.py": "z\n"})
+        write_tree(repo, {"deep/x/y/z.py": "z\n"})
         eventually(client, "deep/**", ["deep/x/y/z.py"])
         # the new folders are watched now: a later write in the deepest is seen
         (repo / "deep" / "x" / "y" / "w.py").write_text("w\n")
@@ -112,7 +112,7 @@ def test_atomic_save_is_seen_and_reported(daemon: Daemon, repo: Path) -> None:
 
 def test_folders_moved_in_and_out(daemon: Daemon, repo: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
-    write(outside, {"incoming/i.py": "", "incoming/sub/j.py": ""})
+    write_tree(outside, {"incoming/i.py": "", "incoming/sub/j.py": ""})
     with open_root(daemon, repo) as client:
         os.rename(outside / "incoming", repo / "incoming")
         eventually(client, "incoming/**", ["incoming/i.py", "incoming/sub/j.py"])
@@ -137,7 +137,7 @@ def test_folders_moved_in_and_out(daemon: Daemon, repo: Path, tmp_path: Path) ->
 def test_ignore_file_edits_change_what_is_listed(
     daemon: Daemon, repo: Path, env: dict[str, str]
 ) -> None:
-    write(repo, {"logs/app.log": "", "logs/keep.txt": "", "src/gen/out.py": ""})
+    write_tree(repo, {"logs/app.log": "", "logs/keep.txt": "", "src/gen/out.py": ""})
     with open_root(daemon, repo) as client:
         everything = [
             "README.md",
@@ -180,7 +180,7 @@ def test_named_reads_follow_ignore_file_edits_at_once(daemon: Daemon, repo: Path
     """A named path's verdict (ignored_by, skipped/ignored, denied) is remembered between
     reads, but never past a change: each read right after an ignore-file write (no
     waiting) sees the write (PROTOCOL §6)."""
-    write(repo, {"notes/a.txt": "a\n"})
+    write_tree(repo, {"notes/a.txt": "a\n"})
     with open_root(daemon, repo) as client:
 
         def read() -> dict[str, Any]:
@@ -205,11 +205,11 @@ def test_root_deleted_and_recreated_is_seen(daemon: Daemon, tmp_path: Path) -> N
     the next answers show the new folder's files, never the old ones, and the new folder
     is watched again (a file written later is seen through the barrier)."""
     root = tmp_path / "gone"
-    write(root, {"one.txt": "one\n"})
+    write_tree(root, {"one.txt": "one\n"})
     with open_root(daemon, root) as client:
         assert listed(client) == ["one.txt"]
         shutil.rmtree(root)
-        write(root, {"two.txt": "two\n", "sub/three.txt": "3\n"})
+        write_tree(root, {"two.txt": "two\n", "sub/three.txt": "3\n"})
         assert listed(client, sync="auto") == ["sub/three.txt", "two.txt"]
         got = client.request("readMany/read", {"paths": ["**"]})
         assert "two" in got["llmContent"] and "one" not in got["llmContent"]
@@ -221,7 +221,7 @@ def test_root_deleted_and_recreated_is_seen(daemon: Daemon, tmp_path: Path) -> N
 
 
 def test_git_index_changes_what_is_visible(daemon: Daemon, repo: Path, env: dict[str, str]) -> None:
-    write(
+    write_tree(
         repo,
         {
             ".gitignore": "build/\n*.bin\n",
@@ -246,15 +246,15 @@ def test_checkout_touching_many_files(daemon: Daemon, tmp_path: Path, env: dict[
     # branch two removes 1,000 files of branch one, adds 1,000 and changes 500: each
     # checkout touches 2,500 files in 27 folders
     root = tmp_path / "big"
-    write(root, {f"m{i % 9}/f{i}.py": f"{i}\n" for i in range(2000)})
+    write_tree(root, {f"m{i % 9}/f{i}.py": f"{i}\n" for i in range(2000)})
     git(root, "init", "-q", env=env)
     git(root, "add", "-A", env=env)
     git(root, "commit", "-qm", "one", env=env)
     first = git(root, "rev-parse", "--abbrev-ref", "HEAD", env=env).strip()
     git(root, "checkout", "-qb", "two", env=env)
     git(root, "rm", "-q", *[f"m{i % 9}/f{i}.py" for i in range(0, 2000, 2)], env=env)
-    write(root, {f"m{i % 9}/f{i}.py": "changed\n" for i in range(1, 1000, 2)})
-    write(root, {f"n{i % 18}/g{i}.py": "" for i in range(1000)})
+    write_tree(root, {f"m{i % 9}/f{i}.py": "changed\n" for i in range(1, 1000, 2)})
+    write_tree(root, {f"n{i % 18}/g{i}.py": "" for i in range(1000)})
     git(root, "add", "-A", env=env)
     git(root, "commit", "-qm", "two", env=env)
     with open_root(daemon, root) as client:
@@ -270,7 +270,9 @@ def test_checkout_touching_many_files(daemon: Daemon, tmp_path: Path, env: dict[
 def test_reads_and_hidden_folders_raise_no_batches(
     daemon: Daemon, repo: Path, env: dict[str, str]
 ) -> None:
-    write(repo, {"node_modules/lib/index.js": "", ".venv/pyvenv.cfg": "", ".venv/lib/m.py": ""})
+    write_tree(
+        repo, {"node_modules/lib/index.js": "", ".venv/pyvenv.cfg": "", ".venv/lib/m.py": ""}
+    )
     with open_root(daemon, repo) as client:
         root = status_root(client, repo)
         # one watch per visible folder: the root, src, src/pkg (not node_modules, .venv, .git)
@@ -294,7 +296,7 @@ def test_reads_and_hidden_folders_raise_no_batches(
 
 def test_small_files_are_warmed_into_the_cache(daemon: Daemon, tmp_path: Path) -> None:
     root = tmp_path / "warm"
-    write(root, {f"w/f{i}.py": f"v = {i}\n" for i in range(20)})
+    write_tree(root, {f"w/f{i}.py": f"v = {i}\n" for i in range(20)})
     past = time.time() - 3600  # not racy: the cache keeps files not written just now
     for p in (root / "w").iterdir():
         os.utime(p, (past, past))

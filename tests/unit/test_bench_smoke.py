@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import git
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -44,13 +46,6 @@ def tree(gen_tree: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Any:
     return gen_tree.build_tree(tmp_path_factory.mktemp("bench") / "tree", files=300)
 
 
-def _git(root: Path, *args: str) -> str:
-    """stdout of a git command in ``root``."""
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
-
-
 def test_tree_layout(tree: Any) -> None:
     root: Path = tree.root
     assert tree.files_on_disk == 300
@@ -64,8 +59,8 @@ def test_tree_layout(tree: Any) -> None:
     nested = [p for p in root.rglob(".gitignore") if len(p.relative_to(root).parts) >= 3]
     assert nested, "no .gitignore below the first level"
 
-    assert _git(root, "rev-list", "--count", "HEAD").strip() == "1"
-    tracked = _git(root, "ls-files").splitlines()
+    assert git(root, "rev-list", "--count", "HEAD").strip() == "1"
+    tracked = git(root, "ls-files").splitlines()
     assert len(tracked) == tree.files_visible
     assert 0 < len(tracked) < 300
     for top in (".venv/", "build/", "dist/", "tmp/", "copy00/tmp/"):
@@ -75,7 +70,7 @@ def test_tree_layout(tree: Any) -> None:
     assert ".env" not in tracked and ".env.example" in tracked
     assert "build/keep.txt" not in tracked  # excluded folder: the negation can't apply
     assert not any(p.endswith(".log") and not p.endswith("/audit.log") for p in tracked)
-    assert _git(root, "status", "--porcelain") == ""
+    assert git(root, "status", "--porcelain") == ""
 
 
 def test_tree_is_reused(gen_tree: ModuleType, tree: Any) -> None:

@@ -29,6 +29,7 @@ and the CLI. A failure prints the seed and the case; rerun one with
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import random
 import shutil
@@ -44,7 +45,7 @@ from readmany_daemon.cli import main
 from readmany_daemon.ignore import Filters
 from readmany_daemon.index import Index
 from readmany_daemon.settings import Settings
-from tests.conftest import write_tree
+from tests.helpers import git, write_tree
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -52,16 +53,6 @@ FILTERS = [
     Filters(respect_gitignore=g, respect_ignore_files=i, use_default_excludes=d)
     for g, i, d in itertools.product((True, False), repeat=3)
 ]
-
-
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "core.fsmonitor=false", "-c", "protocol.file.allow=always", *args],
-        cwd=cwd,
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
 
 
 def _same(got: list[str], want: list[str], what: str) -> None:
@@ -145,7 +136,7 @@ def make_case(seed: int, base: Path) -> tuple[Path, str]:
     repo = base / "repo"
     repo.mkdir(parents=True)
     desc = [f"seed={seed}"]
-    _git(repo, "init", "-q")
+    git(repo, "init", "-q")
     dirs = [""]
     for _ in range(rng.randint(3, 9)):
         parent = rng.choice(dirs)
@@ -216,10 +207,10 @@ def make_case(seed: int, base: Path) -> tuple[Path, str]:
             os.symlink(os.path.relpath(repo / d, (repo / link).parent), repo / link)
             desc.append(f"folder symlink {link} -> {d}")
     # the index: everything gitignore keeps, then some ignored files forced in
-    _git(repo, "add", "-A")
+    git(repo, "add", "-A")
     ignored_ones = sorted(p for p in files if rng.random() < 0.15)
     if ignored_ones:
-        _git(repo, "add", "-f", "--", *ignored_ones)
+        git(repo, "add", "-f", "--", *ignored_ones)
         desc.append(f"force-added: {ignored_ones}")
     # nested repositories
     r = rng.random()
@@ -227,20 +218,20 @@ def make_case(seed: int, base: Path) -> tuple[Path, str]:
         nested = rng.choice(dirs) + "/inner" if rng.random() < 0.5 else "inner"
         nested = nested.lstrip("/")
         write_tree(repo / nested, {"n.py": "x", "n.log": "x", ".gitignore": "*.py\n"})
-        _git(repo / nested, "init", "-q")
+        git(repo / nested, "init", "-q")
         desc.append(f"untracked nested repository {nested}")
     elif r < 0.25:
         nested = "modules/sm"
         write_tree(repo / nested, {"s.txt": "x", "s.log": "x"})
-        _git(repo / nested, "init", "-q")
-        _git(repo / nested, "add", "-A", "-f")
-        _git(repo / nested, "commit", "-qm", "s", "--allow-empty")
-        _git(repo, "add", "-f", nested)  # a gitlink, as a submodule
+        git(repo / nested, "init", "-q")
+        git(repo / nested, "add", "-A", "-f")
+        git(repo / nested, "commit", "-qm", "s", "--allow-empty")
+        git(repo, "add", "-f", nested)  # a gitlink, as a submodule
         desc.append(f"gitlink {nested}")
     elif r < 0.32 and len(dirs) > 1:
         d = rng.choice(dirs[1:])
         if (repo / d).is_dir() and not (repo / d).is_symlink():
-            _git(repo / d, "init", "-q")
+            git(repo / d, "init", "-q")
             desc.append(f"nested repository over outer-tracked {d}")
     # the working tree moves on
     tracked_files = sorted(p for p in files if (repo / p).is_file())
@@ -331,14 +322,6 @@ def test_differential_one(git_env: Path, tmp_path: Path) -> None:
 # ---- targeted cases -------------------------------------------------------------------------
 
 
-@pytest.fixture()
-def repo(git_env: Path, tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    _git(root, "init", "-q")
-    return root
-
-
 def fast(
     root: Path, filters: Filters | None = None, settings: Settings | None = None
 ) -> tuple[list[str], str | None]:
@@ -363,7 +346,7 @@ def test_gitignore_deny_default_and_ignore_files(repo: Path) -> None:
             "src/__pycache__/m.pyc": "", "node_modules/p/i.js": "",
         },
     )  # fmt: skip
-    _git(repo, "add", ".gitignore", "src/m.py", "docs")
+    git(repo, "add", ".gitignore", "src/m.py", "docs")
     got, why = fast(repo)
     assert why is None
     assert got == [
@@ -375,7 +358,7 @@ def test_gitignore_deny_default_and_ignore_files(repo: Path) -> None:
 
 def test_tracked_changes_after_add(repo: Path) -> None:
     write_tree(repo, {"a.txt": "", "gone.txt": "", "was_file": "", "d/x.txt": "", "fifo": ""})
-    _git(repo, "add", "-A")
+    git(repo, "add", "-A")
     (repo / "gone.txt").unlink()
     (repo / "was_file").unlink()
     write_tree(repo, {"was_file/inside.txt": ""})
@@ -390,17 +373,17 @@ def test_tracked_changes_after_add(repo: Path) -> None:
 def test_unmerged_paths(repo: Path) -> None:
     """git lists an unmerged path once per stage; it is one file."""
     write_tree(repo, {"f.txt": "a\n", "g.txt": "", "h/i.txt": ""})
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "1")
-    _git(repo, "checkout", "-qb", "side")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "1")
+    git(repo, "checkout", "-qb", "side")
     (repo / "f.txt").write_text("b\n")
-    _git(repo, "commit", "-qam", "2")
-    _git(repo, "checkout", "-q", "-")
+    git(repo, "commit", "-qam", "2")
+    git(repo, "checkout", "-q", "-")
     (repo / "f.txt").write_text("c\n")
     (repo / "h/i.txt").write_text("c\n")
-    _git(repo, "commit", "-qam", "3")
+    git(repo, "commit", "-qam", "3")
     with pytest.raises(subprocess.CalledProcessError):
-        _git(repo, "merge", "side")
+        git(repo, "merge", "side")
     write_tree(repo, {"new.txt": ""})
     got, why = fast(repo)
     assert (got, why) == (["f.txt", "g.txt", "h/i.txt", "new.txt"], None)
@@ -423,7 +406,7 @@ def test_sorted_diff() -> None:
 
 def test_tracked_folder_replaced_by_symlink(repo: Path) -> None:
     write_tree(repo, {"d/x.txt": "", "other/y.txt": ""})
-    _git(repo, "add", "-A")
+    git(repo, "add", "-A")
     shutil.rmtree(repo / "d")
     os.symlink("other", repo / "d")
     got, why = fast(repo)
@@ -443,8 +426,8 @@ def test_tracked_inside_ignored_and_default_excluded_folders(repo: Path) -> None
             ".venv/pyvenv.cfg": "", ".venv/lib/t.py": "",
         },
     )  # fmt: skip
-    _git(repo, "add", ".gitignore")
-    _git(repo, "add", "-f", "build/keep.txt", "node_modules/p/tracked.js", ".venv/lib/t.py")
+    git(repo, "add", ".gitignore")
+    git(repo, "add", "-f", "build/keep.txt", "node_modules/p/tracked.js", ".venv/lib/t.py")
     write_tree(repo, {".venv/lib/new.py": "", "web/node_modules/q/j.js": ""})
     got, why = fast(repo)
     assert why is None
@@ -468,18 +451,18 @@ def test_untracked_venv_and_conda_env_not_gitignored(repo: Path) -> None:
 
 def test_nested_repositories(repo: Path) -> None:
     write_tree(repo, {".gitignore": "*.log\n", "a.py": "", "over/o.txt": "", "over/o.log": ""})
-    _git(repo, "add", "-A")
+    git(repo, "add", "-A")
     # untracked nested repository: its own rules, not the outer *.log
     write_tree(repo / "inner", {".gitignore": "*.py\n", "n.py": "", "n.log": ""})
-    _git(repo / "inner", "init", "-q")
+    git(repo / "inner", "init", "-q")
     # a gitlink (submodule) with a checkout, and one without
     write_tree(repo / "mods/sm", {"s.txt": "", "s.log": ""})
-    _git(repo / "mods/sm", "init", "-q")
-    _git(repo / "mods/sm", "add", "-A")
-    _git(repo / "mods/sm", "commit", "-qm", "s")
-    _git(repo, "add", "mods/sm")
+    git(repo / "mods/sm", "init", "-q")
+    git(repo / "mods/sm", "add", "-A")
+    git(repo / "mods/sm", "commit", "-qm", "s")
+    git(repo, "add", "mods/sm")
     # a repository created over outer-tracked files
-    _git(repo / "over", "init", "-q")
+    git(repo / "over", "init", "-q")
     # a .git git does not take for a repository, in a folder git lists
     write_tree(repo, {"bogus/b.log": "", "bogus/b.txt": ""})
     (repo / "bogus/.git").mkdir()
@@ -500,8 +483,8 @@ def test_root_below_top_and_inside_ignored_folder(repo: Path) -> None:
             "ignored/c.py": "", "ignored/c.log": "",
         },
     )  # fmt: skip
-    _git(repo, "add", "-A")
-    _git(repo, "add", "-f", "ignored/c.py")
+    git(repo, "add", "-A")
+    git(repo, "add", "-f", "ignored/c.py")
     got, why = fast(repo / "sub")
     assert why is None
     assert got == ["a.py", "deeper/b.py"]
@@ -519,7 +502,7 @@ def test_non_ascii_and_undecodable_names(repo: Path) -> None:
     with open(os.path.join(os.fsencode(repo), b"d\xe9", b"x.log"), "wb"):
         pass
     (repo / ".gitignore").write_bytes(b"*.log\n")
-    _git(repo, "add", "\u00e9", "z.txt")
+    git(repo, "add", "\u00e9", "z.txt")
     got, why = fast(repo)
     assert why is None
     assert got == sorted(got, key=os.fsencode)
@@ -569,7 +552,7 @@ def test_cli_files_uses_the_fast_listing(
     repo: Path, capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:
     write_tree(repo, {".gitignore": "*.log\n", "a.log": "", "b.py": "", "c/d.txt": "", ".env": ""})
-    _git(repo, "add", "-A")
+    git(repo, "add", "-A")
     assert main(["files", "--no-daemon", "--root", str(repo)]) == 0
     assert capsysbinary.readouterr().out == b".gitignore\nb.py\nc/d.txt\n"
     assert main(["files", "--no-daemon", "-0", "--no-gitignore", "--root", str(repo)]) == 0
@@ -577,17 +560,55 @@ def test_cli_files_uses_the_fast_listing(
     assert main(["files", "--no-daemon", "--root", str(repo / "nope")]) == 2  # RootNotFound
 
 
+#: Module files (relative to the package folder; a trailing "/" is a whole folder) that
+#: ``readmany files --no-daemon`` must not load: the engine, content, wire, the index's
+#: model (the git-seeded listing is fastlist.py, later index/gitlist.py), the runtime,
+#: LSP and MCP. Checked on files, not module names, so a rename cannot make it vacuous.
+HEAVY_FILES = (
+    "request.py",
+    "render.py",
+    "workspace.py",
+    "engine/",
+    "content.py",
+    "content/",
+    "messages.py",
+    "wire/",
+    "index.py",
+    "index/model.py",
+    "index/walk.py",
+    "index/changes.py",
+    "index/snapshot.py",
+    "snapshot.py",
+    "service.py",
+    "watcher.py",
+    "runtime/",
+    "server.py",
+    "lsp/",
+    "mcp_server.py",
+    "mcp/",
+)
+HEAVY_PACKAGES = ("pygls", "lsprotocol", "watchdog", "mcp", "wcmatch", "charset_normalizer")
+
+
 def test_cli_imports_stay_light(repo: Path) -> None:
-    """The files command's one-shot path imports no request/content/render/messages."""
+    """The files command's one-shot path loads none of ``HEAVY_FILES`` nor
+    ``HEAVY_PACKAGES``; it does load cli.py and the git-seeded listing."""
     write_tree(repo, {"a.py": ""})
     code = (
-        "import sys; from readmany_daemon.cli import main; "
-        f"rc = main(['files', '--no-daemon', '--root', {str(repo)!r}]); "
-        "heavy = [m for m in ('readmany_daemon.request', 'readmany_daemon.content', "
-        "'readmany_daemon.render', 'readmany_daemon.messages', 'readmany_daemon.index', "
-        "'charset_normalizer', 'readmany_daemon.workspace') if m in sys.modules]; "
-        "print(rc, heavy, file=sys.stderr)"
+        "import json, os, sys; import readmany_daemon; from readmany_daemon.cli import main\n"
+        f"rc = main(['files', '--no-daemon', '--root', {str(repo)!r}])\n"
+        "pkg = os.path.dirname(os.path.realpath(readmany_daemon.__file__))\n"
+        "files = sorted({os.path.relpath(os.path.realpath(f), pkg)"
+        " for m in list(sys.modules.values()) if isinstance(f := getattr(m, '__file__', None), str)"
+        " and os.path.realpath(f).startswith(pkg + os.sep)})\n"
+        "tops = sorted({name.partition('.')[0] for name in sys.modules})\n"
+        "print(json.dumps([rc, files, tops]), file=sys.stderr)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout == "a.py\n"
-    assert proc.stderr.strip() == "0 []"
+    rc, files, tops = json.loads(proc.stderr)
+    assert rc == 0
+    assert "cli.py" in files, files
+    assert {"fastlist.py", "index/gitlist.py"} & set(files), files
+    assert [f for f in files if f.startswith(HEAVY_FILES)] == [], files
+    assert [t for t in tops if t in HEAVY_PACKAGES] == [], tops

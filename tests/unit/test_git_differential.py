@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -32,6 +31,7 @@ import pytest
 from readmany_daemon.ignore import Filters
 from readmany_daemon.index import Index
 from readmany_daemon.settings import Settings
+from tests.helpers import git
 
 NAMES = [
     "a",
@@ -157,16 +157,6 @@ def _ignore_text(rng: random.Random, names: list[str]) -> bytes:
     return data
 
 
-def _git(cwd: Path, *args: str) -> bytes:
-    return subprocess.run(
-        ["git", "-c", "core.fsmonitor=false", *args],
-        cwd=cwd,
-        check=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    ).stdout
-
-
 def make_case(seed: int, base: Path) -> tuple[Path, Path, str]:
     """Build case ``seed`` under ``base``: returns ``(repo, root, description)``."""
     rng = random.Random(seed)
@@ -202,7 +192,7 @@ def make_case(seed: int, base: Path) -> tuple[Path, Path, str]:
             files.append(link)
             desc.append(f"symlink {link} -> {target}")
     names = sorted({p.rpartition("/")[2] for p in files + dirs if p})
-    _git(repo, "init", "-q")
+    git(repo, "init", "-q")
     for d in dirs:
         if rng.random() < (0.7 if d == "" else 0.35):
             data = _ignore_text(rng, names)
@@ -226,7 +216,7 @@ def make_case(seed: int, base: Path) -> tuple[Path, Path, str]:
         desc.append(f"core.excludesFile (default path): {data!r}")
     tracked = [f for f in files if rng.random() < 0.25 and not os.path.islink(repo / f)]
     if tracked:
-        _git(repo, "add", "-f", "--", *tracked)
+        git(repo, "add", "-f", "--", *tracked)
         desc.append(f"tracked: {tracked}")
     root = repo
     if rng.random() < 0.2 and len(dirs) > 1:
@@ -239,7 +229,7 @@ def make_case(seed: int, base: Path) -> tuple[Path, Path, str]:
 def run_case(seed: int, base: Path) -> str | None:
     """None if readmany agrees with git on case ``seed``, else a report."""
     _, root, desc = make_case(seed, base)
-    out = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    out = git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     want = {p for p in os.fsdecode(out).split("\0") if p and os.path.lexists(root / p)}
     ix = Index.build(str(root), Settings(default_excludes=[], deny_patterns=[]))
     got = set(ix.files(Filters(use_default_excludes=False)))
@@ -248,7 +238,7 @@ def run_case(seed: int, base: Path) -> str | None:
     if any("named explicitly" in w for w in ix.rules.warnings):
         # A root inside a folder git ignores is read as named (as ripgrep does): git
         # lists only tracked files there; readmany adds what git calls ignored, no more.
-        out = _git(root, "ls-files", "-z", "--others", "--ignored", "--exclude-standard")
+        out = git(root, "ls-files", "-z", "--others", "--ignored", "--exclude-standard")
         ignored = {p for p in os.fsdecode(out).split("\0") if p}
         if want <= got <= want | ignored:
             return None

@@ -9,21 +9,13 @@ import pytest
 
 from readmany_daemon.ignore import ALL, Filters, IgnoreRules, PatternList, Verdict
 from readmany_daemon.settings import Settings
-from tests.conftest import git, write_tree
+from tests.helpers import git, write_tree
 
 NONE_OFF = Filters(respect_gitignore=False, respect_ignore_files=False, use_default_excludes=False)
 
 
 def rules_for(root: Path, **settings: object) -> IgnoreRules:
     return IgnoreRules(os.path.realpath(root), Settings(**settings))  # type: ignore[arg-type]
-
-
-@pytest.fixture()
-def repo(git_env: Path, tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q")
-    return root
 
 
 # ---- pattern semantics (one rule per test) ---------------------------------------------

@@ -24,15 +24,7 @@ from readmany_daemon.request import list_files
 from readmany_daemon.service import RequestContext, Service
 from readmany_daemon.settings import Settings
 from readmany_daemon.workspace import Workspace
-from tests.conftest import git, write_tree
-
-
-@pytest.fixture()
-def repo(git_env: Path, tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q")
-    return root
+from tests.helpers import write_tree
 
 
 def listing(root: Path) -> tuple[set[bytes], list[str]]:

@@ -12,17 +12,9 @@ import pytest
 from readmany_daemon.ignore import ALL, Filters, Verdict
 from readmany_daemon.index import Index
 from readmany_daemon.settings import Settings
-from tests.conftest import git, write_tree
+from tests.helpers import git, write_tree
 
 NONE_OFF = Filters(respect_gitignore=False, respect_ignore_files=False, use_default_excludes=False)
-
-
-@pytest.fixture()
-def repo(git_env: Path, tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q")
-    return root
 
 
 def build(root: Path, **settings: object) -> Index:

@@ -30,7 +30,7 @@ from readmany_daemon.index import (
     Index,
 )
 from readmany_daemon.settings import Settings
-from tests.conftest import git, write_tree
+from tests.helpers import git, write_tree
 
 FILTERS = [
     ALL,
@@ -40,14 +40,6 @@ FILTERS = [
     Filters(False, False, False),
 ]
 HOUR_NS = 3600 * 10**9
-
-
-@pytest.fixture()
-def repo(git_env: Path, tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q")
-    return root
 
 
 def build(root: Path) -> Index:

@@ -15,15 +15,13 @@ from readmany_daemon.messages import decode_read_params
 from readmany_daemon.request import answer
 from readmany_daemon.settings import Settings
 from readmany_daemon.workspace import Workspace
+from tests.helpers import write_tree
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 
 
 def tree(root: Path, files: dict[str, str | bytes]) -> Workspace:
-    for rel, data in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(data if isinstance(data, bytes) else data.encode())
+    write_tree(root, files)
     return Workspace.open(str(root), Settings())
 
 

@@ -21,7 +21,7 @@ from readmany_daemon.ignore import ALL
 from readmany_daemon.index import Index
 from readmany_daemon.settings import Settings
 from readmany_daemon.watcher import Watcher
-from tests.conftest import git, write_tree
+from tests.helpers import git, write_tree
 
 T = TypeVar("T")
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/sys/fs/inotify"), reason="inotify")
