@@ -1297,13 +1297,12 @@ class Index:
         tracked set and note which folders to re-list (every walked folder on the way to
         a path whose tracked state changed) or, past ``RETRACK_LIMIT`` paths, re-walk
         everything. Frames keep pointing at the tracked set: they are switched to the
-        new one. (Uses the rules' private tracked-set object: the index is its only
-        other user.)"""
+        new one."""
         rules = self.rules
-        old = rules._tracked
+        old = rules.tracked
         if not rules.tracked_changed():
             return
-        new = rules._tracked
+        new = rules.tracked
         seen: set[int] = set()
         for rec in self._records.values():
             fr = rec.frame
@@ -1314,8 +1313,8 @@ class Index:
         if old is None or new is None:
             trees.add("")
             return
-        before = old._load()
-        after = new._load()
+        before = old.load()
+        after = new.load()
         if before == after:
             return
         self._tracked_diff(set(before).symmetric_difference(after), trees, folders)
@@ -1391,9 +1390,10 @@ class Index:
             )
             for rel, rec in self._records.items()
         ]
-        t = self.rules._tracked
-        tracked = t._sorted.joined() if t is not None and t._loaded else None
-        return IndexDump(dirs, self.rule_sources(), tracked, self.rules._index_stamp)
+        t = self.rules.tracked
+        tracked = t.joined() if t is not None else None
+        stamp = t.stamp if t is not None else None
+        return IndexDump(dirs, self.rule_sources(), tracked, stamp)
 
     def rule_sources(self) -> dict[str, str]:
         """``{source label: content digest}`` of every pattern list the walked folders'
@@ -1486,9 +1486,9 @@ class Index:
             while rel and rel not in records:
                 rel = rel.rpartition("/")[0]
             trees.add(rel)
-        t = rules._tracked
-        if dump.tracked is not None and t is not None and rules._index_stamp != dump.stamp:
-            current = list(t._load())
+        t = rules.tracked
+        if dump.tracked is not None and t is not None and t.stamp != dump.stamp:
+            current = list(t.load())
             before = dump.tracked
             if isinstance(before, str) and "\0".join(current) != before:
                 before = before.split("\0") if before else []
