@@ -150,7 +150,7 @@ class IgnoreRules:
 
     def __init__(self, root: str, settings: Settings, tracked: list[str] | None = None) -> None:
         # ``tracked``: the root's ``git ls-files -z --cached`` already read by the caller
-        # (sorted as ``str``), so no git process is started for it (fastlist.py)
+        # (sorted as ``str``), so no git process is started for it (index/gitlist.py)
         self.root = root
         self.settings = settings
         self.warnings: list[str] = []

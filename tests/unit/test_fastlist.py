@@ -9,7 +9,7 @@ default excludes on or off) it asserts
 
 and that the git-seeded path really ran (no fallback) with gitignore and ignore files
 on, unless the root lies inside a folder gitignore excludes. With ignore files off the
-listing takes the index walk (``fastlist._FAST_WITHOUT_IGNORE_FILES``: index.py hides
+listing takes the index walk (``gitlist._FAST_WITHOUT_IGNORE_FILES``: the index hides
 tracked paths an ignore file also hides there); the git-seeded path is then also run and
 checked against an index with no ignore files at all, the answer the index should give.
 
@@ -28,6 +28,7 @@ and the CLI. A failure prints the seed and the case; rerun one with
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
 import random
@@ -42,7 +43,7 @@ from msgspec.structs import replace
 from readmany_daemon import fastlist
 from readmany_daemon.cli import main
 from readmany_daemon.ignore import Filters
-from readmany_daemon.index import Index
+from readmany_daemon.index import Index, gitlist
 from readmany_daemon.settings import Settings
 from tests.conftest import write_tree
 
@@ -83,7 +84,7 @@ def compare(root: Path, settings: Settings | None = None) -> list[str]:
     take the git-seeded path fell back (empty: none did).
 
     With ignore files off the listing takes the index walk (index.py hides tracked paths
-    an ignore file also hides, see ``fastlist._FAST_WITHOUT_IGNORE_FILES``); there the
+    an ignore file also hides, see ``gitlist._FAST_WITHOUT_IGNORE_FILES``); there the
     git-seeded path is also run and checked against a walk with no ignore files at all,
     the answer the index should give."""
     settings = settings or Settings()
@@ -101,13 +102,13 @@ def compare(root: Path, settings: Settings | None = None) -> list[str]:
         if filters.respect_gitignore and not filters.respect_ignore_files:
             if without is None:
                 without = Index.build(str(root), replace(settings, ignore_file_names=[]))
-            fastlist._FAST_WITHOUT_IGNORE_FILES = True
+            gitlist._FAST_WITHOUT_IGNORE_FILES = True
             try:
                 job = fastlist.start(str(root), True, False)
                 assert job is not None
                 got = job.files(settings, filters)
             finally:
-                fastlist._FAST_WITHOUT_IGNORE_FILES = False
+                gitlist._FAST_WITHOUT_IGNORE_FILES = False
             if job.fallback is None:  # else the index's own answer, checked above
                 want = without.files(filters._replace(respect_ignore_files=True))
                 _same(got, want, f"{filters}, git-seeded, vs no ignore files")
@@ -584,10 +585,14 @@ def test_cli_imports_stay_light(repo: Path) -> None:
         "import sys; from readmany_daemon.cli import main; "
         f"rc = main(['files', '--no-daemon', '--root', {str(repo)!r}]); "
         "heavy = [m for m in ('readmany_daemon.request', 'readmany_daemon.content', "
-        "'readmany_daemon.render', 'readmany_daemon.messages', 'readmany_daemon.index', "
+        "'readmany_daemon.render', 'readmany_daemon.messages', 'readmany_daemon.index.model', "
+        "'readmany_daemon.index.walk', 'readmany_daemon.watcher', 'pygls', "
         "'charset_normalizer', 'readmany_daemon.workspace') if m in sys.modules]; "
         "print(rc, heavy, file=sys.stderr)"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout == "a.py\n"
     assert proc.stderr.strip() == "0 []"
+    # the names checked above are real modules (a rename must not make the check vacuous)
+    for name in ("readmany_daemon.index.model", "readmany_daemon.index.walk"):
+        assert importlib.util.find_spec(name) is not None, name
