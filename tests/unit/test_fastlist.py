@@ -9,7 +9,7 @@ default excludes on or off) it asserts
 
 and that the git-seeded path really ran (no fallback) with gitignore and ignore files
 on, unless the root lies inside a folder gitignore excludes. With ignore files off the
-listing takes the index walk (``fastlist._FAST_WITHOUT_IGNORE_FILES``: index.py hides
+listing takes the index walk (``gitlist._FAST_WITHOUT_IGNORE_FILES``: the index hides
 tracked paths an ignore file also hides there); the git-seeded path is then also run and
 checked against an index with no ignore files at all, the answer the index should give.
 
@@ -28,6 +28,7 @@ and the CLI. A failure prints the seed and the case; rerun one with
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import os
@@ -43,7 +44,7 @@ from msgspec.structs import replace
 from readmany_daemon import fastlist
 from readmany_daemon.cli import main
 from readmany_daemon.ignore import Filters
-from readmany_daemon.index import Index
+from readmany_daemon.index import Index, gitlist
 from readmany_daemon.settings import Settings
 from tests.helpers import git, write_tree
 
@@ -74,7 +75,7 @@ def compare(root: Path, settings: Settings | None = None) -> list[str]:
     take the git-seeded path fell back (empty: none did).
 
     With ignore files off the listing takes the index walk (index.py hides tracked paths
-    an ignore file also hides, see ``fastlist._FAST_WITHOUT_IGNORE_FILES``); there the
+    an ignore file also hides, see ``gitlist._FAST_WITHOUT_IGNORE_FILES``); there the
     git-seeded path is also run and checked against a walk with no ignore files at all,
     the answer the index should give."""
     settings = settings or Settings()
@@ -92,13 +93,13 @@ def compare(root: Path, settings: Settings | None = None) -> list[str]:
         if filters.respect_gitignore and not filters.respect_ignore_files:
             if without is None:
                 without = Index.build(str(root), replace(settings, ignore_file_names=[]))
-            fastlist._FAST_WITHOUT_IGNORE_FILES = True
+            gitlist._FAST_WITHOUT_IGNORE_FILES = True
             try:
                 job = fastlist.start(str(root), True, False)
                 assert job is not None
                 got = job.files(settings, filters)
             finally:
-                fastlist._FAST_WITHOUT_IGNORE_FILES = False
+                gitlist._FAST_WITHOUT_IGNORE_FILES = False
             if job.fallback is None:  # else the index's own answer, checked above
                 want = without.files(filters._replace(respect_ignore_files=True))
                 _same(got, want, f"{filters}, git-seeded, vs no ignore files")

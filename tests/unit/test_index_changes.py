@@ -29,6 +29,7 @@ from readmany_daemon.index import (
     Applied,
     Index,
 )
+from readmany_daemon.index import changes as index_changes
 from readmany_daemon.settings import Settings
 from tests.helpers import git, write_tree
 
@@ -409,7 +410,7 @@ def test_checkout_touching_many_files(repo: Path, monkeypatch: pytest.MonkeyPatc
     assert_like_fresh(ix, repo)
     assert len(log.changed()) == 150 and len(log.deleted()) == 201
     # past RETRACK_LIMIT paths the root is walked again: the same result
-    monkeypatch.setattr(index_mod, "RETRACK_LIMIT", 3)
+    monkeypatch.setattr(index_changes, "RETRACK_LIMIT", 3)
     git(repo, "checkout", "-q", "two")
     ix.apply([("", GIT_INDEX), ("", FOLDER)] + [(f"pkg{i}", FOLDER) for i in range(7)])
     assert_like_fresh(ix, repo)

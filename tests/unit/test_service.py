@@ -32,7 +32,7 @@ from readmany_daemon.runtime.watcher import Watcher
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.cursor import decode_read_request
 from readmany_daemon.workspace import Overlay, Workspace
-from tests.conftest import write_tree
+from tests.helpers import write_tree
 
 OLD = time.time() - 3600  # an mtime outside the racy window: whole reads get cached
 

@@ -1,0 +1,504 @@
+"""Keeping an index current: change hints confirmed by ``lstat``/``scandir``,
+re-listing, re-walking and the stat route.
+
+Keeping it current (``apply``, fed by ``watcher.py`` or by tests with scripted batches):
+change hints ``(rel, kinds)`` are only hints, confirmed by ``lstat``/``scandir``. A
+folder named by a hint is listed again one level (``_relist``), keeping the records of
+sub-folders whose verdict did not change; a changed ignore file, ``.git`` or virtualenv
+marker re-walks its folder's subtree; ``$GIT_COMMON_DIR/info/exclude`` re-walks the root;
+a changed git index re-reads the tracked set and re-lists the folders on the way to each
+path whose tracked state changed. Each batch bumps ``clock`` once and tells the listeners
+which visible files changed or went (``add_listener``: the change log behind
+``readMany/changedSince``) and which folders were walked or dropped
+(``add_dir_listener``: the watcher's watches). ``verify``/``is_stale`` compare folder
+mtimes with the records, with git's racy rule (``RACY_NS``): the stat route of PROTOCOL
+§6 (``stat_checks``) and the reconcile after a restart.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import stat as _stat
+from collections.abc import Callable, Iterable
+from typing import Final
+
+from ..rules.ignore import Frame
+from ..rules.kinds import DEFAULT_EXCLUDE
+from .records import (
+    ALL_MASK,
+    CONTENT,
+    ENTRY,
+    FOLDER,
+    GIT_INDEX,
+    RACY_NS,
+    RULES,
+    TREE,
+    Applied,
+    DirRecord,
+    is_under,
+    subtree_of,
+)
+from .walk import IndexWalk
+
+__all__ = ["RETRACK_LIMIT", "IndexChanges"]
+
+#: root is walked again instead of re-listing the folders on the way to each.
+RETRACK_LIMIT: Final = 5000
+
+_DONE: Final = 0
+_VANISHED: Final = 1
+_RULES: Final = 2
+
+
+class _Delta:
+    """What a change batch did so far (see ``Index._finish``)."""
+
+    __slots__ = ("added_dirs", "changed", "contents", "deleted", "fresh", "removed_dirs", "touched")
+
+    def __init__(self) -> None:
+        self.changed: set[str] = set()
+        self.deleted: set[str] = set()
+        self.contents: set[str] = set()
+        self.added_dirs: set[str] = set()
+        self.removed_dirs: set[str] = set()
+        self.fresh: set[str] = set()  # folders walked in this batch
+        self.touched = False
+
+
+def _depth(rel: str) -> int:
+    return rel.count("/") + 1 if rel else 0
+
+
+def _same_frame(a: Frame, b: Frame) -> bool:
+    """Whether two frames apply the same rules: the same pattern lists (by identity:
+    the rules cache them per file), the same excluded-kind markers, the same tracked
+    set."""
+    if a is b:
+        return True
+    if a.tracked is not b.tracked:
+        return False
+    for x, y in zip(a.states, b.states, strict=True):
+        if x is y:
+            continue
+        if isinstance(x, tuple) and isinstance(y, tuple):
+            if len(x) != len(y) or any(p is not q for p, q in zip(x, y, strict=True)):
+                return False
+        elif x is None or y is None or isinstance(x, tuple) or isinstance(y, tuple):
+            return False
+        if getattr(x, "rel", None) != getattr(y, "rel", None):  # two _Excl markers
+            return False
+    return True
+
+
+def _files_of(records: dict[str, DirRecord]) -> set[str]:
+    """Every visible file of ``records`` (root-relative)."""
+    out: set[str] = set()
+    for d, rec in records.items():
+        prefix = d + "/" if d else ""
+        out.update(prefix + e for e in rec.entries if e[-1] != "/")
+    return out
+
+
+class IndexChanges(IndexWalk):
+    """Change batches (``apply``, ``refresh``, ``verify``), their listeners, and the stat
+    checks of the ``sync: "stat"`` route."""
+
+    def add_listener(self, fn: Callable[[int, str, bool], None]) -> None:
+        """Call ``fn(generation, rel, deleted)`` for every visible file that a change
+        (``apply``, ``refresh``, ``verify``) added, changed (``deleted=False``) or removed
+        (``deleted=True``), with the generation (``clock``) that change produced. Called
+        on the thread making the change, after the index is consistent again."""
+        self._listeners.append(fn)
+
+    def add_dir_listener(self, fn: Callable[[list[str], list[str]], None]) -> None:
+        """Call ``fn(added, removed)`` with the walked folders each change added and
+        removed (a folder walked anew under the same name, e.g. replaced by another, is in
+        both); the watcher keeps one watch per walked folder with it. ``removed`` is to
+        be handled first."""
+        self._dir_listeners.append(fn)
+
+    def refresh(self, rel_dir: str = "") -> Applied:
+        """Re-walk the subtree at ``rel_dir`` (re-reading its ignore files, so changed
+        ignore files change the verdicts below). A folder not walked before refreshes its
+        nearest walked ancestor; a vanished one its parent. A change of git's index file
+        re-reads the tracked set and re-evaluates what it decides. ``clock`` bumps when
+        anything listed changed."""
+        return self.apply([(rel_dir.strip("/"), TREE), ("", GIT_INDEX)])
+
+    def apply(self, changes: Iterable[tuple[str, int]]) -> Applied:
+        """Apply one batch of change hints ``(rel, kinds)`` (``ENTRY``, ``CONTENT``,
+        ``FOLDER``, ``TREE``, ``GIT_INDEX``, ``RULES``; see their docs). Hints are only
+        hints: what changed is found by ``lstat`` and ``scandir``, so a hint for a path
+        that did not change changes nothing, and one hint for a folder is enough for
+        any number of changes of its entries.
+
+        Per batch: global rules (``RULES``) re-walk everything; git's index (``GIT_INDEX``)
+        re-reads the tracked set and re-lists the folders on the way to each path whose
+        tracked state changed (more than ``RETRACK_LIMIT`` such paths: re-walk all);
+        ``TREE`` folders and the folders of changed ignore files / ``.git`` /
+        virtualenv markers are re-walked; the other folders named by ``ENTRY`` and
+        ``FOLDER`` hints are re-listed one level, shallowest first, keeping the records
+        of sub-folders whose verdict did not change (a vanished folder re-lists its
+        parent). ``clock`` bumps once when anything changed; listeners are told.
+        Returns what changed."""
+        records = self._records
+        delta = _Delta()
+        trees: set[str] = set()
+        folders: dict[str, set[str]] = {}
+        rule_files = self._rule_files
+        rule_names = self._rule_names
+        git_index = rules_changed = False
+        for rel, kind in changes:
+            rel = rel.strip("/")
+            if kind & RULES:
+                rules_changed = True
+            if kind & GIT_INDEX:
+                git_index = True
+            if kind & TREE:
+                trees.add(rel)
+            if kind & FOLDER:
+                folders.setdefault(rel, set())
+            if kind & (ENTRY | CONTENT) and rel:
+                parent, _, name = rel.rpartition("/")
+                if kind & ENTRY:
+                    if name not in rule_names:
+                        folders.setdefault(parent, set()).add(name)
+                    elif parent in records:  # events below a hidden folder change nothing
+                        trees.add(parent)
+                if kind & CONTENT:
+                    if name in rule_files and parent in records:
+                        trees.add(parent)
+                    delta.contents.add(rel)
+        if rules_changed:
+            self.rules.forget_dir("")
+            trees = {""}
+        if git_index:
+            self._retrack(trees, folders)
+        done: list[str] = []
+        for rel in sorted(trees, key=_depth):
+            if not any(is_under(rel, d) for d in done):
+                done.append(self._retree(rel, delta))
+        heap = [(_depth(d), d) for d in folders]
+        heapq.heapify(heap)
+        while heap:
+            _, rel = heapq.heappop(heap)
+            if rel not in records or rel in delta.fresh or any(is_under(rel, d) for d in done):
+                continue
+            outcome = self._relist(rel, folders.get(rel) or None, delta)
+            if outcome == _VANISHED:
+                if not rel:
+                    self._warn_once(f"the workspace folder {self.root} is gone")
+                    continue
+                parent, _, name = rel.rpartition("/")
+                folders.setdefault(parent, set()).add(name)
+                heapq.heappush(heap, (_depth(parent), parent))
+            elif outcome == _RULES:
+                done.append(self._retree(rel, delta))
+        return self._finish(delta)
+
+    def verify(self, rel_dirs: Iterable[str] | None = None) -> Applied:
+        """Stat walked folders (``rel_dirs``, default all) and re-list those that changed
+        since they were listed (``is_stale``): the stat route of PROTOCOL §6 and the
+        reconcile after a restart or a watcher gap. Returns what changed."""
+        dirs = list(self._records) if rel_dirs is None else rel_dirs
+        hints = [(d, FOLDER) for d in dirs if self.is_stale(d)]
+        return self.apply(hints) if hints else Applied(self.clock, [], [], [], [])
+
+    def recheck_markers(self) -> Applied:
+        """Re-list the folders holding a sub-folder hidden only as a virtualenv or conda
+        env whose marker (``pyvenv.cfg``, ``conda-meta/``) is gone. Such a folder is not
+        walked, so not watched, and removing the marker changes no walked folder's
+        mtime: the periodic reconcile calls this. Returns what changed."""
+        hints: list[tuple[str, int]] = []
+        classify = self.rules.classify
+        for rel, rec in list(self._records.items()):
+            prefix = rel + "/" if rel else ""
+            for name, mask in rec.pruned:
+                if mask != DEFAULT_EXCLUDE:
+                    continue
+                sub = self.root + "/" + prefix + name
+                if os.path.isfile(sub + "/pyvenv.cfg") or os.path.isdir(sub + "/conda-meta"):
+                    continue
+                if classify(rec.frame, prefix + name, name, True)[0] & DEFAULT_EXCLUDE:
+                    continue  # hidden by a pattern (node_modules/), not by a marker
+                hints.append((prefix + name, ENTRY))
+        return self.apply(hints) if hints else Applied(self.clock, [], [], [], [])
+
+    def is_stale(self, rel_dir: str) -> bool:
+        """Whether walked folder ``rel_dir`` must be listed again to be trusted: it is no
+        folder any more, its ``st_mtime_ns`` differs from the record's (a folder's mtime
+        changes whenever an entry is added, removed or renamed in it), or the record is
+        racy: its mtime lies within ``RACY_NS`` of when it was listed, so a later change
+        in the same timestamp tick would leave the mtime unchanged (git's racy rule,
+        Documentation/technical/racy-git.txt). A folder not walked is not stale."""
+        rec = self._records.get(rel_dir)
+        if rec is None:
+            return False
+        if rel_dir in self.unlisted:
+            return True  # listing failed last time: try again (a chmod moves no mtime)
+        try:
+            st = os.lstat(self.root + "/" + rel_dir if rel_dir else self.root)
+        except OSError:
+            return True
+        if not _stat.S_ISDIR(st.st_mode):
+            return True
+        return st.st_mtime_ns != rec.mtime or rec.mtime >= rec.listed - RACY_NS
+
+    def _fresh(self, rel_dir: str, recursive: bool, keep: Callable[[str], bool] | None) -> None:
+        """With ``stat_checks`` on: verify the folders an expansion of ``rel_dir`` covers
+        (its walked subtree, pruned by ``keep``; for a folder not walked, its nearest
+        walked ancestor), so the expansion reflects every finished write."""
+        if not self.stat_checks:
+            return
+        records = self._records
+        anc = rel_dir
+        while anc and anc not in records:
+            anc = anc.rpartition("/")[0]
+        if anc != rel_dir:
+            self.verify([anc])
+            if rel_dir not in records:
+                return
+        if not recursive:
+            self.verify([rel_dir])
+            return
+        dirs: list[str] = []
+        stack = [rel_dir]
+        while stack:
+            d = stack.pop()
+            rec = records.get(d)
+            if rec is None:
+                continue
+            dirs.append(d)
+            if not rec.ndirs:
+                continue
+            prefix = d + "/" if d else ""
+            for e in rec.entries:
+                if e[-1] == "/":
+                    sub = prefix + e[:-1]
+                    if keep is None or keep(sub + "/"):
+                        stack.append(sub)
+        self.verify(dirs)
+
+    def _fresh_path(self, rel: str) -> None:
+        """With ``stat_checks`` on: verify the nearest walked folder holding ``rel`` (and
+        ``rel`` itself when it is a walked folder)."""
+        if not self.stat_checks:
+            return
+        anc = rel.rpartition("/")[0]
+        while anc and anc not in self._records:
+            anc = anc.rpartition("/")[0]
+        self.verify([anc, rel] if rel in self._records else [anc])
+
+    def _retree(self, rel_dir: str, delta: _Delta) -> str:
+        """Re-walk the subtree at ``rel_dir`` (normalized as ``refresh`` says) into
+        ``delta``; returns the folder actually re-walked."""
+        rel_dir = rel_dir.strip("/")
+        records = self._records
+        while rel_dir and rel_dir not in records:
+            rel_dir = rel_dir.rpartition("/")[0]
+        while rel_dir:
+            full = os.path.join(self.root, rel_dir)
+            if os.path.isdir(full) and not os.path.islink(full):
+                break
+            rel_dir = rel_dir.rpartition("/")[0]
+            while rel_dir and rel_dir not in records:
+                rel_dir = rel_dir.rpartition("/")[0]
+        old = subtree_of(self._records, rel_dir)
+        old_files = _files_of(old)
+        for key in old:
+            del records[key]
+        self.rules.forget_dir(rel_dir)
+        try:
+            mtime = os.stat(os.path.join(self.root, rel_dir) if rel_dir else self.root).st_mtime_ns
+        except OSError:
+            mtime = 0
+        if not rel_dir:
+            self._walk_into_records("", self.rules.root_frame(ALL_MASK), 0, mtime, None)
+        else:
+            parent, _, name = rel_dir.rpartition("/")
+            prec = records[parent]
+            h, r = self.rules.classify(prec.frame, rel_dir, name, True)
+            if h:
+                self._prune_child(records, parent, name, h)
+            else:
+                if dict(prec.excl).get(name, 0) != r:
+                    prec.excl = tuple(x for x in prec.excl if x[0] != name) + (
+                        ((name, r),) if r else ()
+                    )
+                self._walk_into_records(rel_dir, prec.frame, r, mtime, parent)
+        new = subtree_of(self._records, rel_dir) if rel_dir in records or not rel_dir else {}
+        new_files = _files_of(new)
+        delta.removed_dirs.update(k for k in old if k not in new)
+        delta.added_dirs.update(k for k in new if k not in old)
+        delta.fresh.update(new)
+        delta.changed |= new_files - old_files
+        delta.deleted |= old_files - new_files
+        if set(old) != set(new) or any(not old[k].same(new[k]) for k in new):
+            delta.touched = True
+        self.rules.compact()
+        return rel_dir
+
+    def _relist(self, rel: str, names: set[str] | None, delta: _Delta) -> int:
+        """List walked folder ``rel`` again (one level) into ``delta``. Sub-folders keep
+        their records unless their verdict changed, they are new, or ``names`` (entries
+        some event named) holds them (a folder replaced by another one under the same
+        name). Returns ``_DONE``, ``_VANISHED`` (no folder there any more) or ``_RULES``
+        (the folder's own rules changed: re-walk it)."""
+        records = self._records
+        old = records[rel]
+        try:
+            st = os.lstat(self.root + "/" + rel if rel else self.root)
+        except OSError:
+            return _VANISHED
+        if not _stat.S_ISDIR(st.st_mode):
+            return _VANISHED
+        if rel:
+            parent, _, pname = rel.rpartition("/")
+            prec = records.get(parent)
+            if prec is None:
+                return _VANISHED
+            pframe, ex = prec.frame, dict(prec.excl).get(pname, 0)
+        else:
+            pframe, ex = old.frame, 0
+        temp: dict[str, DirRecord] = {}
+        rest: list[tuple[str, Frame, int, int, str | None]] = []
+        self._walk([(rel, pframe, ex, st.st_mtime_ns, None)], temp, 1, rest)
+        new = temp.get(rel)
+        if new is None or not _same_frame(new.frame, old.frame):
+            return _RULES
+        if self._rule_marks(old) != self._rule_marks(new):
+            return _RULES  # an ignore file, .git or a marker came or went (the root's too)
+        new.frame = old.frame
+        prefix = rel + "/" if rel else ""
+        old_dirs = {e[:-1] for e in old.entries if e[-1] == "/"} if old.ndirs else set()
+        new_dirs = {e[:-1] for e in new.entries if e[-1] == "/"} if new.ndirs else set()
+        old_ex = dict(old.excl)
+        new_ex = dict(new.excl)
+        walk: list[str] = []
+        for d in old_dirs:
+            if d not in new_dirs or old_ex.get(d, 0) != new_ex.get(d, 0) or (names and d in names):
+                self._drop_subtree(prefix + d, delta)
+                if d in new_dirs:
+                    walk.append(d)
+        walk.extend(new_dirs - old_dirs)
+        old_files = {e for e in old.entries if e[-1] != "/"}
+        new_files = {e for e in new.entries if e[-1] != "/"}
+        delta.changed.update(prefix + f for f in new_files - old_files)
+        delta.deleted.update(prefix + f for f in old_files - new_files)
+        if names:
+            delta.changed.update(prefix + f for f in names & new_files)
+        if walk or not old.same(new):
+            delta.touched = True
+        records[rel] = new
+        if not walk:
+            return _DONE
+        items = {item[0]: item for item in rest}
+        todo: list[tuple[str, Frame, int, int, str | None]] = []
+        for d in walk:
+            sub = prefix + d
+            if sub in temp:  # walked already (a tracked folder settled by _settle)
+                for key, rec in subtree_of(temp, sub).items():
+                    records[key] = rec
+            elif sub in items:
+                todo.append(items[sub])
+        if todo:
+            self._walk(todo, records)
+        for d in walk:
+            walked = subtree_of(self._records, prefix + d)
+            delta.added_dirs.update(walked)
+            delta.fresh.update(walked)
+            delta.changed |= _files_of(walked)
+        return _DONE
+
+    def _rule_marks(self, rec: DirRecord) -> set[str]:
+        """The names among ``rec``'s entries (visible or not) that shape rules."""
+        marks = self._rule_names
+        out = {e.rstrip("/") for e in rec.entries if e.rstrip("/") in marks}
+        out.update(n for n, _ in rec.hidden if n in marks)
+        out.update(n for n, _ in rec.pruned if n in marks)
+        return out
+
+    def _drop_subtree(self, rel: str, delta: _Delta) -> None:
+        old = subtree_of(self._records, rel)
+        delta.deleted |= _files_of(old)
+        delta.removed_dirs.update(old)
+        for key in old:
+            del self._records[key]
+
+    def _retrack(self, trees: set[str], folders: dict[str, set[str]]) -> None:
+        """Git's index changed (``git add``, ``git rm --cached``, checkout): re-read the
+        tracked set and note which folders to re-list (every walked folder on the way to
+        a path whose tracked state changed) or, past ``RETRACK_LIMIT`` paths, re-walk
+        everything. Frames keep pointing at the tracked set: they are switched to the
+        new one."""
+        rules = self.rules
+        old = rules.tracked
+        if not rules.tracked_changed():
+            return
+        new = rules.tracked
+        seen: set[int] = set()
+        for rec in self._records.values():
+            fr = rec.frame
+            if id(fr) not in seen:
+                seen.add(id(fr))
+                if fr.tracked is old:
+                    fr.tracked = new
+        if old is None or new is None:
+            trees.add("")
+            return
+        before = old.load()
+        after = new.load()
+        if before == after:
+            return
+        self._tracked_diff(set(before).symmetric_difference(after), trees, folders)
+
+    def _tracked_diff(self, paths: set[str], trees: set[str], folders: dict[str, set[str]]) -> None:
+        if len(paths) > RETRACK_LIMIT:
+            trees.add("")
+            return
+        records = self._records
+        for p in paths:
+            cur = ""
+            folders.setdefault(cur, set())
+            for part in p.split("/")[:-1]:
+                nxt = cur + "/" + part if cur else part
+                if nxt not in records:
+                    break
+                cur = nxt
+                folders.setdefault(cur, set())
+
+    def _finish(self, delta: _Delta) -> Applied:
+        """Settle ``delta`` into the paths that changed and were deleted (a path counts
+        by its state now), bump the clock and tell the listeners."""
+        records = self._records
+        by_dir: dict[str, list[str]] = {}
+        for path in delta.changed | delta.deleted | delta.contents:
+            by_dir.setdefault(path.rpartition("/")[0], []).append(path)
+        changed: list[str] = []
+        deleted: list[str] = []
+        for d, paths in by_dir.items():
+            rec = records.get(d)
+            names = {e for e in rec.entries if e[-1] != "/"} if rec is not None else set()
+            for path in paths:
+                if path.rpartition("/")[2] in names:
+                    changed.append(path)
+                elif path in delta.deleted:
+                    deleted.append(path)
+        added = [d for d in delta.added_dirs if d in records]
+        removed = sorted(delta.removed_dirs)
+        if delta.touched or changed or deleted:
+            self.clock += 1
+            self._count_files()
+        gen = self.clock
+        if changed or deleted:
+            for fn in self._listeners:
+                for path in changed:
+                    fn(gen, path, False)
+                for path in deleted:
+                    fn(gen, path, True)
+        if added or removed:
+            added.sort(key=_depth)
+            for dfn in self._dir_listeners:
+                dfn(added, removed)
+        return Applied(gen, changed, deleted, added, removed)

@@ -1,0 +1,727 @@
+"""The cold one-shot ``readmany files`` (no patterns), seeded from git.
+
+``Index.build(root, settings).files(filters)`` walks the whole tree and evaluates every
+rule in Python; for the ``gitignore`` kind git computes the same answer in C (the index
+is checked against git by tests/unit/test_git_differential.py). So ``start``, called
+before any heavy import (this module imports only ``os`` and ``rules/git.py``),
+launches two git processes whose output goes to anonymous files (``memfd``), so git
+works while Python imports:
+
+* ``GIT_INDEX_FILE=<none> git -C ROOT ls-files -z --others --exclude-standard``: with no
+  index every file counts as untracked, so git walks the tree and lists every file and
+  symlink on disk that gitignore keeps (relative to the root, byte-sorted) and every
+  nested repository, submodules included, as ``dir/`` without entering it;
+* ``git -C ROOT ls-files -z --cached``: the tracked set (~20 ms), handed to
+  ``IgnoreRules`` so that it starts no git of its own for it.
+
+``FastListing.files`` then applies the other kinds (``deny``, ``ignore-file``,
+``default-exclude``) with the ``IgnoreRules`` machinery, level by level over folders: one
+frame per folder (``enter``, given what it looks for in the folder: ignore files,
+``.git``, and above untracked paths, the only ones they can hide, ``pyvenv.cfg`` and
+``conda-meta``; probed with ``access``, never a listing), a basename prefilter per frame
+(``name_matcher``), path regexes (``quick``), and ``classify_soft`` for prefilter hits.
+``default-exclude`` never hides a tracked path; a folder it excludes that holds tracked
+paths hides the untracked ones below (git's ``prep_exclude``). In two passes:
+
+1. the tracked paths, while git still walks;
+2. git's listing: the untracked files it adds (their new folders walked from the nearest
+   one pass 1 walked) and the tracked files it lacks, ``lstat``-ed with their folders:
+   kept if a file or symlink below real folders (gitignore never hides a tracked path;
+   these are ignored but tracked), handed to the engine if a folder now (an uninitialised
+   submodule, a type change), dropped otherwise (deleted). A sorted diff finds both.
+
+Nested repositories (git's ``dir/`` entries, folders holding a ``.git`` entry) go to the
+engine: ``Index.expand_dir``, the full walk's code for one folder. The answer is git's
+byte-sorted list minus the hidden files and folders (a folder is one range of it), plus
+the tracked extras and the engine's parts. Kinds are independent (each hides by its own
+lists and the tracked set), so a path is visible iff gitignore keeps it and no other
+enabled kind hides it.
+
+Falls back to ``Index.build(root, settings).files(filters)`` (``FastListing.fallback``
+says why) when ``--no-gitignore`` is given (git's answer would be wrong), git is absent
+or fails, the root is not in a work tree (``rules.git.repo_location``), rules above a root
+below the repository's top exclude it (the index reads such a root as named explicitly;
+git lists nothing untracked there), or ``--no-ignore-files`` is given (see
+``_FAST_WITHOUT_IGNORE_FILES``: the index then hides tracked paths an ignore file also
+hides). ``--no-default-excludes`` only drops a kind.
+
+Known gap: a ``.git`` entry git does not take for a repository (an empty ``.git``
+folder, a broken ``.git`` file) in a folder with no tracked path and no path git lists
+below it: the index treats the folder as a nested repository (the outer ``.gitignore``
+files stop applying there), this listing never looks inside.
+``READMANY_FASTLIST_TRACE=1`` prints phase times to stderr.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..rules.git import GitCall, git_env
+
+TYPE_CHECKING = False  # not typing's: importing typing here would delay git's start
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..rules.ignore import Frame, IgnoreRules
+    from ..rules.kinds import Filters
+    from ..settings import Settings
+
+__all__ = ["FastListing", "start"]
+
+#: an index file that cannot exist (its folder does not): git reads an empty index
+_NO_INDEX = "/nonexistent-readmany-fastlist/index"
+#: ``core.ignoreCase`` off: the rule engine matches case-sensitively; fsmonitor off: the
+#: answer comes from the disk, as the index's does.
+_GIT_CONFIG = ("-c", "core.ignoreCase=false", "-c", "core.fsmonitor=false")
+
+_S_IFMT = 0o170000
+_S_IFDIR = 0o040000
+_S_IFREG = 0o100000
+_S_IFLNK = 0o120000
+
+_TRACE = os.environ.get("READMANY_FASTLIST_TRACE", "") not in ("", "0")
+_T0 = 0.0
+
+
+def _trace(what: str) -> None:
+    import sys
+    import time
+
+    global _T0
+    now = time.perf_counter()
+    if not _T0:
+        _T0 = now
+    print(f"fastlist {1000 * (now - _T0):7.1f} ms  {what}", file=sys.stderr)
+
+
+#: ``Index.files`` with ignore files off hides a tracked path that an ignore file hides too
+#: (``index/walk.py`` ``_walk`` records soft kinds without the tracked rescue when a hard kind hides
+#: an entry; ``IgnoreRules.check`` and a walk without ignore files say it is visible). The
+#: git-seeded listing gives the ``check`` answer, so until the index walk is fixed such requests
+#: take the index walk and the answer stays the index's byte for byte.
+_FAST_WITHOUT_IGNORE_FILES = False
+
+
+def start(root: str, gitignore: bool = True, ignore_files: bool = True) -> FastListing | None:
+    """Start listing folder ``root`` with or without the ``gitignore`` and ``ignore-file``
+    kinds: git starts now when it can help. ``None`` when ``root`` is not an existing
+    folder (the caller reports it)."""
+    if _TRACE:
+        _trace("start")
+    real = os.path.realpath(root)
+    if not os.path.isdir(real):
+        return None
+    if not gitignore:
+        return FastListing(real, "--no-gitignore")
+    if not ignore_files and not _FAST_WITHOUT_IGNORE_FILES:
+        return FastListing(real, "--no-ignore-files (the index walk hides tracked paths then)")
+    return FastListing(real, None)
+
+
+class FastListing:
+    """A listing in progress for ``root`` (absolute, real). Call ``files`` once."""
+
+    def __init__(self, root: str, fallback: str | None) -> None:
+        self.root = root
+        #: why ``files`` fell back to the index walk (None: it did not, or not yet)
+        self.fallback = fallback
+        #: what the git-seeded listing did: paths git listed, tracked paths it did not list
+        #: but that were kept, folders handed to the engine, folders and files hidden
+        self.counts: dict[str, int] = {}
+        self._others: GitCall | None = None
+        self._tracked: GitCall | None = None
+        if fallback is None and (
+            not hasattr(os, "posix_spawnp") or os.path.lexists(os.path.dirname(_NO_INDEX))
+        ):
+            self.fallback = "git can't be started here"
+        elif fallback is None:
+            env = git_env()
+            argv = [*_GIT_CONFIG, "ls-files", "-z"]
+            no_index = {**env, "GIT_INDEX_FILE": _NO_INDEX}
+            others = GitCall([*argv, "--others", "--exclude-standard"], root, no_index)
+            self._others = others
+            if others.start_error is None:
+                self._tracked = GitCall([*argv, "--cached"], root, env)
+            error = others.start_error or (self._tracked and self._tracked.start_error)
+            if error is not None:
+                self.fallback = f"git: {error}"
+                self.close()
+
+    def close(self) -> None:
+        """Stop and reap git (idempotent)."""
+        for call in (self._others, self._tracked):
+            if call is not None:
+                call.stop()
+        self._others = self._tracked = None
+
+    def files(self, settings: Settings, filters: Filters) -> list[str]:
+        """``Index.build(root, settings).files(filters)``, byte for byte."""
+        try:
+            got = self._fast(settings, filters) if self._others is not None else None
+        finally:
+            self.close()
+        if got is not None:
+            if _TRACE:
+                _trace(f"done: {len(got)} paths")
+            return got
+        from .model import Index
+
+        if _TRACE:
+            _trace(f"fallback: {self.fallback}")
+        return Index.build(self.root, settings).files(filters)
+
+    # ---- the git-seeded listing ----------------------------------------------------------
+
+    def _fast(self, settings: Settings, filters: Filters) -> list[str] | None:
+        if not filters.respect_gitignore:
+            self.fallback = "--no-gitignore"
+            return None
+        if not filters.respect_ignore_files and not _FAST_WITHOUT_IGNORE_FILES:
+            self.fallback = "--no-ignore-files (the index walk hides tracked paths then)"
+            return None
+        assert self._others is not None and self._tracked is not None
+        from ..rules.ignore import Frame, IgnoreRules
+        from ..rules.kinds import DENY, GITIGNORE
+
+        if _TRACE:
+            _trace("imported")
+        raw_tracked = self._tracked.output()
+        if raw_tracked is None:
+            self.fallback = f"git ls-files --cached failed (exit {self._tracked.rc})"
+            return None
+        tracked, tracked_plain = _split(raw_tracked)
+        if not tracked_plain:
+            tracked.sort()  # the order rules.git.TrackedSet keeps (str, not git's bytes)
+        rules = IgnoreRules(self.root, settings, tracked)
+        if rules.repo is None:
+            self.fallback = "not in a repository"
+            return None
+        if rules.root_prefix:
+            rules.root_frame(DENY | GITIGNORE)
+            if rules.root_excluded & GITIGNORE:
+                self.fallback = "the root lies in a folder gitignore excludes"
+                return None
+        plan = _Plan(rules, filters, tracked)
+        root_frame = Frame(rules.root_frame(filters.mask & ~GITIGNORE).states, None)
+        plan.walk_tracked(root_frame)
+        if _TRACE:
+            _trace(f"tracked set walked ({len(tracked)} paths)")
+        raw = self._others.output()
+        if _TRACE:
+            _trace("git ls-files --others done")
+        if raw is None:
+            self.fallback = f"git ls-files --others failed (exit {self._others.rc})"
+            return None
+        listed: list[str]
+        plain: bool
+        if tracked_plain and raw == raw_tracked:  # nothing untracked, nothing tracked gone
+            listed, plain = tracked, True
+        else:
+            listed, plain = _split(raw)
+        has_repos = b"/\0" in raw
+        if plan.add_listing(listed, plain and tracked_plain, has_repos):
+            plan.walk_tracked(root_frame)  # venv markers above untracked paths: again
+            plan.add_listing(listed, plain and tracked_plain, has_repos)
+        if _TRACE:
+            _trace("untracked paths walked")
+        out = plan.result()
+        self.counts = {
+            "listed": len(plan.listed),
+            "extra": len(plan.extra),
+            "engine": len(plan.engine),
+            "cut": len(set(plan.cut)),
+            "dropped": len(plan.drop),
+        }
+        return out
+
+
+def _split(raw: bytes) -> tuple[list[str], bool]:
+    """NUL-terminated paths as ``str``, and whether they hold no surrogate escapes (then
+    ``str`` order is git's byte order)."""
+    if not raw:
+        return [], True
+    try:
+        text = raw.decode("utf-8")
+        plain = True
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", "surrogateescape")
+        plain = False
+    paths = text.split("\0")
+    if not paths[-1]:
+        paths.pop()
+    return paths, plain
+
+
+def _group(paths: list[str]) -> dict[str, list[str]]:
+    """``{folder: [names]}`` (root-relative folders, ``""`` = the root)."""
+    by_dir: dict[str, list[str]] = {}
+    for p in paths:
+        d, _, n = p.rpartition("/")
+        lst = by_dir.get(d)
+        if lst is None:
+            by_dir[d] = [n]
+        else:
+            lst.append(n)
+    return by_dir
+
+
+def _children(dirs: set[str]) -> dict[str, list[str]]:
+    children: dict[str, list[str]] = {}
+    for d in dirs:
+        if d:
+            parent, _, name = d.rpartition("/")
+            children.setdefault(parent, []).append(name)
+    return children
+
+
+_Level = list[tuple[str, "Frame"]]
+
+
+class _Plan:
+    """The non-git kinds applied to git's answer, in two passes: the tracked paths (while
+    git still walks for the others), then what git's walk adds or lacks."""
+
+    def __init__(self, rules: IgnoreRules, filters: Filters, tracked: list[str]) -> None:
+        from ..rules.kinds import DEFAULT_EXCLUDE, IGNORE_FILE
+
+        self.rules = rules
+        self.filters = filters
+        self.tracked = tracked
+        root = rules.root
+        self.prefix = root if root.endswith("/") else root + "/"
+        mask = filters.mask
+        probe = [".git"]
+        if mask & IGNORE_FILE:
+            names = dict.fromkeys(rules.settings.ignore_file_names)
+            probe += [n for n in names if n and "/" not in n]
+        self.probe_names = probe
+        self.venv = bool(mask & DEFAULT_EXCLUDE)
+        #: tracked names per folder (deleted ones too) and the folder tree they make
+        self.t_dir = _group(tracked)
+        self.t_dirs = _closure(self.t_dir)
+        self.t_children = _children(self.t_dirs)
+        #: what IgnoreRules.enter looks for in a folder: ``(files, folders)``
+        self.special: dict[str, tuple[list[str], list[str]]] = {}
+        #: folders holding a ``.git`` entry, and the other folders the engine lists
+        self.repos: set[str] = set()
+        self._probe(self.t_dirs, False)
+        self.listed: list[str] = []
+        self.extra: list[str] = []
+        self._reset()
+
+    def _reset(self) -> None:
+        #: frames of the visible folders walked
+        self.frames: dict[str, Frame] = {}
+        #: folders whose whole subtree is hidden or the engine's
+        self.cut: list[str] = []
+        self.cut_set: set[str] = set()
+        #: hidden files
+        self.drop: set[str] = set()
+        #: folders the engine lists (reached, visible parent)
+        self.engine: set[str] = set()
+
+    def _probe(self, dirs: set[str] | list[str], venv: bool) -> bool:
+        """Look for what ``IgnoreRules.enter`` looks for in each folder (venv markers
+        with ``venv``): ``access`` (no exception when absent, the usual case), then
+        ``lstat`` for the type. True if something new was found."""
+        names = self.probe_names
+        if venv and self.venv:
+            names = [*names, "pyvenv.cfg", "conda-meta"]
+        access = os.access
+        lstat = os.lstat
+        special = self.special
+        found = False
+        try:
+            fd = os.open(self.rules.root, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            return False
+        try:
+            for d in dirs:
+                if not d:
+                    continue  # the root's own rules are root_frame's
+                files: list[str] = []
+                folders: list[str] = []
+                for n in names:
+                    rel = d + "/" + n
+                    if not access(rel, os.F_OK, dir_fd=fd, follow_symlinks=False):
+                        continue
+                    try:
+                        fmt = lstat(rel, dir_fd=fd).st_mode & _S_IFMT
+                    except OSError:
+                        continue
+                    if fmt == _S_IFDIR:
+                        folders.append(n)
+                    elif fmt in (_S_IFREG, _S_IFLNK):
+                        files.append(n)
+                if files or folders:
+                    old = special.get(d)
+                    if old is not None:
+                        files = list(dict.fromkeys([*old[0], *files]))
+                        folders = list(dict.fromkeys([*old[1], *folders]))
+                        if len(files) == len(old[0]) and len(folders) == len(old[1]):
+                            continue
+                    special[d] = (files, folders)
+                    found = True
+                    if ".git" in files or ".git" in folders:
+                        self.repos.add(d)
+        finally:
+            os.close(fd)
+        return found
+
+    # ---- pass 1: the tracked paths ---------------------------------------------------------
+
+    def walk_tracked(self, root_frame: Frame) -> None:
+        self._reset()
+        self._walk([("", root_frame)], self.t_dir, None, self.t_children, self.repos)
+
+    # ---- pass 2: git's listing ---------------------------------------------------------------
+
+    def add_listing(self, listed: list[str], plain: bool, has_repos: bool) -> bool:
+        """Take git's walk: the untracked files it lists are classified (new folders walked),
+        the tracked ones it lacks checked on disk. True when a folder holding tracked paths
+        proved a virtualenv above untracked paths: pass 1 must run again first."""
+        repos: set[str] = set()
+        if has_repos:
+            entries = [p for p in listed if p.endswith("/")]
+            repos.update(p[:-1] for p in entries)
+            gone = set(entries)
+            listed = [p for p in listed if p not in gone]
+        self.listed = listed
+        self.plain = plain
+        untracked: list[str]
+        extra: list[str]
+        if listed is self.tracked:
+            untracked, extra = [], []
+        elif plain:
+            untracked, extra = _sorted_diff(listed, self.tracked)
+        else:
+            eset = set(listed)
+            untracked = sorted(eset.difference(self.tracked))
+            extra = list(dict.fromkeys(p for p in self.tracked if p not in eset))
+        as_dirs: set[str] = set()
+        self.extra = self._check_tracked(extra, as_dirs)
+        # a tracked path that is a folder now (a submodule, a type change): the engine's
+        # when its folder is visible
+        for p in as_dirs:
+            if p.rpartition("/")[0] in self.frames:
+                self.engine.add(p)
+                self._cut(p)
+        if not untracked and not repos:
+            return False
+        u_dir = _group(untracked)
+        # folders new to pass 1 (only untracked paths below), and where they attach
+        t_dirs = self.t_dirs
+        new: set[str] = set()
+        for d in (*u_dir, *repos):
+            while d not in t_dirs and d not in new:
+                new.add(d)
+                d = d.rpartition("/")[0]
+        if self.venv:
+            # virtualenv markers matter above untracked paths only; for the folders pass 1
+            # walked without looking for them, look now
+            above = _closure(u_dir) & t_dirs
+            if self._probe(above, True):
+                return True
+        new_dirs = new - repos
+        self._probe(new_dirs, True)
+        for d in new_dirs & self.repos:
+            repos.add(d)
+        u_set = {d: set(names) for d, names in u_dir.items()}
+        children = _children(new)
+        seeds = [
+            (d, self.frames[d]) for d in dict.fromkeys([*u_dir, *children]) if d in self.frames
+        ]
+        self._walk(seeds, u_dir, u_set, children, repos)
+        return False
+
+    def _check_tracked(self, extra: list[str], as_dirs: set[str]) -> list[str]:
+        """The tracked paths git did not list that are files or symlinks below real
+        folders; those that are folders go to ``as_dirs``."""
+        kept: list[str] = []
+        lstat = os.lstat
+        prefix = self.prefix
+        real: set[str] = set()
+        bad: set[str] = set()
+        for p in extra:
+            try:
+                fmt = lstat(prefix + p).st_mode & _S_IFMT
+            except OSError:
+                continue  # gone
+            if fmt != _S_IFDIR and fmt != _S_IFREG and fmt != _S_IFLNK:
+                continue  # a FIFO, socket or device: the walk skips those
+            # every folder above must be a real folder (a symlink is a file to the walk)
+            up = p.rpartition("/")[0]
+            ok = True
+            while up and up not in real:
+                if up in bad:
+                    ok = False
+                    break
+                try:
+                    is_dir = lstat(prefix + up).st_mode & _S_IFMT == _S_IFDIR
+                except OSError:
+                    is_dir = False
+                if not is_dir:
+                    bad.add(up)
+                    ok = False
+                    break
+                real.add(up)
+                up = up.rpartition("/")[0]
+            if not ok:
+                continue
+            if fmt == _S_IFDIR:
+                as_dirs.add(p)
+            else:
+                kept.append(p)
+        return kept
+
+    # ---- the level-by-level walk -------------------------------------------------------------
+
+    def _cut(self, d: str) -> None:
+        self.cut.append(d)
+        self.cut_set.add(d)
+
+    def _walk(
+        self,
+        level: _Level,
+        by_dir: dict[str, list[str]],
+        untracked: dict[str, set[str]] | None,
+        children: dict[str, list[str]],
+        repos: set[str],
+    ) -> None:
+        """Walk down from ``level`` (folders whose frames are known): classify the files
+        ``by_dir`` names (``untracked``: per folder, the names git does not track; None:
+        all tracked) and enter the folders ``children`` names, cutting hidden ones and
+        handing ``repos`` to the engine. Frames of visible folders go to ``frames``."""
+        from ..rules.wildmatch import byte_view as bv
+
+        rules = self.rules
+        classify = rules.classify_soft
+        enter = rules.enter
+        has_tracked_under = rules.has_tracked_under
+        rp = rules.root_prefix_str
+        special = self.special
+        frames = self.frames
+        drop = self.drop
+        no_special: tuple[list[str], list[str]] = ([], [])
+        empty: set[str] = set()
+        for rel, fr in level:
+            frames[rel] = fr
+        while level:
+            cand = self._candidates(level, by_dir, children, bv)
+            nxt: _Level = []
+            for rel, fr in level:
+                hf, hd, fpaths, dpaths = cand[id(fr)]
+                prefix = rel + "/" if rel else ""
+                excl = bool(fr.excl_mask)  # default-exclude hides every untracked path here
+                names = by_dir.get(rel)
+                if names:
+                    u = untracked.get(rel, empty) if untracked is not None else empty
+                    if excl and u:
+                        drop.update(prefix + n for n in u)
+                    need = hf.intersection(names) if hf else set()
+                    if fpaths is not None:
+                        for n in names:
+                            if "\n" in n or "f:" + bv(rp + prefix + n) in fpaths:
+                                need.add(n)
+                    for n in need:
+                        hard, soft = classify(fr, prefix + n, n, False)
+                        if hard or (soft and n in u):
+                            drop.add(prefix + n)
+                kids = children.get(rel)
+                if not kids:
+                    continue
+                for n in kids:
+                    sub = prefix + n
+                    if sub in repos:
+                        self._cut(sub)
+                        self.engine.add(sub)
+                        continue
+                    bits = 0
+                    if (
+                        excl
+                        or n in hd
+                        or (dpaths is not None and ("\n" in n or "d:" + bv(rp + sub) in dpaths))
+                    ):
+                        hard, soft = classify(fr, sub, n, True)
+                        if hard:
+                            self._cut(sub)
+                            continue
+                        if soft:
+                            if not has_tracked_under(sub):
+                                self._cut(sub)  # nothing tracked below: all hidden
+                                continue
+                            bits = soft  # tracked paths below: the untracked ones hidden
+                    sp = special.get(sub)
+                    if bits or sp is not None:
+                        frame, _ = enter(fr, sub, bits, *(sp or no_special))
+                    else:
+                        frame = fr  # what enter gives a folder holding nothing it looks for
+                    frames[sub] = frame
+                    nxt.append((sub, frame))
+            level = nxt
+
+    def _candidates(
+        self,
+        level: _Level,
+        by_dir: dict[str, list[str]],
+        children: dict[str, list[str]],
+        bv: Any,
+    ) -> dict[int, tuple[set[str], set[str], set[str] | None, set[str] | None]]:
+        """Per frame of the level: the file and folder basenames some positive pattern
+        may match (``IgnoreRules.name_matcher``), and the top-relative byte-view paths
+        (``"f:"``/``"d:"`` + path) its path patterns may match, or None if it has none.
+        Only these are evaluated precisely."""
+        rules = self.rules
+        rp = rules.root_prefix_str
+        groups: dict[int, tuple[Frame, list[str]]] = {}
+        for rel, fr in level:
+            g = groups.get(id(fr))
+            if g is None:
+                groups[id(fr)] = (fr, [rel])
+            else:
+                g[1].append(rel)
+        out: dict[int, tuple[set[str], set[str], set[str] | None, set[str] | None]] = {}
+        for key, (fr, rels) in groups.items():
+            names_f: set[str] = set()
+            names_d: set[str] = set()
+            for rel in rels:
+                names_f.update(by_dir.get(rel, ()))
+                names_d.update(children.get(rel, ()))
+            m = rules.name_matcher(frozenset(fr.lists))
+            hf = m.hits(names_f, False) if names_f else set()
+            hd = m.hits(names_d, True) if names_d else set()
+            found: list[set[str] | None] = [None, None]
+            pf, pd = rules.quick(fr)
+            for slot, rx in ((0, pf), (1, pd)):
+                if rx is None:
+                    continue
+                lines: list[str] = []
+                for rel in rels:
+                    prefix = rp + rel + "/" if rel else rp
+                    src = children.get(rel, ()) if slot else by_dir.get(rel, ())
+                    lines.extend(bv(prefix + n) for n in src if "\n" not in n)
+                tag = "d:" if slot else "f:"
+                found[slot] = {tag + x for x in rx.findall("\n".join(lines))} if lines else set()
+            out[key] = (hf, hd, found[0], found[1])
+        return out
+
+    # ---- the answer ------------------------------------------------------------------------
+
+    def result(self) -> list[str]:
+        """git's list minus what the walk dropped, plus the tracked extras and the
+        engine's folders, in byte order."""
+        listed = self.listed
+        # engine folders below a hidden folder were not reached; cut ones nested in
+        # other cut ones change nothing
+        cut = sorted(self.cut_set, key=lambda d: d + "/")
+        drop = self.drop
+        kept = _cut_ranges(listed, cut) if self.plain else _cut_prefixes(listed, cut)
+        if drop:
+            kept = _without(kept, drop) if self.plain else [p for p in kept if p not in drop]
+        extra = _cut_prefixes(self.extra, cut)
+        if drop:
+            extra = [p for p in extra if p not in drop]
+        parts = [extra]
+        if self.engine:
+            from .model import Index
+
+            ix = Index(self.rules.root, self.rules)
+            for sub in sorted(self.engine):
+                if not _cut_prefixes([sub], [c for c in cut if c != sub]):
+                    continue  # inside another cut folder
+                parts.append(ix.expand_dir(sub, self.filters, True))
+        if not any(parts):
+            return kept
+        out = kept + [p for part in parts for p in part]
+        if self.plain and "".join(out).isascii():
+            out.sort()
+        else:
+            out.sort(key=os.fsencode)
+        return out
+
+
+def _sorted_diff(a: list[str], b: list[str]) -> tuple[list[str], list[str]]:
+    """``(only in a, only in b)`` for two lists sorted alike, ``a`` without duplicates,
+    ``b`` maybe with (git lists an unmerged path once per stage); runs of equal items
+    are skipped a block at a time (C-level list comparison)."""
+    only_a: list[str] = []
+    only_b: list[str] = []
+    i = j = 0
+    na, nb = len(a), len(b)
+    step = 64
+    while i < na and j < nb:
+        x = a[i]
+        y = b[j]
+        if x == y:
+            if i + step <= na and j + step <= nb and a[i : i + step] == b[j : j + step]:
+                i += step
+                j += step
+            else:
+                i += 1
+                j += 1
+        elif x < y:
+            only_a.append(x)
+            i += 1
+        else:
+            if not (j and b[j - 1] == y):
+                only_b.append(y)
+            j += 1
+    only_a.extend(a[i:])
+    while j < nb:
+        y = b[j]
+        if not (j and b[j - 1] == y):
+            only_b.append(y)
+        j += 1
+    return only_a, only_b
+
+
+def _closure(dirs: list[str] | set[str] | dict[str, Any]) -> set[str]:
+    """``dirs`` and every folder above them, the root ``""`` included."""
+    out: set[str] = {""}
+    for d in dirs:
+        while d not in out:
+            out.add(d)
+            d = d.rpartition("/")[0]
+    return out
+
+
+def _cut_ranges(paths: list[str], cut: list[str]) -> list[str]:
+    """``paths`` (sorted) without those below the folders ``cut`` (sorted by ``d + "/"``):
+    each folder's paths are one range of the sorted list."""
+    if not cut:
+        return paths
+    import bisect
+
+    out: list[str] = []
+    pos = 0
+    for d in cut:
+        lo = bisect.bisect_left(paths, d + "/", pos)
+        hi = bisect.bisect_left(paths, d + "0", lo)  # "0" follows "/"
+        out.extend(paths[pos:lo])
+        pos = max(pos, hi)
+    out.extend(paths[pos:])
+    return out
+
+
+def _without(paths: list[str], drop: set[str]) -> list[str]:
+    """``paths`` (sorted) without the members of ``drop``, found by bisection."""
+    import bisect
+
+    out: list[str] = []
+    pos = 0
+    for p in sorted(drop):
+        i = bisect.bisect_left(paths, p, pos)
+        if i < len(paths) and paths[i] == p:
+            out.extend(paths[pos:i])
+            pos = i + 1
+    if not pos:
+        return paths
+    out.extend(paths[pos:])
+    return out
+
+
+def _cut_prefixes(paths: list[str], cut: list[str]) -> list[str]:
+    if not cut or not paths:
+        return paths
+    prefixes = tuple(d + "/" for d in cut)
+    return [p for p in paths if not p.startswith(prefixes)]

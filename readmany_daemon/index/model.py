@@ -1,0 +1,377 @@
+"""The in-memory model of one workspace root: one walk with pruning, then listing, glob
+and folder expansion from memory.
+
+The walk applies every rule kind and never enters a folder any kind hides (a folder
+holding git-tracked paths is entered when only ``gitignore``/``default-exclude`` hide it;
+its untracked entries stay hidden). Symlinks are entries (as ``git ls-files`` lists them),
+never followed; sockets, FIFOs and devices are skipped (git skips them too). Per walked
+folder it keeps: the visible entries (files, and sub-folders as ``"name/"``) sorted by
+bytes, the hidden files and the pruned sub-folders each with the kinds that hide them, the
+folder's ``st_mtime_ns`` (read before listing it) and the rule frame of its entries.
+
+A request that turns a kind off gets, in addition, what only that kind hid: hidden files
+of walked folders come from memory, pruned folders are walked on demand (applying the
+remaining kinds and the ignore files found inside) and nothing of that is kept.
+
+Paths are root-relative POSIX ``str`` (undecodable bytes as surrogate escapes, like
+``os.fsdecode``); ``""`` is the root. Output order is byte order of the UTF-8/fs encoding.
+Not thread-safe: the daemon makes every call holding the root's lock (``file_count`` and
+``clock`` may be read without it).
+
+The parts: ``records.py`` (folder records, change kinds), ``walk.py`` (the walk),
+``changes.py`` (keeping it current), ``dump.py`` (dump/restore for ``snapshot.py``),
+``gitlist.py`` (the cold git-seeded listing).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable
+
+from ..rules.glob import compile_glob
+from ..rules.ignore import Frame, IgnoreRules
+from ..rules.kinds import ALL, DENY, KIND_BITS, KIND_NAMES, Filters, Verdict
+from ..settings import Settings
+from .dump import IndexSnapshots
+from .records import ALL_MASK, DirRecord, is_under, sort_keys
+
+__all__ = ["Index"]
+
+
+def _first_kind(mask: int) -> str:
+    for bit in KIND_BITS:
+        if mask & bit:
+            return KIND_NAMES[bit]
+    return "deny"
+
+
+class Index(IndexSnapshots):
+    """The workspace model of one root (see the module docstring).
+
+    ``root``: absolute real path; ``rules``: its ``IgnoreRules``; ``clock``: bumps by one
+    whenever ``refresh`` finds a change; ``warnings``: unreadable folders (plus the rules'
+    warnings in ``rules.warnings``); ``unlisted``: walked folders whose last listing
+    failed, ``rel → (errno, reason)`` (see ``unlisted_under``).
+    """
+
+    @classmethod
+    def build(cls, root: str, settings: Settings) -> Index:
+        """Walk ``root`` once with pruning and return the index.
+
+        Raises ``NotADirectoryError``/``FileNotFoundError`` if ``root`` is not a folder.
+        """
+        real = os.path.realpath(root)
+        if not os.path.isdir(real):
+            raise NotADirectoryError(f"not a folder: {root}")
+        self = cls(real, IgnoreRules(real, settings))
+        self._walk_into_records(
+            "", self.rules.root_frame(ALL_MASK), 0, os.stat(real).st_mtime_ns, None
+        )
+        self.rules.compact()
+        self._count_files()
+        return self
+
+    # ---- on-demand walks (filters off) -------------------------------------------------
+
+    def _restricted(self, frame: Frame, mask: int) -> Frame:
+        if frame.mask & ~mask == 0:
+            return frame
+        states = tuple(st if KIND_BITS[k] & mask else None for k, st in enumerate(frame.states))
+        return Frame((states[0], states[1], states[2], states[3]), frame.tracked)
+
+    def _emit(
+        self,
+        records: dict[str, DirRecord],
+        rel: str,
+        rec: DirRecord,
+        mask: int,
+        recursive: bool,
+        out: list[str],
+        counter: Counter[str] | None,
+        keep: Callable[[str], bool] | None,
+    ) -> None:
+        """Append the files of ``rec`` (folder ``rel``) visible under ``mask``, and with
+        ``recursive`` those below it, in byte order. Folders pruned by kinds outside
+        ``mask`` are walked on demand into a throw-away dict."""
+        prefix = rel + "/" if rel else ""
+        if mask == ALL_MASK and counter is None and keep is None:
+            entries = rec.entries
+            if not rec.ndirs:
+                out += [prefix + k for k in entries]
+                return
+            for key in entries:
+                if key[-1] != "/":
+                    out.append(prefix + key)
+                elif recursive:
+                    sub = prefix + key[:-1]
+                    self._emit(records, sub, records[sub], mask, True, out, None, None)
+            return
+        keys = list(rec.entries)
+        extra = False
+        allowed: set[str] = set()
+        for name, m in rec.hidden:
+            if m & mask:
+                if counter is not None and (keep is None or keep(prefix + name)):
+                    counter[_first_kind(m & mask)] += 1
+            else:
+                keys.append(name)
+                extra = True
+        for name, m in rec.pruned:
+            if m & mask:
+                if (
+                    counter is not None
+                    and recursive
+                    and (keep is None or keep(prefix + name + "/"))
+                ):
+                    counter[_first_kind(m & mask)] += 1
+            elif recursive:
+                keys.append(name + "/")
+                allowed.add(name)
+                extra = True
+        if extra:
+            sort_keys(keys)
+        for key in keys:
+            if key[-1] != "/":
+                path = prefix + key
+                if keep is None or keep(path):
+                    out.append(path)
+                continue
+            if not recursive:
+                continue
+            name = key[:-1]
+            sub = prefix + name
+            if keep is not None and not keep(sub + "/"):
+                continue
+            if name not in allowed:
+                self._emit(records, sub, records[sub], mask, True, out, counter, keep)
+                continue
+            frame = self._restricted(rec.frame, mask)
+            _, r = self.rules.classify(frame, sub, name, True)
+            self._emit_free(sub, frame, r, mask, out, counter, keep)
+
+    def _emit_free(
+        self,
+        rel: str,
+        frame: Frame,
+        excl_bits: int,
+        mask: int,
+        out: list[str],
+        counter: Counter[str] | None,
+        keep: Callable[[str], bool] | None,
+    ) -> None:
+        """Walk folder ``rel`` (entered from ``frame``) on demand with the kinds in
+        ``mask`` and emit its files; nothing is kept."""
+        self._forget_unwatched(rel)
+        temp: dict[str, DirRecord] = {}
+        hidden_self = self._walk([(rel, frame, excl_bits & mask, 0, None)], temp)
+        rec = temp.get(rel)
+        if rec is None:
+            if counter is not None and hidden_self & mask:
+                counter[_first_kind(hidden_self & mask)] += 1
+            return
+        self._emit(temp, rel, rec, mask, True, out, counter, keep)
+
+    # ---- queries ------------------------------------------------------------------------
+
+    def files(self, filters: Filters = ALL) -> list[str]:
+        """Every visible file (root-relative POSIX), sorted by bytes."""
+        if filters.mask == ALL_MASK:
+            self._fresh("", True, None)
+            # not cached: the list would cost ~90 bytes per file, a rebuild ~25 ms at 100k
+            out: list[str] = []
+            self._emit(self._records, "", self._records[""], ALL_MASK, True, out, None, None)
+            return out
+        return self.expand_dir("", filters, True)
+
+    def expand_dir(
+        self, rel_dir: str, filters: Filters, recursive: bool, hidden: Counter[str] | None = None
+    ) -> list[str]:
+        """Visible files under folder ``rel_dir`` (``""`` = root), sorted by bytes;
+        ``recursive=False``: only its own files. ``hidden`` (optional) gets, per kind name,
+        how many paths under ``rel_dir`` the enabled kinds hid (a pruned folder counts
+        once, under the first kind hiding it in the order deny, ignore-file, gitignore,
+        default-exclude); if ``rel_dir`` itself is hidden it counts once and ``[]`` is
+        returned. A missing folder gives ``[]``."""
+        rel_dir = rel_dir.strip("/")
+        out: list[str] = []
+        self._expand(rel_dir, filters.mask, recursive, out, hidden, None)
+        return out
+
+    def _expand(
+        self,
+        rel_dir: str,
+        mask: int,
+        recursive: bool,
+        out: list[str],
+        counter: Counter[str] | None,
+        keep: Callable[[str], bool] | None,
+    ) -> None:
+        self._fresh(rel_dir, recursive, keep)
+        rec = self._records.get(rel_dir)
+        if rec is not None:
+            self._emit(self._records, rel_dir, rec, mask, recursive, out, counter, keep)
+            return
+        full = os.path.join(self.root, rel_dir)
+        if not rel_dir or not os.path.isdir(full) or os.path.islink(full):
+            return
+        self._forget_unwatched(rel_dir)
+        parent, _, name = rel_dir.rpartition("/")
+        pframe, above = self.rules.frame_for_dir(parent, mask)
+        h, r = self.rules.classify(pframe, rel_dir, name, True)
+        h |= above
+        if name == ".git" or ".git" in rel_dir.split("/"):
+            h |= DENY
+        if h & mask:
+            if counter is not None:
+                counter[_first_kind(h & mask)] += 1
+            return
+        temp: dict[str, DirRecord] = {}
+        hidden_self = self._walk([(rel_dir, pframe, r & mask, 0, None)], temp)
+        rec = temp.get(rel_dir)
+        if rec is None:
+            if counter is not None and hidden_self & mask:
+                counter[_first_kind(hidden_self & mask)] += 1
+            return
+        self._emit(temp, rel_dir, rec, mask, recursive, out, counter, keep)
+
+    def _forget_unwatched(self, rel: str) -> None:
+        """Drop the rules' cached ignore files at and below the first folder on the way
+        to ``rel`` that is not walked: nothing watches such folders, so an on-demand walk
+        must read their ignore files afresh."""
+        anc = rel
+        top = rel
+        while anc and anc not in self._records:
+            top = anc
+            anc = anc.rpartition("/")[0]
+        if top not in self._records:
+            self.rules.forget_dir(top)
+
+    def hidden_counts(
+        self,
+        rel_dir: str = "",
+        filters: Filters = ALL,
+        recursive: bool = True,
+        pattern: str | None = None,
+    ) -> dict[str, int]:
+        """``{kind: count}`` of paths the enabled kinds hid from an expansion of
+        ``rel_dir`` (or of glob ``pattern`` when given); see ``expand_dir``. Cheaper: pass
+        a ``Counter`` as ``hidden=`` to ``expand_dir``/``glob`` instead."""
+        counter: Counter[str] = Counter()
+        if pattern is not None:
+            self.glob(pattern, filters, recursive, hidden=counter)
+        else:
+            self.expand_dir(rel_dir, filters, recursive, hidden=counter)
+        return dict(counter)
+
+    def glob(
+        self,
+        pattern: str,
+        filters: Filters,
+        recursive: bool = True,
+        hidden: Counter[str] | None = None,
+    ) -> list[str]:
+        """Visible files matching glob ``pattern`` (PROTOCOL §3: ``*`` and ``?`` never
+        cross ``/``, ``**`` does, ``[...]`` classes, ``{a,b}`` braces, dotfiles match,
+        case-sensitive), sorted by bytes. ``recursive=False``: ``**`` acts as ``*``.
+        ``hidden``: as for ``expand_dir`` (hidden files that match, and pruned folders
+        the pattern could reach, count once each).
+
+        Raises ``ValueError`` (readable message) for an empty, absolute or ``..``
+        pattern, or one wcmatch rejects."""
+        rx, start, seg_ok = compile_glob(pattern, recursive)
+        out: list[str] = []
+
+        def keep(path: str) -> bool:
+            if path.endswith("/"):
+                return seg_ok(path[:-1])
+            return rx.fullmatch(path) is not None
+
+        self._expand(start, filters.mask, True, out, hidden, keep)
+        return out
+
+    def explain(self, rel: str, filters: Filters = ALL) -> Verdict | None:
+        """Which rule hides ``rel`` under ``filters`` (any path: inside pruned folders, or
+        not existing), or ``None`` if it is visible (or would be)."""
+        rel = rel.strip("/")
+        if not rel:
+            return None
+        isdir = self.is_dir(rel)
+        if isdir is None:
+            full = os.path.join(self.root, rel)
+            isdir = os.path.isdir(full) and not os.path.islink(full)
+        return self.rules.check(rel, isdir, filters)
+
+    def is_dir(self, rel: str) -> bool | None:
+        """True for a walked (visible) folder, False for a visible file, ``None`` for a
+        path the index does not show (hidden, or absent)."""
+        rel = rel.strip("/")
+        self._fresh_path(rel)
+        if rel in self._records:
+            return True
+        parent, _, name = rel.rpartition("/")
+        rec = self._records.get(parent)
+        if rec is not None and name in rec.entries:
+            return False
+        return None
+
+    def contains(self, rel: str, filters: Filters = ALL) -> bool:
+        """Whether ``rel`` is a visible file or folder under ``filters`` (``""`` = root)."""
+        rel = rel.strip("/")
+        if self.is_dir(rel) is not None or not rel:
+            return True
+        if filters.mask == ALL_MASK:
+            return False
+        full = os.path.join(self.root, rel)
+        if not os.path.lexists(full):
+            return False
+        isdir = os.path.isdir(full) and not os.path.islink(full)
+        return self.rules.check(rel, isdir, filters) is None
+
+    @property
+    def file_count(self) -> int:
+        """How many files are visible with every kind applied (kept up to date by every
+        change, so reading it needs no lock)."""
+        return self._nfiles
+
+    def dir_mtime(self, rel_dir: str) -> int | None:
+        """``st_mtime_ns`` recorded for walked folder ``rel_dir`` (read before listing it)."""
+        rec = self._records.get(rel_dir)
+        return rec.mtime if rec is not None else None
+
+    def walked_dirs(self) -> list[str]:
+        """Every walked (visible) folder, ``""`` first."""
+        return list(self._records)
+
+    def walks(self, rel_dir: str) -> bool:
+        """Whether ``rel_dir`` is a walked (visible) folder, as the index holds it now
+        (no stat checks)."""
+        return rel_dir in self._records
+
+    def dir_entries(self, rel_dir: str) -> tuple[str, ...]:
+        """The visible entries of walked folder ``rel_dir`` (files, and sub-folders as
+        ``"name/"``), byte-sorted, as the index holds them now; ``()`` if not walked."""
+        rec = self._records.get(rel_dir)
+        return rec.entries if rec is not None else ()
+
+    def stat(self, rel: str) -> os.stat_result | None:
+        """``lstat`` of ``rel`` now (files are not stat'ed by the walk), or ``None``."""
+        try:
+            return os.lstat(os.path.join(self.root, rel))
+        except OSError:
+            return None
+
+    def unlisted_under(self, rel_dir: str, recursive: bool = True) -> list[tuple[str, int, str]]:
+        """``(folder, errno, reason)`` for the walked folders at or below ``rel_dir``
+        (only ``rel_dir`` itself when not ``recursive``) whose last listing failed, sorted:
+        their files are unknown, so an expansion over them is incomplete and says so."""
+        if not self.unlisted:
+            return []
+        out = []
+        for rel, (err, reason) in self.unlisted.items():
+            if rel not in self._records:
+                continue  # gone, or not walked any more (hidden meanwhile)
+            inside = rel == rel_dir or (recursive and (not rel_dir or is_under(rel, rel_dir)))
+            if inside:
+                out.append((rel, err, reason))
+        return sorted(out)

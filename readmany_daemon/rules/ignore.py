@@ -1,0 +1,782 @@
+"""Git-exact ignore rules for one workspace root, in four kinds that a request can switch.
+
+Kinds, checked in this order (the first kind that hides a path explains it):
+
+``deny``             ``.git`` (any file or folder of that name, at any depth, and all below
+                     it) and ``Settings.deny_patterns``; always applies, tracked or not.
+``ignore-file``      ``.readmanyignore`` and the other ``Settings.ignore_file_names``, layered
+                     like ``.gitignore`` files (each relative to its folder, deeper files win);
+                     applies to tracked files too (a tool ignore file is meant to hide them).
+``gitignore``        nested ``.gitignore`` files, ``$GIT_COMMON_DIR/info/exclude`` and
+                     ``core.excludesFile``; never hides a path git tracks.
+``default-exclude``  ``Settings.default_excludes`` (gitignore syntax, relative to the root),
+                     plus every folder holding a ``pyvenv.cfg`` (a virtualenv) or a
+                     ``conda-meta/`` folder (a conda env); never hides a path git tracks.
+
+Semantics follow git 2.39 ``dir.c`` and ``wildmatch.c`` (not only the gitignore doc):
+
+* Lines: a UTF-8 BOM is skipped, ``\\r\\n`` ends a line like ``\\n``, lines starting with
+  ``#`` are comments, trailing spaces are trimmed unless escaped with ``\\`` (tabs are
+  kept), a NUL byte ends the line's pattern (C string), files over 100 MiB are skipped
+  (``PATTERN_MAX_FILE_SIZE``), in-tree ignore files that are symlinks are not read
+  (``O_NOFOLLOW``).
+* ``!`` negates, a trailing ``/`` matches folders only (a symlink is not a folder), a pattern
+  without ``/`` (after removing the trailing one) matches the basename at any depth,
+  otherwise the path relative to the ignore file's folder (a leading ``/`` only anchors).
+* Per path: the last matching line of a file wins; files in deeper folders win over
+  shallower ones, then ``info/exclude``, then ``core.excludesFile``.
+* A path below an excluded folder is excluded by that folder's rule, whatever deeper
+  files or negations say (git's ``prep_exclude``); the ignore files inside an excluded
+  folder are not even read.
+* ``tracked`` comes from ``git ls-files -z --cached``; for a folder, "tracked" means it
+  contains a tracked path (git's ``directory_exists_in_index``: such a folder is entered,
+  its tracked files are shown, its untracked ones stay excluded).
+* A root below the repository's top obeys the ignore files from the top down to it.
+  Outside a repository ``.gitignore`` files (root and below) and ``core.excludesFile``
+  still apply; there is no tracked set and no ``info/exclude``.
+* Nested repositories (a folder below the root holding ``.git``): as ripgrep does, they are
+  entered; inside, their own ``.gitignore`` files and ``info/exclude`` apply and the outer
+  repository's ``.gitignore``/``info/exclude`` stop applying (ripgrep's ``ignore`` crate
+  stops at the first parent with ``.git``); tool ignore files, default excludes, deny
+  rules and ``core.excludesFile`` keep applying. The nested repository's tracked files
+  (its own ``git ls-files``) are never hidden by ``gitignore``/``default-exclude``.
+
+Matching runs on the "byte view" of names (``rules/wildmatch.py``); why the matching is a
+port of git and not pathspec: ``rules/patterns.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Collection, Iterable
+from typing import Any, Final
+
+from ..settings import Settings
+from .git import GitCall, RepoLocation, TrackedSet, repo_location, resolve_gitdir
+from .kinds import (
+    ALL,
+    DEFAULT_EXCLUDE,
+    DENY,
+    GITIGNORE,
+    IGNORE_FILE,
+    KIND_BITS,
+    KIND_NAMES,
+    Filters,
+    Verdict,
+)
+from .patterns import NameMatcher, Pattern, PatternList, compile_quick
+from .wildmatch import byte_view, from_byte_view
+
+__all__ = ["MAX_PATTERN_FILE_BYTES", "MAX_WARNINGS_PER_FILE", "Frame", "IgnoreRules"]
+
+_RESCUABLE: Final = GITIGNORE | DEFAULT_EXCLUDE  # kinds that never hide a tracked path
+_K_DENY, _K_IGNORE_FILE, _K_GIT, _K_DEFAULT = 0, 1, 2, 3  # indexes into a state tuple
+
+#: git's ``PATTERN_MAX_FILE_SIZE`` (dir.c): larger pattern files are skipped whole.
+MAX_PATTERN_FILE_BYTES: Final = 100 * 1024 * 1024
+#: Problem lines listed per ignore file (``file:line: reason``); the rest are counted in
+#: one more warning, so that a broken or generated file cannot flood ``readMany/status``.
+MAX_WARNINGS_PER_FILE: Final = 20
+
+
+# --------------------------------------------------------------------------------------
+# frames: the rules that apply to the entries of one folder
+
+
+class _Excl:
+    """A kind's state below a folder that kind excludes (kept only because the folder
+    holds tracked paths): every untracked path below is hidden by that kind."""
+
+    __slots__ = ("rel",)
+
+    def __init__(self, rel: str) -> None:
+        self.rel = rel
+
+
+_State = tuple[PatternList, ...] | _Excl | None  # lists (deepest first) | excluded | off
+
+
+class Frame:
+    """Per-kind states for the entries of one folder, plus its repository context.
+
+    ``states[k]`` for kind index k (deny, ignore-file, gitignore, default-exclude): a tuple
+    of pattern lists (deepest folder first), an ``_Excl`` marker, or ``None`` (kind off).
+    Frames are shared between folders whose rules are the same.
+    """
+
+    __slots__ = ("_q", "_ready", "excl_mask", "lists", "mask", "states", "tracked")
+
+    def __init__(
+        self, states: tuple[_State, _State, _State, _State], tracked: TrackedSet | None
+    ) -> None:
+        self.states = states
+        self.tracked = tracked
+        self.mask = 0
+        self.excl_mask = 0
+        #: every pattern list active for this frame (all kinds in lists mode)
+        self.lists: tuple[PatternList, ...] = tuple(
+            lst for st in states if isinstance(st, tuple) for lst in st
+        )
+        for k, st in enumerate(states):
+            if st is not None:
+                self.mask |= KIND_BITS[k]
+            if isinstance(st, _Excl):
+                self.excl_mask |= KIND_BITS[k]
+        self._ready = False
+        self._q: tuple[Any, Any] = (None, None)
+
+
+# --------------------------------------------------------------------------------------
+# the rules object
+
+
+class IgnoreRules:
+    """All ignore rules for one workspace root.
+
+    ``root``: absolute real path of the workspace folder. Paths given to methods are
+    root-relative POSIX strings (``"pkg/a.py"``; never ``""`` for ``check``). Nothing here
+    raises for bad ignore files; problems are appended to ``warnings`` (``"file:line:
+    reason"`` strings, plus a line if git failed). Git is asked for two things only, in
+    subprocesses started at construction: ``git config --path --get core.excludesFile``
+    and ``git ls-files -z --cached`` (per nested repository too). The rule engine itself
+    never asks git for a verdict.
+
+    Attributes: ``repo`` (``RepoLocation`` or ``None``), ``repo_top`` (its working tree
+    top or ``None``), ``root_prefix`` (the root relative to ``repo_top``, byte view,
+    ``""`` or ``"a/b/"``), ``warnings``, ``deny_list`` and ``default_list`` (the settings'
+    pattern lists).
+    """
+
+    def __init__(self, root: str, settings: Settings, tracked: list[str] | None = None) -> None:
+        # ``tracked``: the root's ``git ls-files -z --cached`` already read by the caller
+        # (sorted as ``str``), so no git process is started for it (index/gitlist.py)
+        self.root = root
+        self.settings = settings
+        self.warnings: list[str] = []
+        self._file_warnings: set[str] = set()  # what ``_read_list`` added (re-reads: once)
+        loc = repo_location(root)
+        self.repo: RepoLocation | None = loc
+        self.repo_top: str | None = loc.top if loc else None
+        top = loc.top if loc else root
+        rel_top = os.path.relpath(root, top).replace(os.sep, "/") if loc else "."
+        #: root's folder relative to the repository top (byte view), "" or "a/b/".
+        self.root_prefix = "" if rel_top == "." else byte_view(rel_top) + "/"
+        #: the same as a plain ``str`` (surrogate escapes, not byte view)
+        self.root_prefix_str = "" if rel_top == "." else rel_top + "/"
+        self._top = top
+        self._config_call = GitCall(["config", "--path", "--get", "core.excludesFile"], root)
+        #: the root repository's tracked set (``None`` outside a repository); its
+        #: ``stamp`` is git's index file when it was read (see ``tracked_changed``)
+        self.tracked: TrackedSet | None = (
+            TrackedSet(root, "", self.warnings, tracked, self._git_index_stamp()) if loc else None
+        )
+        self._ignore_names: tuple[str, ...] = tuple(
+            n for n in dict.fromkeys(settings.ignore_file_names) if n and "/" not in n
+        )
+        self._names_in_dir = frozenset((".gitignore", *self._ignore_names))
+        self._special_files = frozenset((*self._names_in_dir, ".git", "pyvenv.cfg"))
+        self._special_dirs = frozenset((".git", "conda-meta"))
+        self._lists: dict[tuple[int, str], tuple[PatternList, ...]] = {}
+        self._nested: dict[str, tuple[PatternList, ...]] = {}  # root-rel dir -> its info/exclude
+        self._nested_tracked: dict[str, TrackedSet] = {}
+        self._quick_cache: dict[tuple[PatternList, ...], tuple[Any, Any]] = {}
+        self._matchers: dict[frozenset[PatternList], NameMatcher] = {}
+        self._global_lists: tuple[PatternList, ...] | None = None
+        self._excludes_list: PatternList | None = None
+        self._root_frames: dict[int, Frame] = {}
+        #: kinds whose rules exclude the root or a folder above it (set by ``root_frame``
+        #: for the kinds asked so far): such a root is read as named explicitly
+        self.root_excluded = 0
+        w = self.warnings
+        self.deny_list = PatternList.from_patterns(
+            settings.deny_patterns, "denyPatterns", self.root_prefix, DENY, w
+        )
+        self.default_list = PatternList.from_patterns(
+            settings.default_excludes, "defaultExcludes", self.root_prefix, DEFAULT_EXCLUDE, w
+        )
+
+    # ---- git facts -------------------------------------------------------------------
+
+    def _git_index_stamp(self) -> tuple[int, int] | None:
+        if self.repo is None:
+            return None
+        try:
+            st = os.stat(os.path.join(self.repo.gitdir, "index"))
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def tracked_changed(self) -> bool:
+        """Whether git's index file changed since the tracked set was read; if so the set
+        is re-read (lazily) and True is returned (the caller re-evaluates verdicts)."""
+        stamp = self._git_index_stamp()
+        if stamp == (self.tracked.stamp if self.tracked is not None else None):
+            return False
+        if self.repo is not None:
+            self.tracked = TrackedSet(self.root, "", self.warnings, None, stamp)
+        self._nested_tracked.clear()
+        self._root_frames.clear()
+        return True
+
+    def is_tracked(self, rel: str) -> bool:
+        """Whether git tracks ``rel`` (root-relative), in the root's repository or a
+        nested one. Always False outside a repository."""
+        t = self._tracked_for(rel)
+        return t is not None and t.contains(rel)
+
+    def has_tracked_under(self, rel_dir: str) -> bool:
+        """Whether folder ``rel_dir`` (root-relative, ``""`` = root) contains a tracked
+        path."""
+        t = self._tracked_for(rel_dir + "/x")
+        if t is None:
+            return False
+        if rel_dir == "":
+            t.wait()
+            return bool(t.sorted)
+        return t.has_under(rel_dir)
+
+    def _tracked_for(self, rel: str) -> TrackedSet | None:
+        best = ""
+        for d in self._nested_tracked:
+            if rel.startswith(d + "/") and len(d) > len(best):
+                best = d
+        return self._nested_tracked[best] if best else self.tracked
+
+    @property
+    def excludes_file(self) -> str | None:
+        """The ``core.excludesFile`` path git would use (its default
+        ``$XDG_CONFIG_HOME/git/ignore`` or ``~/.config/git/ignore`` when unset)."""
+        rc, out = self._config_call.result()
+        if rc == 0 and out.strip():
+            return os.fsdecode(out.strip().splitlines()[0])
+        xdg = os.environ.get("XDG_CONFIG_HOME")
+        if xdg:
+            return os.path.join(xdg, "git", "ignore")
+        home = os.environ.get("HOME")
+        return os.path.join(home, ".config", "git", "ignore") if home else None
+
+    # ---- loading rule files -----------------------------------------------------------
+
+    def _label(self, abspath: str) -> str:
+        """Workspace-relative POSIX label for a file inside the root, else absolute."""
+        rel = os.path.relpath(abspath, self.root)
+        if rel == os.curdir or rel.startswith(os.pardir + os.sep) or rel == os.pardir:
+            return abspath
+        return rel.replace(os.sep, "/")
+
+    def _read_list(self, abspath: str, base: str, kind: int, nofollow: bool) -> PatternList | None:
+        """Read one ignore file (``None`` when absent or unreadable, with a warning for
+        anything but "missing")."""
+        label = self._label(abspath)
+        flags = os.O_RDONLY | (os.O_NOFOLLOW if nofollow else 0)
+        try:
+            fd = os.open(abspath, flags)
+        except FileNotFoundError:
+            return None
+        except NotADirectoryError:
+            return None
+        except OSError as exc:
+            self.warnings.append(f"{label}: not read: {exc.strerror}")
+            return None
+        try:
+            st = os.fstat(fd)
+            if not _is_regular(st.st_mode):
+                return None
+            if st.st_size > MAX_PATTERN_FILE_BYTES:
+                self.warnings.append(
+                    f"{label}: ignoring excessively large pattern file ({st.st_size} bytes)"
+                )
+                return None
+            chunks: list[bytes] = []
+            total = 0
+            while True:
+                chunk = os.read(fd, max(st.st_size - total, 0) + 65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > MAX_PATTERN_FILE_BYTES:
+                    self.warnings.append(f"{label}: ignoring excessively large pattern file")
+                    return None
+            data = b"".join(chunks)
+        except OSError as exc:
+            self.warnings.append(f"{label}: not read: {exc.strerror}")
+            return None
+        finally:
+            os.close(fd)
+        found: list[str] = []
+        lst = PatternList.from_bytes(data, label, base, kind, found)
+        if len(found) > MAX_WARNINGS_PER_FILE:
+            more = len(found) - MAX_WARNINGS_PER_FILE
+            found[MAX_WARNINGS_PER_FILE:] = [f"{label}: {more} more problem lines not listed"]
+        for w in found:  # re-reads: once (a set: a file's warnings are not re-scanned)
+            if w not in self._file_warnings:
+                self._file_warnings.add(w)
+                self.warnings.append(w)
+        return lst
+
+    def _dir_lists(
+        self, kind: int, top_rel_dir: str, present: Collection[str] | None
+    ) -> tuple[PatternList, ...]:
+        """The lists of ``kind`` found in one folder (``top_rel_dir`` byte view, ``""`` or
+        ``"a/b/"``), winning one first. ``present``: the folder's file names if known
+        (saves the probes)."""
+        key = (kind, top_rel_dir)
+        got = self._lists.get(key)
+        if got is not None:
+            return got
+        names = (".gitignore",) if kind == GITIGNORE else self._ignore_names
+        folder = os.path.join(self._top, from_byte_view(top_rel_dir)) if top_rel_dir else self._top
+        found: list[PatternList] = []
+        for name in names:
+            if present is not None and name not in present:
+                continue
+            lst = self._read_list(os.path.join(folder, name), top_rel_dir, kind, nofollow=True)
+            if lst is not None and lst.patterns:
+                found.append(lst)
+            elif lst is not None:
+                found.append(lst)  # keep empty lists: their content still counts for the hash
+        found.reverse()  # later names in Settings.ignore_file_names win
+        got = tuple(lst for lst in found if lst.patterns)
+        self._lists[key] = got
+        if len(got) != len(found):
+            self._lists[(kind | 0x100, top_rel_dir)] = tuple(found)  # empty ones, for hashing
+        return got
+
+    def _globals(self) -> tuple[PatternList, ...]:
+        """``info/exclude`` (in a repository) then ``core.excludesFile``, in git's
+        precedence order (``last_matching_pattern_from_lists`` scans EXC_FILE backwards)."""
+        if self._global_lists is None:
+            out: list[PatternList] = []
+            if self.repo is not None:
+                lst = self._read_list(
+                    os.path.join(self.repo.commondir, "info", "exclude"), "", GITIGNORE, False
+                )
+                if lst is not None:
+                    out.append(lst)
+            xf = self.excludes_file
+            self._excludes_list = None
+            if xf:
+                self._excludes_list = self._read_list(xf, "", GITIGNORE, False)
+                if self._excludes_list is not None:
+                    out.append(self._excludes_list)
+            self._global_lists = tuple(out)
+        return self._global_lists
+
+    def _nested_globals(self, rel_dir: str) -> tuple[PatternList, ...]:
+        """For a nested repository at root-relative ``rel_dir``: its own ``info/exclude``
+        then ``core.excludesFile``. Registers its tracked set."""
+        got = self._nested.get(rel_dir)
+        if got is None:
+            self._globals()
+            lists: list[PatternList] = []
+            gitdir = resolve_gitdir(os.path.join(self.root, rel_dir, ".git"))
+            if gitdir is not None:
+                common = gitdir
+                try:
+                    with open(os.path.join(gitdir, "commondir"), "rb") as fh:
+                        rel = os.fsdecode(fh.read()).strip()
+                    if rel:
+                        common = os.path.normpath(os.path.join(gitdir, rel))
+                except OSError:
+                    pass
+                base = self.root_prefix + byte_view(rel_dir) + "/"
+                lst = self._read_list(
+                    os.path.join(common, "info", "exclude"), base, GITIGNORE, False
+                )
+                if lst is not None:
+                    lists.append(lst)
+                if rel_dir not in self._nested_tracked:
+                    self._nested_tracked[rel_dir] = TrackedSet(
+                        os.path.join(self.root, rel_dir), rel_dir + "/", self.warnings
+                    )
+            if self._excludes_list is not None:
+                lists.append(self._excludes_list)
+            got = tuple(lists)
+            self._nested[rel_dir] = got
+        return got
+
+    # ---- frames ---------------------------------------------------------------------
+
+    def root_frame(self, mask: int = 15) -> Frame:
+        """The frame for the entries of the root folder, for the kinds in ``mask``.
+
+        Lists above the root (from the repository top down) are included. A root that
+        those rules exclude (itself or a folder above it, like a Python installed inside
+        a git-managed ``~/.pyenv/versions/``) is taken as named explicitly, as a named
+        path is read even when ignored: its entries are still judged by every pattern,
+        the folder verdict is not applied, and a warning says so."""
+        got = self._root_frames.get(mask)
+        if got is not None:
+            return got
+        states: list[_State] = [None, None, None, None]
+        states[_K_DENY] = (self.deny_list,)
+        if mask & DEFAULT_EXCLUDE:
+            states[_K_DEFAULT] = (self.default_list,)
+        for k, bit in ((_K_IGNORE_FILE, IGNORE_FILE), (_K_GIT, GITIGNORE)):
+            if not mask & bit:
+                continue
+            tail = self._globals() if bit == GITIGNORE else ()
+            lists: tuple[PatternList, ...] = tail
+            # from the top down to the root: each folder is checked as an entry first
+            parts = self.root_prefix[:-1].split("/") if self.root_prefix else []
+            cur = ""
+            lists = self._dir_lists(bit, "", None) + lists
+            for part in parts:
+                path = cur + part
+                hit = _last_match(lists, path, part, True)
+                if hit is not None and not hit[0].negated:
+                    self.root_excluded |= bit
+                    note = (
+                        f"the workspace root lies in {from_byte_view(path)}/, which "
+                        f"{hit[1].verdict(hit[0]).source} ignores; its files are listed "
+                        "as if the root were named explicitly"
+                    )
+                    if note not in self.warnings:
+                        self.warnings.append(note)
+                cur = path + "/"
+                lists = self._dir_lists(bit, cur, None) + lists
+            states[k] = lists
+        frame = Frame((states[0], states[1], states[2], states[3]), self.tracked)
+        self._root_frames[mask] = frame
+        return frame
+
+    def enter(
+        self,
+        parent: Frame,
+        rel_dir: str,
+        excl_bits: int,
+        files: Collection[str] | None,
+        dirs: Collection[str] | None,
+    ) -> tuple[Frame, int]:
+        """The frame for the entries of folder ``rel_dir`` (root-relative, not ``""``),
+        entered from ``parent`` (the frame of its parent's entries).
+
+        ``excl_bits``: kinds that excluded ``rel_dir`` but kept it because it holds tracked
+        paths (they switch to "everything untracked below is hidden"). ``files``/``dirs``:
+        the folder's entry names if already listed (else the file system is probed).
+        Returns ``(frame, hidden)``, ``hidden`` being the kinds that hide the folder itself
+        found only now: a virtualenv/conda env for ``default-exclude`` (0 if the folder
+        holds tracked paths, which then puts that kind in excluded mode)."""
+        if (
+            not excl_bits
+            and files is not None
+            and self._special_files.isdisjoint(files)
+            and (dirs is None or self._special_dirs.isdisjoint(dirs))
+        ):
+            return parent, 0  # nothing in this folder changes the rules
+        states = list(parent.states)
+        tracked = parent.tracked
+        changed = False
+        for k in range(4):
+            if excl_bits & KIND_BITS[k] and not isinstance(states[k], _Excl):
+                states[k] = _Excl(rel_dir)
+                changed = True
+        hidden = 0
+        if files is None:
+            full = os.path.join(self.root, rel_dir)
+            is_repo = os.path.lexists(os.path.join(full, ".git"))
+        else:
+            is_repo = ".git" in files or (dirs is not None and ".git" in dirs)
+        top_dir = self.root_prefix + byte_view(rel_dir) + "/"
+        st_if = states[_K_IGNORE_FILE]
+        if (
+            isinstance(st_if, tuple)
+            and self._ignore_names
+            and (files is None or not self._names_in_dir.isdisjoint(files))
+        ):
+            new = self._dir_lists(IGNORE_FILE, top_dir, files)
+            if new:
+                states[_K_IGNORE_FILE] = new + st_if
+                changed = True
+        st_git = states[_K_GIT]
+        if is_repo and st_git is not None:
+            base = self._dir_lists(GITIGNORE, top_dir, files)
+            states[_K_GIT] = base + self._nested_globals(rel_dir)
+            tracked = self._nested_tracked.get(rel_dir, tracked)
+            changed = True
+        elif isinstance(st_git, tuple) and (files is None or ".gitignore" in files):
+            new = self._dir_lists(GITIGNORE, top_dir, files)
+            if new:
+                states[_K_GIT] = new + st_git
+                changed = True
+        elif is_repo:
+            self._nested_globals(rel_dir)
+            tracked = self._nested_tracked.get(rel_dir, tracked)
+            changed = True
+        st_def = states[_K_DEFAULT]
+        if isinstance(st_def, tuple):
+            full = os.path.join(self.root, rel_dir)
+            if files is None:
+                venv = os.path.isfile(os.path.join(full, "pyvenv.cfg")) or os.path.isdir(
+                    os.path.join(full, "conda-meta")
+                )
+            else:
+                venv = "pyvenv.cfg" in files or (dirs is not None and "conda-meta" in dirs)
+            if venv:
+                # a virtualenv / conda env: hidden unless it holds tracked paths, and in
+                # both cases everything untracked below is hidden by default-exclude
+                states[_K_DEFAULT] = _Excl(rel_dir)
+                changed = True
+                if tracked is None or not tracked.has_under(rel_dir):
+                    hidden |= DEFAULT_EXCLUDE
+        if not changed:
+            return parent, hidden
+        return Frame((states[0], states[1], states[2], states[3]), tracked), hidden
+
+    def name_matcher(self, lists: frozenset[PatternList]) -> NameMatcher:
+        """The (cached) ``NameMatcher`` for a set of lists."""
+        got = self._matchers.get(lists)
+        if got is None:
+            got = self._matchers[lists] = NameMatcher(lists)
+        return got
+
+    def quick(self, frame: Frame) -> tuple[Any, Any]:
+        """``(paths_files, paths_dirs)``: multi-line regexes over newline-joined
+        top-relative paths (byte view) for the positive patterns of the frame's lists that
+        basename prefiltering cannot cover (``None`` when there are none); the others are
+        prefiltered by ``NameMatcher.hits``. A match is only a candidate
+        (``classify`` decides)."""
+        if not frame._ready:
+            key = frame.lists
+            got = self._quick_cache.get(key)
+            if got is None:
+                got = (
+                    compile_quick([q for lst in key for q in lst.quick_files]),
+                    compile_quick([q for lst in key for q in lst.quick_dirs]),
+                )
+                self._quick_cache[key] = got
+            frame._q = got
+            frame._ready = True
+        return frame._q
+
+    def classify(self, frame: Frame, rel: str, name: str, is_dir: bool) -> tuple[int, int]:
+        """Evaluate one entry precisely: ``(hidden, rescued)`` kind masks.
+
+        ``hidden``: kinds that hide ``rel`` (after tracked rescue); ``rescued``: kinds
+        whose patterns exclude ``rel`` but that keep it because it is tracked (a folder:
+        holds tracked paths). ``rel`` is root-relative, ``name`` its basename."""
+        hard, soft = self.classify_soft(frame, rel, name, is_dir)
+        if soft and self.tracked_in(frame, rel, is_dir):
+            return hard, soft
+        return hard | soft, 0
+
+    def classify_soft(self, frame: Frame, rel: str, name: str, is_dir: bool) -> tuple[int, int]:
+        """Like ``classify`` without asking git: ``(hard, soft)`` where ``hard`` kinds hide
+        ``rel`` whatever git tracks and ``soft`` kinds (gitignore, default-exclude) hide it
+        unless it is tracked (see ``tracked_in``)."""
+        hard = 0
+        soft = 0
+        path = self.root_prefix + byte_view(rel)
+        bname = byte_view(name)
+        for k, st in enumerate(frame.states):
+            if st is None:
+                continue
+            if isinstance(st, _Excl):
+                excluded = True
+            else:
+                hit = _last_match(st, path, bname, is_dir)
+                excluded = hit is not None and not hit[0].negated
+            if excluded:
+                bit = KIND_BITS[k]
+                if bit & _RESCUABLE:
+                    soft |= bit
+                else:
+                    hard |= bit
+        return hard, soft
+
+    def tracked_ready(self, frame: Frame) -> bool:
+        """Whether asking ``tracked_in`` for this frame would not wait for git."""
+        t = frame.tracked
+        return t is None or t.loaded
+
+    def tracked_in(self, frame: Frame, rel: str, is_dir: bool) -> bool:
+        """Whether ``rel`` is tracked in the frame's repository (a folder: holds a tracked
+        path); waits for ``git ls-files`` the first time."""
+        return self._tracked_in(frame, rel, is_dir)
+
+    def _tracked_in(self, frame: Frame, rel: str, is_dir: bool) -> bool:
+        t = frame.tracked
+        if t is None:
+            return False
+        return t.has_under(rel) if is_dir else t.contains(rel)
+
+    # ---- whole-path checks ------------------------------------------------------------
+
+    def frame_for_dir(self, rel_dir: str, mask: int) -> tuple[Frame, int]:
+        """The frame for the entries of ``rel_dir`` (root-relative, ``""`` = root) for the
+        kinds in ``mask``, reached from the root with probes, and the kinds that hide
+        ``rel_dir`` itself or a folder above it (after tracked rescue)."""
+        frame = self.root_frame(mask)
+        hidden = 0
+        cur = ""
+        for part in rel_dir.split("/") if rel_dir else ():
+            path = cur + part
+            h, r = self.classify(frame, path, part, True)
+            if part == ".git":
+                h |= DENY
+            hidden |= h
+            frame, venv = self.enter(frame, path, h | r, None, None)
+            hidden |= venv
+            cur = path + "/"
+        return frame, hidden
+
+    def check(self, rel: str, is_dir: bool, filters: Filters = ALL) -> Verdict | None:
+        """Which rule hides ``rel`` (root-relative POSIX, not ``""``), or ``None``.
+
+        ``is_dir``: whether ``rel`` is a folder (a symlink is not). Kinds are tried in the
+        order deny, ignore-file, gitignore, default-exclude; for each, folders above
+        ``rel`` are checked first (an excluded folder decides for everything below it,
+        git's ``prep_exclude``); ``gitignore``/``default-exclude`` never hide a tracked
+        path (a folder: one holding tracked paths). Works for paths that do not exist
+        (their ignore files are simply absent)."""
+        mask = filters.mask
+        parts = rel.split("/")
+        if ".git" in parts:
+            return Verdict("deny", ".git", ".git")
+        for bit in KIND_BITS:
+            if mask & bit:
+                v = self._check_kind(bit, parts, is_dir)
+                if v is not None:
+                    return v
+        return None
+
+    def _check_kind(self, bit: int, parts: list[str], is_dir: bool) -> Verdict | None:
+        k = KIND_BITS.index(bit)
+        frame = self.root_frame(bit | DENY)
+        rel_full = "/".join(parts)
+
+        def rescued() -> bool:
+            return bool(bit & _RESCUABLE) and self._rescued(rel_full, is_dir)
+
+        if isinstance(frame.states[k], _Excl):
+            return None if rescued() else self._root_excl_verdict(bit)
+        cur = ""
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            path = cur + part
+            d = is_dir if last else True
+            st = frame.states[k]
+            if not isinstance(st, tuple):
+                return None
+            hit = _last_match(st, self.root_prefix + byte_view(path), byte_view(part), d)
+            if hit is not None and not hit[0].negated:
+                return None if rescued() else hit[1].verdict(hit[0])
+            if not d:
+                return None
+            if bit == DEFAULT_EXCLUDE:
+                marker = _env_marker(os.path.join(self.root, path))
+                if marker is not None:
+                    return (
+                        None
+                        if rescued()
+                        else Verdict("default-exclude", "defaultExcludes:" + marker, marker)
+                    )
+            if last:
+                return None
+            frame, _ = self.enter(frame, path, 0, None, None)
+            cur = path + "/"
+        return None
+
+    def _rescued(self, rel: str, is_dir: bool) -> bool:
+        t = self._tracked_for(rel)
+        if t is None:
+            return False
+        return t.has_under(rel) if is_dir else t.contains(rel)
+
+    def _root_excl_verdict(self, bit: int) -> Verdict:
+        """The rule that excludes the root (or a folder above it) for ``bit``."""
+        lists: tuple[PatternList, ...] = self._globals() if bit == GITIGNORE else ()
+        parts = self.root_prefix[:-1].split("/")
+        cur = ""
+        lists = self._dir_lists(bit, "", None) + lists
+        for part in parts:
+            path = cur + part
+            hit = _last_match(lists, path, part, True)
+            if hit is not None and not hit[0].negated:
+                return hit[1].verdict(hit[0])
+            cur = path + "/"
+            lists = self._dir_lists(bit, cur, None) + lists
+        return Verdict(KIND_NAMES[bit], "?", "?")
+
+    # ---- maintenance ------------------------------------------------------------------
+
+    def forget_dir(self, rel_dir: str) -> None:
+        """Drop cached ignore files of ``rel_dir`` and below (root-relative, ``""`` = all),
+        so the next walk re-reads them."""
+        top_dir = self.root_prefix + (byte_view(rel_dir) + "/" if rel_dir else "")
+        for lkey in [k for k in self._lists if k[1].startswith(top_dir)]:
+            del self._lists[lkey]
+        for nkey in [
+            k for k in self._nested if not rel_dir or k == rel_dir or k.startswith(rel_dir + "/")
+        ]:
+            del self._nested[nkey]
+        if not rel_dir:
+            self._global_lists = None
+        self._quick_cache.clear()
+        self._matchers.clear()
+        self._root_frames.clear()
+
+    def compact(self) -> None:
+        """Drop walk-time caches (per-name prefilter memos; they rebuild on demand) and
+        collect the git subprocesses' results."""
+        self._matchers.clear()
+        self._config_call.result()
+        if self.tracked is not None:
+            self.tracked.fetch()
+
+    def loaded_lists(self) -> list[PatternList]:
+        """Every rule source loaded so far (settings lists, ignore files, info/exclude,
+        core.excludesFile), including empty files."""
+        seen: dict[int, PatternList] = {}
+        for lst in (self.deny_list, self.default_list, *(self._global_lists or ())):
+            seen[id(lst)] = lst
+        for lists in (*self._lists.values(), *self._nested.values()):
+            for lst in lists:
+                seen[id(lst)] = lst
+        return list(seen.values())
+
+    def ignore_files_hash(self) -> str:
+        """Hex BLAKE2b over ``(source, content digest)`` of every rule source loaded so
+        far, sorted by source (for snapshot validity)."""
+        import hashlib
+
+        h = hashlib.blake2b(digest_size=16)
+        for src, dig in sorted((lst.source, lst.digest) for lst in self.loaded_lists()):
+            h.update(os.fsencode(src) + b"\0" + dig.encode() + b"\n")
+        return h.hexdigest()
+
+    def errors(self) -> list[str]:
+        """Warnings including git failures (``git ls-files``), after waiting for git."""
+        out = list(self.warnings)
+        if self.tracked is not None:
+            self.tracked.wait()
+            if self.tracked.error:
+                out.append(self.tracked.error)
+        return out
+
+
+def _last_match(
+    lists: Iterable[PatternList], path: str, name: str, is_dir: bool
+) -> tuple[Pattern, PatternList] | None:
+    """The deciding pattern over ``lists`` (precedence order) for top-relative ``path``
+    (byte view) with basename ``name``: git's ``last_matching_pattern_from_lists``."""
+    for lst in lists:
+        pat = lst.last_match(path, name, is_dir)
+        if pat is not None:
+            return pat, lst
+    return None
+
+
+def _env_marker(folder: str) -> str | None:
+    """``"pyvenv.cfg"`` if ``folder`` is a virtualenv, ``"conda-meta/"`` if a conda env."""
+    if os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
+        return "pyvenv.cfg"
+    if os.path.isdir(os.path.join(folder, "conda-meta")):
+        return "conda-meta/"
+    return None
+
+
+def _is_regular(mode: int) -> bool:
+    return stat.S_ISREG(mode)
