@@ -161,7 +161,7 @@ def _read_params(args: argparse.Namespace) -> dict[str, Any]:
     """ReadManyParams (canonical names) from ``--params`` overridden by flags."""
     params: dict[str, Any] = {}
     if args.params:
-        from readmany_daemon.messages import fold_read_params
+        from readmany_daemon.wire.messages import fold_read_params
 
         try:
             raw = json.loads(args.params)
@@ -209,9 +209,9 @@ def _read_params(args: argparse.Namespace) -> dict[str, Any]:
 def _workspace(root: str) -> Any:
     """The workspace of folder ``root`` (``route.cli_root``), settings from the
     environment (a warning line on stderr for each bad one)."""
+    from readmany_daemon.engine.workspace import Workspace
     from readmany_daemon.errors import RootNotFound
     from readmany_daemon.settings import load_settings
-    from readmany_daemon.workspace import Workspace
 
     settings, warnings = load_settings()
     for w in warnings:
@@ -261,8 +261,8 @@ def cmd_read(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     from readmany_daemon.engine import answer as engine
-    from readmany_daemon.messages import to_builtins
     from readmany_daemon.wire.cursor import decode_read_request
+    from readmany_daemon.wire.messages import to_builtins
 
     req = decode_read_request(raw)
     ws = _workspace(cli_root(args.root))
@@ -304,15 +304,15 @@ def cmd_files(args: argparse.Namespace) -> int:
     if not args.patterns:
         # The whole listing: git starts walking now (fastlist imports only os), while
         # the imports below run.
-        from readmany_daemon import fastlist
+        from readmany_daemon.index import gitlist
 
-        fast = fastlist.start(
+        fast = gitlist.start(
             root,
             gitignore=not args.no_gitignore,
             ignore_files=not args.no_ignore_files,
         )
 
-    from readmany_daemon.ignore import Filters
+    from readmany_daemon.rules.kinds import Filters
 
     filters = Filters(
         respect_gitignore=not args.no_gitignore,
@@ -327,10 +327,10 @@ def cmd_files(args: argparse.Namespace) -> int:
             print(f"readmany: warning: {w}", file=sys.stderr)
         paths = fast.files(settings, filters)  # == Index.build(root, settings).files(filters)
     else:
-        from readmany_daemon import request
+        from readmany_daemon.engine.files import list_paths
 
         ws = _workspace(root)
-        paths = request.list_paths(ws, args.patterns, filters)
+        paths = list_paths(ws, args.patterns, filters)
     _write(sep.join(paths) + sep if paths else "")
     if asked.start_daemon:
         autostart()
@@ -345,7 +345,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for w in warnings:
         say(f"warning: {w}")
     if args.stdio:
-        from readmany_daemon.server import serve_stdio
+        from readmany_daemon.lsp.serve import serve_stdio
 
         return serve_stdio(settings, args.log_file)
     from readmany_daemon import daemon

@@ -81,7 +81,7 @@ __all__ = [
 if TYPE_CHECKING:
     import asyncio
 
-    from readmany_daemon.service import Service
+    from readmany_daemon.runtime.service import Service
     from readmany_daemon.settings import Settings
 
 
@@ -297,7 +297,8 @@ class Daemon:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         import asyncio
 
-        from readmany_daemon.server import StreamWriter, run_connection
+        from readmany_daemon.lsp.serve import run_connection
+        from readmany_daemon.lsp.writers import StreamWriter
 
         if self.kind == "socket" and not self._peer_allowed(writer):
             writer.close()
@@ -366,7 +367,7 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(sig, self.stop)
         watcher = asyncio.create_task(self._idle_watch())
-        from readmany_daemon.server import warm_up
+        from readmany_daemon.lsp.serve import warm_up
 
         warm_up(self.service)
         if on_ready is not None:
@@ -475,8 +476,8 @@ def serve_socket(
     ``on_ready`` gets a one-line description once the socket accepts connections."""
     import asyncio
 
-    from readmany_daemon.server import configure_logging
-    from readmany_daemon.service import Service
+    from readmany_daemon.logs import configure_logging
+    from readmany_daemon.runtime.service import Service
 
     if os.name != "posix":
         raise UsageError("serve --socket needs unix sockets; on Windows use serve --stdio")
@@ -549,8 +550,8 @@ def serve_tcp(
     missing token."""
     import asyncio
 
-    from readmany_daemon.server import configure_logging
-    from readmany_daemon.service import Service
+    from readmany_daemon.logs import configure_logging
+    from readmany_daemon.runtime.service import Service
 
     host, port = parse_tcp(spec)
     if not token:

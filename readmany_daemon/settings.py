@@ -29,7 +29,7 @@ DEFAULT_DENY_PATTERNS: tuple[str, ...] = (
 
 #: Folders that hold dependencies or tool output and are never source. Gitignore syntax,
 #: applied to expansions only, and never to a path git tracks. ``venv``-like folders are
-#: matched by content (a ``pyvenv.cfg`` inside), see ``ignore.DefaultExcludes``.
+#: matched by content (a ``pyvenv.cfg`` inside), see ``rules.ignore.IgnoreRules``.
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     "node_modules/",
     "bower_components/",

@@ -19,7 +19,12 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["GIT_ENV", "git", "make_env", "write_tree"]
+from readmany_daemon.engine import answer as engine_answer
+from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.wire.cursor import read_request
+from readmany_daemon.wire.messages import ReadManyParams, ReadManyResult
+
+__all__ = ["GIT_ENV", "answer", "git", "make_env", "write_tree"]
 
 #: Git variables for every git a test runs: no system config (``HOME`` is private, so
 #: there is no global config or excludes file either) and a committer identity.
@@ -83,3 +88,9 @@ def make_env(home: Path, runtime: Path | None = None) -> dict[str, str]:
         **GIT_ENV,
     )
     return env
+
+
+def answer(ws: Workspace, params: ReadManyParams) -> ReadManyResult:
+    """``engine.answer.answer`` for validated ``params`` whose cursor (if any) is not yet
+    decoded: decodes it as an adapter's edge would (``wire.cursor.read_request``)."""
+    return engine_answer.answer(ws, read_request(params))

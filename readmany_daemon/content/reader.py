@@ -71,8 +71,7 @@ StatKey = tuple[int, int, int, int]
 class FileRead(msgspec.Struct, frozen=True):
     """The result of :func:`read_file` (one file read); problems are data, never exceptions.
 
-    Named ``Loaded`` before ``content.py`` became this package (still re-exported under
-    that name from :mod:`readmany_daemon.content`; the engine has a ``Loaded`` of its own).
+    (The engine's ``LoadedItem`` is an item after load and budget, built from one.)
 
     * ``kind``: ``"text"``, ``"binary"`` or ``"error"``.
     * ``text``: decoded text (see :class:`Decoded`): the whole file when

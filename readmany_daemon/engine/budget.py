@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-from readmany_daemon import content as content_mod
+from readmany_daemon.content import lines as content_lines
 from readmany_daemon.engine.items import Item, LoadedItem
 from readmany_daemon.engine.render import cut_notice
 from readmany_daemon.errors import Code, Status
@@ -31,7 +31,7 @@ def _number_lines(text: str, first: int) -> str:
 def finish(
     item: Item,
     base: FileResult,
-    window: content_mod.Window,
+    window: content_lines.Window,
     source_text: str,
     params: ReadManyParams,
     budget_cut: bool = False,
@@ -87,7 +87,7 @@ def budget_cut(lo: LoadedItem, allowed: int, params: ReadManyParams) -> LoadedIt
     lines = lo.window.line_end - offset + 1
     raw_allowed = allowed
     while True:
-        window = content_mod.window(lo.full, offset, lines, max(raw_allowed, 1))
+        window = content_lines.window(lo.full, offset, lines, max(raw_allowed, 1))
         window.total_lines = lo.window.total_lines
         total = lo.window.total_lines
         if window.next_offset is None and (total is None or window.line_end < total):

@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from readmany_daemon.engine.resolve import filters_for, has_magic
+from readmany_daemon.engine.resolve import filters_for
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import InvalidParams
-from readmany_daemon.ignore import Filters, GitPatterns
 from readmany_daemon.paths import sort_in_byte_order, to_rel
+from readmany_daemon.rules.glob import has_magic
+from readmany_daemon.rules.kinds import Filters
+from readmany_daemon.rules.patterns import GitPatterns
 from readmany_daemon.wire.messages import FileInfo, FilesParams, FilesResult
 
 

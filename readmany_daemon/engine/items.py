@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from readmany_daemon import content as content_mod
+from readmany_daemon.content.lines import Window
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.wire.messages import Attachment, FileResult
 
@@ -138,7 +138,7 @@ class LoadedItem:
     item: Item
     result: FileResult
     text: str | None = None  # windowed content, before any budget cut
-    window: content_mod.Window | None = None
+    window: Window | None = None
     full: str | None = None  # the text the window came from (for a budget re-cut)
     attachment: Attachment | None = None
 

@@ -14,14 +14,15 @@ import errno
 import os
 import stat as stat_mod
 
-from readmany_daemon import content as content_mod
+from readmany_daemon.content import lines as content_lines
+from readmany_daemon.content import reader
 from readmany_daemon.engine.budget import finish
 from readmany_daemon.engine.items import Item, Items, LoadedItem
 from readmany_daemon.engine.resolve import LOOP_MESSAGE, path_error
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, Status
-from readmany_daemon.ignore import Filters
 from readmany_daemon.paths import realpath_of
+from readmany_daemon.rules.kinds import Filters
 from readmany_daemon.wire.messages import Attachment, FileResult, ReadManyParams
 
 
@@ -40,7 +41,7 @@ class RequestPaths:
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self.real_dirs: dict[str, tuple[str, str | None]] = {}
-        self.handles = content_mod.FolderHandles(ws.root)
+        self.handles = reader.FolderHandles(ws.root)
 
     def real_dir(self, head: str) -> tuple[str, str | None]:
         """``(real path, root-relative real path or None when outside)`` of folder
@@ -111,7 +112,7 @@ def _read_source(
     max_chars: int | None,
     attach: bool,
     paths: RequestPaths | None = None,
-) -> tuple[content_mod.Loaded | None, str | None, str]:
+) -> tuple[reader.FileRead | None, str | None, str]:
     """The content of ``item`` from the overlay, the cache or the disk, in that order.
 
     Returns ``(loaded, overlay_text, source)``; exactly one of the first two is set.
@@ -124,11 +125,11 @@ def _read_source(
         real, known, at = _real_path_stat(ws, item.rel, paths)
     except OSError as exc:  # the path changed while it was resolved (a racing swap)
         code, message = path_error(item.label, exc)
-        return content_mod.Loaded(kind="error", code=code, message=message), None, "disk"
+        return reader.FileRead(kind="error", code=code, message=message), None, "disk"
     real_rel = ws.relpath(real)
     if real_rel is None:
         # A symbolic link (or a folder on the way) that leaves the root: never read.
-        outside = content_mod.Loaded(
+        outside = reader.FileRead(
             kind="error",
             code=Code.OUTSIDE_WORKSPACE,
             message=f"{item.label} resolves outside the workspace {ws.root}",
@@ -139,7 +140,7 @@ def _read_source(
         # (a link to .env or .git/config must not read what naming them cannot).
         deny = ws.explain(real_rel, False, Filters(False, False, False))
         if deny is not None:
-            denied = content_mod.Loaded(
+            denied = reader.FileRead(
                 kind="error",
                 code=Code.DENIED,
                 message=(
@@ -157,7 +158,7 @@ def _read_source(
     except OSError as exc:
         st = None
         if exc.errno == errno.ELOOP:  # realpath stops at a loop: a→b→a
-            loop = content_mod.Loaded(
+            loop = reader.FileRead(
                 kind="error", code=Code.NOT_FOUND, message=LOOP_MESSAGE.format(item.label)
             )
             return loop, None, "disk"
@@ -167,14 +168,14 @@ def _read_source(
             return hit, None, "cache"
     offset, want = item.offset or 1, want_full or attach
     max_bytes = ws.settings.max_file_bytes
-    loaded: content_mod.Loaded | None = None
+    loaded: reader.FileRead | None = None
     if at is not None and known is not None and paths is not None:
         try:
             dir_fd = paths.handles.fd(at[0])
         except OSError:
             pass  # the folder changed since its lstat: the path route below decides
         else:
-            loaded = content_mod.read_file_at(
+            loaded = reader.read_file_at(
                 dir_fd,
                 at[1],
                 known,
@@ -186,7 +187,7 @@ def _read_source(
                 want_bytes=attach,
             )
     if loaded is None:
-        loaded = content_mod.read_file(
+        loaded = reader.read_file(
             real,
             beneath=ws.root,
             max_file_bytes=max_bytes,
@@ -215,7 +216,7 @@ def load(
     )
     max_chars = None if full_read else params.per_file_max_chars
     want_full = full_read and item.limit is None and (item.offset or 1) == 1
-    mime = content_mod.mime_for(item.rel)
+    mime = reader.mime_for(item.rel)
     base = FileResult(
         path=item.label, status=Status.OK, source="disk", chars=0, ignored_by=item.ignored_by
     )
@@ -265,7 +266,7 @@ def load(
         window = loaded.window
     else:
         known = loaded.total_lines if loaded is not None and complete else None
-        window = content_mod.window(text, item.offset or 1, max_lines, max_chars, known)
+        window = content_lines.window(text, item.offset or 1, max_lines, max_chars, known)
     return finish(item, base, window, text, params)
 
 

@@ -17,13 +17,11 @@ from collections import Counter
 from readmany_daemon.engine.items import Expansion, Item, Items, Resolved
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, InvalidParams, Status
-from readmany_daemon.ignore import Filters, GitPatterns
 from readmany_daemon.paths import realpath_of, resolves_inside, to_rel
+from readmany_daemon.rules.glob import has_magic
+from readmany_daemon.rules.kinds import Filters
+from readmany_daemon.rules.patterns import GitPatterns
 from readmany_daemon.wire.messages import FileResult, FilesParams, FileSpec, ReadManyParams
-
-#: Characters that make a requested path a glob (``has_magic``). Not yet the one is-glob
-#: test: the index has its own (``index._GLOB_MAGIC``); both go to rules/glob.py.
-_GLOB_MAGIC = frozenset("*?[{")
 
 #: Human words for the rule kinds of ``summary.hidden`` and the flag that lifts each.
 _HIDDEN_HINTS = {
@@ -44,11 +42,6 @@ def filters_for(params: ReadManyParams | FilesParams) -> Filters:
         respect_ignore_files=ffo.respect_ignore_files,
         use_default_excludes=params.use_default_excludes,
     )
-
-
-def has_magic(s: str) -> bool:
-    """Whether requested path ``s`` holds a glob character (PROTOCOL §3)."""
-    return any(c in _GLOB_MAGIC for c in s)
 
 
 def _lstat(ws: Workspace, rel: str) -> tuple[str, os.stat_result] | None:

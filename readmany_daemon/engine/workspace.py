@@ -13,10 +13,11 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
 
-from readmany_daemon.content import ContentCache
-from readmany_daemon.ignore import Filters, IgnoreRules, Verdict
-from readmany_daemon.index import Index
+from readmany_daemon.content.cache import ContentCache
+from readmany_daemon.index.model import Index
 from readmany_daemon.paths import abs_path, rel_path
+from readmany_daemon.rules.ignore import IgnoreRules
+from readmany_daemon.rules.kinds import Filters, Verdict
 from readmany_daemon.settings import Settings
 
 _instances = itertools.count(1)

@@ -1,7 +1,7 @@
 """Keeping an index current: change hints confirmed by ``lstat``/``scandir``,
 re-listing, re-walking and the stat route.
 
-Keeping it current (``apply``, fed by ``watcher.py`` or by tests with scripted batches):
+Keeping it current (``apply``, fed by ``runtime/watcher.py`` or by tests with scripted batches):
 change hints ``(rel, kinds)`` are only hints, confirmed by ``lstat``/``scandir``. A
 folder named by a hint is listed again one level (``_relist``), keeping the records of
 sub-folders whose verdict did not change; a changed ignore file, ``.git`` or virtualenv
@@ -23,15 +23,12 @@ import stat as _stat
 from collections.abc import Callable, Iterable
 from typing import Final
 
-from ..rules.ignore import Frame
-from ..rules.kinds import DEFAULT_EXCLUDE
-from .records import (
+from readmany_daemon.index.records import (
     ALL_MASK,
     CONTENT,
     ENTRY,
     FOLDER,
     GIT_INDEX,
-    RACY_NS,
     RULES,
     TREE,
     Applied,
@@ -39,7 +36,10 @@ from .records import (
     is_under,
     subtree_of,
 )
-from .walk import IndexWalk
+from readmany_daemon.index.walk import IndexWalk
+from readmany_daemon.racy import is_racy
+from readmany_daemon.rules.ignore import Frame
+from readmany_daemon.rules.kinds import DEFAULT_EXCLUDE
 
 __all__ = ["RETRACK_LIMIT", "IndexChanges"]
 
@@ -243,7 +243,7 @@ class IndexChanges(IndexWalk):
             return True
         if not _stat.S_ISDIR(st.st_mode):
             return True
-        return st.st_mtime_ns != rec.mtime or rec.mtime >= rec.listed - RACY_NS
+        return st.st_mtime_ns != rec.mtime or is_racy(rec.mtime, rec.listed)
 
     def _fresh(self, rel_dir: str, recursive: bool, keep: Callable[[str], bool] | None) -> None:
         """With ``stat_checks`` on: verify the folders an expansion of ``rel_dir`` covers

@@ -10,10 +10,11 @@ import os
 from collections import deque
 from typing import Self
 
-from ..rules.ignore import Frame, IgnoreRules
-from ..settings import Settings
-from .changes import IndexChanges
-from .records import ALL_MASK, FOLDER, RACY_NS, TREE, DirRecord, IndexDump
+from readmany_daemon.index.changes import IndexChanges
+from readmany_daemon.index.records import ALL_MASK, FOLDER, TREE, DirRecord, IndexDump
+from readmany_daemon.racy import is_racy
+from readmany_daemon.rules.ignore import Frame, IgnoreRules
+from readmany_daemon.settings import Settings
 
 __all__ = ["IndexSnapshots"]
 
@@ -35,7 +36,7 @@ class IndexSnapshots(IndexChanges):
                 rec.hidden,
                 rec.pruned,
                 rec.excl,
-                0 if rec.mtime >= rec.listed - RACY_NS else rec.mtime,
+                0 if is_racy(rec.mtime, rec.listed) else rec.mtime,
                 rec.ndirs,
             )
             for rel, rec in self._records.items()

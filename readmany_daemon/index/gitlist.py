@@ -56,15 +56,15 @@ from __future__ import annotations
 
 import os
 
-from ..rules.git import GitCall, git_env
+from readmany_daemon.rules.git import GitCall, git_env
 
 TYPE_CHECKING = False  # not typing's: importing typing here would delay git's start
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..rules.ignore import Frame, IgnoreRules
-    from ..rules.kinds import Filters
-    from ..settings import Settings
+    from readmany_daemon.rules.ignore import Frame, IgnoreRules
+    from readmany_daemon.rules.kinds import Filters
+    from readmany_daemon.settings import Settings
 
 __all__ = ["FastListing", "start"]
 
@@ -164,7 +164,7 @@ class FastListing:
             if _TRACE:
                 _trace(f"done: {len(got)} paths")
             return got
-        from .model import Index
+        from readmany_daemon.index.model import Index
 
         if _TRACE:
             _trace(f"fallback: {self.fallback}")
@@ -180,8 +180,8 @@ class FastListing:
             self.fallback = "--no-ignore-files (the index walk hides tracked paths then)"
             return None
         assert self._others is not None and self._tracked is not None
-        from ..rules.ignore import Frame, IgnoreRules
-        from ..rules.kinds import DENY, GITIGNORE
+        from readmany_daemon.rules.ignore import Frame, IgnoreRules
+        from readmany_daemon.rules.kinds import DENY, GITIGNORE
 
         if _TRACE:
             _trace("imported")
@@ -282,7 +282,7 @@ class _Plan:
     git still walks for the others), then what git's walk adds or lacks."""
 
     def __init__(self, rules: IgnoreRules, filters: Filters, tracked: list[str]) -> None:
-        from ..rules.kinds import DEFAULT_EXCLUDE, IGNORE_FILE
+        from readmany_daemon.rules.kinds import DEFAULT_EXCLUDE, IGNORE_FILE
 
         self.rules = rules
         self.filters = filters
@@ -492,7 +492,7 @@ class _Plan:
         ``by_dir`` names (``untracked``: per folder, the names git does not track; None:
         all tracked) and enter the folders ``children`` names, cutting hidden ones and
         handing ``repos`` to the engine. Frames of visible folders go to ``frames``."""
-        from ..rules.wildmatch import byte_view as bv
+        from readmany_daemon.rules.wildmatch import byte_view as bv
 
         rules = self.rules
         classify = rules.classify_soft
@@ -623,7 +623,7 @@ class _Plan:
             extra = [p for p in extra if p not in drop]
         parts = [extra]
         if self.engine:
-            from .model import Index
+            from readmany_daemon.index.model import Index
 
             ix = Index(self.rules.root, self.rules)
             for sub in sorted(self.engine):

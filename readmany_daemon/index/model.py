@@ -29,12 +29,12 @@ import os
 from collections import Counter
 from collections.abc import Callable
 
-from ..rules.glob import compile_glob
-from ..rules.ignore import Frame, IgnoreRules
-from ..rules.kinds import ALL, DENY, KIND_BITS, KIND_NAMES, Filters, Verdict
-from ..settings import Settings
-from .dump import IndexSnapshots
-from .records import ALL_MASK, DirRecord, is_under, sort_keys
+from readmany_daemon.index.dump import IndexSnapshots
+from readmany_daemon.index.records import ALL_MASK, DirRecord, is_under, sort_keys
+from readmany_daemon.rules.glob import compile_glob
+from readmany_daemon.rules.ignore import Frame, IgnoreRules
+from readmany_daemon.rules.kinds import ALL, DENY, KIND_BITS, KIND_NAMES, Filters, Verdict
+from readmany_daemon.settings import Settings
 
 __all__ = ["Index"]
 

@@ -1,7 +1,7 @@
 """Folder records of the index and the vocabulary of its changes: the change-hint kinds
 (``ENTRY`` … ``RULES``), ``Applied`` (what one change did), ``IndexDump`` (an index as
-plain data), ``DirRecord`` (one walked folder) and ``RACY_NS``, git's racy rule, the one
-copy of it.
+plain data) and ``DirRecord`` (one walked folder; git's racy rule for its mtime is
+``racy.is_racy``).
 
 Paths are root-relative POSIX ``str`` (undecodable bytes as surrogate escapes, like
 ``os.fsdecode``); ``""`` is the root. Output order is byte order of the UTF-8/fs encoding.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Final, NamedTuple
 
-from ..rules.ignore import Frame
+from readmany_daemon.rules.ignore import Frame
 
 __all__ = [
     "ALL_MASK",
@@ -20,7 +20,6 @@ __all__ = [
     "ENTRY",
     "FOLDER",
     "GIT_INDEX",
-    "RACY_NS",
     "RULES",
     "TREE",
     "Applied",
@@ -39,10 +38,6 @@ TREE: Final = 8  # walk the subtree at rel again (re-reading its ignore files)
 GIT_INDEX: Final = 16  # git's index file changed: the tracked set may have (rel unused)
 RULES: Final = 32  # rules of the whole root changed ($GIT_COMMON_DIR/info/exclude)
 
-#: A folder record whose mtime lies within this many ns of its listing is racy (see
-#: ``Index.is_stale``): 2 s covers FAT's 2 s and ext3/HFS+'s 1 s mtime resolution and the
-#: lag of Linux's coarse file-time clock behind ``time.time_ns()`` (one tick, ≤ 10 ms).
-RACY_NS: Final = 2_000_000_000
 #: Past this many paths whose tracked state changed at once (a checkout), the whole
 
 #: every kind (``Filters().mask``)

@@ -38,10 +38,10 @@ from typing import Any
 
 import msgspec
 
-from .. import __version__
-from ..settings import Settings
-from .model import Index
-from .records import IndexDump
+from readmany_daemon import __version__
+from readmany_daemon.index.model import Index
+from readmany_daemon.index.records import IndexDump
+from readmany_daemon.settings import Settings
 
 __all__ = ["FORMAT", "Snapshot", "SnapshotWarning", "cache_dir", "load", "save", "snapshot_path"]
 
@@ -132,7 +132,7 @@ def cache_dir(environ: Any = None) -> str:
 
 
 def key_digest(key: Any) -> str:
-    """A stable digest of the settings key (``service.index_key``)."""
+    """A stable digest of the settings key (``runtime.roots.index_key``)."""
     return hashlib.blake2b(repr(key).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 

@@ -32,10 +32,10 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from ..rules.ignore import Frame, IgnoreRules
-from ..rules.kinds import DENY
-from ..rules.wildmatch import byte_view
-from .records import DirRecord, sort_keys
+from readmany_daemon.index.records import DirRecord, sort_keys
+from readmany_daemon.rules.ignore import Frame, IgnoreRules
+from readmany_daemon.rules.kinds import DENY
+from readmany_daemon.rules.wildmatch import byte_view
 
 __all__ = ["IndexWalk"]
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import msgspec
 
-from readmany_daemon.content import ContentCache
-from readmany_daemon.messages import ReadManyResult, to_builtins
+from readmany_daemon.content.cache import ContentCache
+from readmany_daemon.wire.messages import ReadManyResult, to_builtins
 
 
 def encode_body(obj: Any) -> bytes:

@@ -30,11 +30,11 @@ from pygls.exceptions import (
     JsonRpcRequestCancelled,
 )
 
-from readmany_daemon.errors import InvalidParams, ReadManyError, jsonrpc_code
+from readmany_daemon.errors import Cancelled, InvalidParams, ReadManyError, jsonrpc_code
 from readmany_daemon.lsp.encode import encode_read_result
 from readmany_daemon.lsp.session import ReadManyServer, real_uri_path
-from readmany_daemon.messages import decode_files_params, to_builtins
-from readmany_daemon.service import Cancelled, RootEntry, Service
+from readmany_daemon.runtime.roots import RootEntry
+from readmany_daemon.runtime.service import Service
 from readmany_daemon.wire.cursor import ReadRequest, decode_read_request
 from readmany_daemon.wire.messages import (
     CHANGED_SINCE,
@@ -44,6 +44,8 @@ from readmany_daemon.wire.messages import (
     SERVER_NAME,
     STATUS,
     STOP_DAEMON,
+    decode_files_params,
+    to_builtins,
 )
 
 log = logging.getLogger(__name__)

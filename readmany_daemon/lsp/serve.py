@@ -27,7 +27,7 @@ from readmany_daemon.lsp.framing import INVALID_REQUEST, PARSE_ERROR, FramingErr
 from readmany_daemon.lsp.handlers import _register
 from readmany_daemon.lsp.session import ReadManyServer
 from readmany_daemon.lsp.writers import BlockingWriter, StreamWriter, _NullWriter
-from readmany_daemon.service import Service
+from readmany_daemon.runtime.service import Service
 from readmany_daemon.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,9 @@ def warm_up(service: Service) -> None:
     # Every module a request may need, imported now: an install replaced under a
     # running daemon (pip install -e over pip install .) must not break its first
     # snapshot or watcher with ModuleNotFoundError hours later.
-    from readmany_daemon import request, snapshot, watcher  # noqa: F401
+    from readmany_daemon.engine import answer  # noqa: F401
+    from readmany_daemon.index import snapshot  # noqa: F401
+    from readmany_daemon.runtime import watcher  # noqa: F401
 
     server = _new_server(service, kind="warm-up")
     server.protocol.set_writer(_NullWriter())

@@ -28,12 +28,18 @@ from pygls.lsp.server import LanguageServer
 from readmany_daemon import __version__
 from readmany_daemon.errors import InvalidParams, RootNotFound
 from readmany_daemon.lsp.protocol import ReadManyProtocol, share_stop_event
-from readmany_daemon.messages import ReadManyParams, decode_read_params, fold_read_params
 from readmany_daemon.paths import uri_to_path
 from readmany_daemon.roots import Root, resolve_root
-from readmany_daemon.service import RequestContext, RootEntry, Service, index_key
+from readmany_daemon.runtime.requests import RequestContext
+from readmany_daemon.runtime.roots import RootEntry, index_key
+from readmany_daemon.runtime.service import Service
 from readmany_daemon.settings import Settings, load_settings
-from readmany_daemon.wire.messages import SERVER_NAME
+from readmany_daemon.wire.messages import (
+    SERVER_NAME,
+    ReadManyParams,
+    decode_read_params,
+    fold_read_params,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

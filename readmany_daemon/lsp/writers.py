@@ -16,7 +16,7 @@ import os
 import socket
 from typing import Any, Final
 
-from readmany_daemon.service import release_memory
+from readmany_daemon.runtime.process import release_memory
 
 log = logging.getLogger(__name__)
 

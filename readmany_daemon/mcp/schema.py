@@ -7,7 +7,7 @@
 - ``list_files`` → ``readMany/files``; ``changed_since`` → ``readMany/changedSince``.
 
 The input schemas are written by hand (they repeat the defaults and aliases of
-``messages.py``); the output schemas are generated from the result Structs.
+``wire/messages.py``); the output schemas are generated from the result Structs.
 ``tests/unit/test_mcp_schema.py`` pins all of it against a golden file.
 """
 
@@ -278,7 +278,7 @@ def struct_output_schema(struct: type, extra: Mapping[str, Any] | None = None) -
 
 def tool_definitions() -> list[dict[str, Any]]:
     """The three tools as ``tools/list`` entries (camelCase, as on the wire)."""
-    from readmany_daemon.messages import FilesResult, ReadManyResult
+    from readmany_daemon.wire.messages import FilesResult, ReadManyResult
 
     hints = {
         "readOnlyHint": True,

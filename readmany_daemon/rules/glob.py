@@ -9,7 +9,7 @@ Two tests, on purpose, because their callers ask different questions:
 
 * ``has_magic(s)``: is a requested path a glob at all (it holds ``*``, ``?``, ``[`` or
   ``{``)? A path such as ``a]b.txt`` or ``x!.md`` is then read as a literal path (the
-  engine's question; today still ``request._has_magic``).
+  engine's question, ``engine/resolve.py``).
 * ``is_literal_segment(seg)``: may a folder name of a glob be taken literally as the
   folder to start the walk from? Stricter: also ``]``, ``}``, ``!`` and ``\\``
   (an escape: ``a\\b`` matches the folder ``ab``, not ``a\\b``) stop the literal prefix.

@@ -52,9 +52,14 @@ import stat
 from collections.abc import Collection, Iterable
 from typing import Any, Final
 
-from ..settings import Settings
-from .git import GitCall, RepoLocation, TrackedSet, repo_location, resolve_gitdir
-from .kinds import (
+from readmany_daemon.rules.git import (
+    GitCall,
+    RepoLocation,
+    TrackedSet,
+    repo_location,
+    resolve_gitdir,
+)
+from readmany_daemon.rules.kinds import (
     ALL,
     DEFAULT_EXCLUDE,
     DENY,
@@ -65,8 +70,9 @@ from .kinds import (
     Filters,
     Verdict,
 )
-from .patterns import NameMatcher, Pattern, PatternList, compile_quick
-from .wildmatch import byte_view, from_byte_view
+from readmany_daemon.rules.patterns import NameMatcher, Pattern, PatternList, compile_quick
+from readmany_daemon.rules.wildmatch import byte_view, from_byte_view
+from readmany_daemon.settings import Settings
 
 __all__ = ["MAX_PATTERN_FILE_BYTES", "MAX_WARNINGS_PER_FILE", "Frame", "IgnoreRules"]
 

@@ -34,8 +34,15 @@ import zlib
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any, Final
 
-from .kinds import KIND_NAMES, Verdict
-from .wildmatch import GLOB_SPECIAL, NEVER, byte_view, from_byte_view, literal, translate
+from readmany_daemon.rules.kinds import KIND_NAMES, Verdict
+from readmany_daemon.rules.wildmatch import (
+    GLOB_SPECIAL,
+    NEVER,
+    byte_view,
+    from_byte_view,
+    literal,
+    translate,
+)
 
 __all__ = ["GitPatterns", "NameMatcher", "Pattern", "PatternList", "compile_quick"]
 

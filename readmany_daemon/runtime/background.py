@@ -20,8 +20,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from readmany_daemon import content, snapshot
-from readmany_daemon.content import ContentCache
+from readmany_daemon.content import reader
+from readmany_daemon.content.cache import ContentCache
+from readmany_daemon.index import snapshot
 from readmany_daemon.runtime.requests import Jobs
 from readmany_daemon.runtime.roots import RootEntry
 
@@ -110,7 +111,7 @@ def warm_slice(
             if cache.bytes_used + 2 * st.st_size + 1024 > cache.max_bytes:
                 entry.warm_dirs = []
                 return False
-            loaded = content.read_file(
+            loaded = reader.read_file(
                 path,
                 max_file_bytes=entry.ws.settings.max_file_bytes,
                 want_full=True,

@@ -39,10 +39,10 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from readmany_daemon.index import Index
-from readmany_daemon.messages import Sync
+from readmany_daemon.index.model import Index
 from readmany_daemon.runtime.roots import RootEntry
 from readmany_daemon.runtime.watcher import Watcher
+from readmany_daemon.wire.messages import Sync
 
 log = logging.getLogger(__name__)
 

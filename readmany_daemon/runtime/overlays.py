@@ -6,7 +6,7 @@ import itertools
 import threading
 from dataclasses import dataclass
 
-from readmany_daemon.workspace import Overlay
+from readmany_daemon.engine.workspace import Overlay
 
 
 @dataclass

@@ -18,15 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from readmany_daemon import snapshot
+from readmany_daemon.engine.workspace import Overlay, Workspace
 from readmany_daemon.errors import RootNotFound
-from readmany_daemon.index import Index
+from readmany_daemon.index import snapshot
+from readmany_daemon.index.model import Index
 from readmany_daemon.runtime.changelog import ChangeLog, StatLog
 from readmany_daemon.settings import Settings
-from readmany_daemon.workspace import Overlay, Workspace
 
 if TYPE_CHECKING:
-    from readmany_daemon.content import ContentCache
+    from readmany_daemon.content.cache import ContentCache
     from readmany_daemon.runtime.watcher import Watcher
 
 log = logging.getLogger(__name__)

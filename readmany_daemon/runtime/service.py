@@ -39,13 +39,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal, ParamSpec, TypeVar, overload
 
-from readmany_daemon import request
-from readmany_daemon.content import ContentCache
+from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.engine import answer as engine_answer
+from readmany_daemon.engine.files import list_files, list_paths
+from readmany_daemon.engine.workspace import Overlay
 from readmany_daemon.errors import RootNotFound
-from readmany_daemon.ignore import Filters
-from readmany_daemon.index import CONTENT, ENTRY, Index
-from readmany_daemon.messages import FilesParams, FilesResult, ReadManyResult
+from readmany_daemon.index.model import Index
+from readmany_daemon.index.records import CONTENT, ENTRY
+from readmany_daemon.rules.kinds import Filters
 from readmany_daemon.runtime import background
 from readmany_daemon.runtime.background import Maintainer
 from readmany_daemon.runtime.changelog import Changes
@@ -57,7 +58,7 @@ from readmany_daemon.runtime.roots import RootEntry, RootRegistry, open_index
 from readmany_daemon.runtime.status import Status, build_status
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.cursor import ReadRequest
-from readmany_daemon.workspace import Overlay
+from readmany_daemon.wire.messages import FilesParams, FilesResult, ReadManyResult
 
 log = logging.getLogger(__name__)
 
@@ -277,7 +278,7 @@ class Service:
         with self._locked(entry):
             self._ensure_index(entry)
             with self.freshness.ensure(entry, "auto", arrived):
-                return request.list_files(entry.ws, params)
+                return list_files(entry.ws, params)
 
     def hint_sync(self, entry: RootEntry, rels: Iterable[str]) -> str:
         """Change hints from a client (``workspace/didChangeWatchedFiles``): each
@@ -343,7 +344,7 @@ class Service:
                         clock,
                         ws.clock(),
                         ws.abspath,
-                        lambda: request.list_paths(ws, [], Filters(True, True, True)),
+                        lambda: list_paths(ws, [], Filters(True, True, True)),
                         ws.settings.max_file_bytes,
                     )
                 if stat_route:  # no cookie barrier: stat every folder, so the log is whole
@@ -362,7 +363,7 @@ class Service:
                     "changed": delta[0],
                     "deleted": delta[1],
                 }
-            everything = request.list_paths(target.ws, [], Filters(True, True, True))
+            everything = list_paths(target.ws, [], Filters(True, True, True))
             return {"clock": now, "isFreshInstance": True, "changed": everything, "deleted": []}
 
     # -- status and shutdown

@@ -11,7 +11,7 @@ import time
 from typing import NotRequired, TypedDict
 
 from readmany_daemon import __version__
-from readmany_daemon.content import ContentCache
+from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.runtime.requests import Jobs
 from readmany_daemon.runtime.roots import RootEntry
 from readmany_daemon.runtime.watcher import Watcher

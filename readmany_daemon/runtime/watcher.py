@@ -64,7 +64,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from readmany_daemon.index import CONTENT, ENTRY, FOLDER, GIT_INDEX, RULES, Index
+from readmany_daemon.index.model import Index
+from readmany_daemon.index.records import CONTENT, ENTRY, FOLDER, GIT_INDEX, RULES
 
 __all__ = ["BATCH_DELAY", "COOKIE_PREFIX", "RECONCILE_INTERVAL", "Watcher", "max_user_watches"]
 

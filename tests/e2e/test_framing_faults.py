@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from readmany_daemon.client import Client, ConnectionClosed, RpcError
-from readmany_daemon.server import MAX_MESSAGE_BYTES
+from readmany_daemon.lsp.framing import MAX_MESSAGE_BYTES
 from tests.e2e.daemon_helpers import Daemon, wait_for
 from tests.helpers import make_env
 

@@ -28,13 +28,13 @@ from typing import Any
 import msgspec
 import pytest
 
-from readmany_daemon import content
 from readmany_daemon.client import Client
-from readmany_daemon.messages import decode_read_params
-from readmany_daemon.request import answer
+from readmany_daemon.content import cache as cache_mod
+from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.settings import Settings
-from readmany_daemon.workspace import Workspace
+from readmany_daemon.wire.messages import decode_read_params
 from tests.e2e.daemon_helpers import Daemon, fresh_daemon, wait_for
+from tests.helpers import answer
 
 daemon = fresh_daemon  # the fixture (tests/e2e/daemon_helpers.py)
 
@@ -146,7 +146,7 @@ def test_a_several_mib_answer_arrives_whole_twice_then_a_status_in_order(
         # a fresh str each, plus the UTF-8 copy msgspec leaves on a non-ASCII one
         sys.getsizeof(t.encode().decode())
         + (0 if t.isascii() else len(t.encode()) + 1)
-        + content._ENTRY_OVERHEAD
+        + cache_mod._ENTRY_OVERHEAD
         + len(msgspec.json.encode(t))
         - 2
         for t in texts.values()

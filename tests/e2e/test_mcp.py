@@ -186,7 +186,7 @@ async def test_tools_are_listed_with_schemas(env: dict[str, str], tree: Path) ->
     # every ReadManyParams field is described
     import msgspec
 
-    from readmany_daemon.messages import ReadManyParams
+    from readmany_daemon.wire.messages import ReadManyParams
 
     for f in msgspec.structs.fields(ReadManyParams):
         assert f.encode_name in props, f.encode_name

@@ -21,20 +21,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from readmany_daemon import content
-from readmany_daemon.content import (
-    CHUNK_BYTES,
-    ContentCache,
-    Decoded,
-    Loaded,
-    count_lines,
-    decode,
-    mime_for,
-    read_file,
-    reader,
-    split_lines,
-    window,
-)
+from readmany_daemon.content import cache as cache_mod
+from readmany_daemon.content import lines as lines_mod
+from readmany_daemon.content import reader
+from readmany_daemon.content import reader as reader_mod
+from readmany_daemon.content.cache import ContentCache
+from readmany_daemon.content.decode import Decoded, decode
+from readmany_daemon.content.lines import count_lines, split_lines, window
+from readmany_daemon.content.reader import READ_CHUNK_BYTES as CHUNK_BYTES
+from readmany_daemon.content.reader import FileRead as Loaded
+from readmany_daemon.content.reader import mime_for, read_file
 from readmany_daemon.errors import Code
 
 MiB = 1024 * 1024
@@ -711,12 +707,12 @@ def test_prefix_read_of_binary(tmp_path: Path) -> None:
 
 def test_line_counter_ebcdic_fallback_and_chunk_edges() -> None:
     text = "abc\ndef\nghi"
-    counter = content._LineCounter("cp037")
+    counter = reader_mod._LineCounter("cp037")
     data = text.encode("cp037")
     for i in range(len(data)):
         counter.feed(data[i : i + 1])
     assert counter.total() == 3
-    utf16 = content._LineCounter("utf-16-le")
+    utf16 = reader_mod._LineCounter("utf-16-le")
     encoded = "a\n\u0a0a\u0100\n".encode("utf-16-le")
     for i in range(0, len(encoded), 3):  # odd chunk sizes split code units
         utf16.feed(encoded[i : i + 3])
@@ -803,7 +799,7 @@ def test_cache_refuses_partial_and_error_results(tmp_path: Path) -> None:
 def test_cache_lru_eviction_by_bytes(tmp_path: Path) -> None:
     body = "x" * 1000
     files = [cached_file(tmp_path, name, body) for name in ("a", "b", "c")]
-    one = content._cost(files[0][1])
+    one = cache_mod._cost(files[0][1])
     cache = ContentCache(2 * one)
     (pa, la), (pb, lb), (pc, lc) = files
     assert cache.put(pa, la) and cache.put(pb, lb)
@@ -823,7 +819,7 @@ def test_cache_put_replaces_and_accounts(tmp_path: Path) -> None:
     cache.put(path, small)
     _, bigger = cached_file(tmp_path, "a", "y" * 5000)
     cache.put(path, bigger)
-    assert len(cache) == 1 and cache.bytes_used == content._cost(bigger)
+    assert len(cache) == 1 and cache.bytes_used == cache_mod._cost(bigger)
     cache.clear()
     assert len(cache) == 0 and cache.bytes_used == 0
 
@@ -831,7 +827,7 @@ def test_cache_put_replaces_and_accounts(tmp_path: Path) -> None:
 def test_cache_is_thread_safe(tmp_path: Path) -> None:
     entries = [cached_file(tmp_path, f"f{i}", f"file {i}\n" * 50) for i in range(8)]
     stats = {p: os.stat(p) for p, _ in entries}
-    cache = ContentCache(4 * content._cost(entries[0][1]))
+    cache = ContentCache(4 * cache_mod._cost(entries[0][1]))
     errors: list[BaseException] = []
 
     def worker(seed: int) -> None:
@@ -853,7 +849,7 @@ def test_cache_is_thread_safe(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     assert not errors
-    assert cache.bytes_used == sum(content._cost(loaded) for p, loaded in entries if p in cache)
+    assert cache.bytes_used == sum(cache_mod._cost(loaded) for p, loaded in entries if p in cache)
     assert cache.bytes_used <= cache.max_bytes
     assert cache.hits + cache.misses > 0
 
@@ -872,19 +868,19 @@ def test_over_limit_file_is_read_no_further_than_scan_bytes(
 ) -> None:
     # a 10 GB file must not be read (or counted) to its end: past SCAN_BYTES the line
     # count is unknown and a window starting further is too-large
-    monkeypatch.setattr(reader, "SCAN_BYTES", 2 * content.CHUNK_BYTES)
+    monkeypatch.setattr(reader, "SCAN_BYTES", 2 * reader_mod.READ_CHUNK_BYTES)
     path = tmp_path / "big.log"
     path.write_bytes(b"".join(b"line %07d\n" % i for i in range(1, 600_001)))  # 7.2 MB
     head = read_file(str(path), max_file_bytes=1000, limit=3)
     assert head.kind == "text" and head.total_lines is None
-    assert head.bytes_read == 2 * content.CHUNK_BYTES
+    assert head.bytes_read == 2 * reader_mod.READ_CHUNK_BYTES
     assert head.window is not None and head.window.text == (
         "line 0000001\nline 0000002\nline 0000003\n"
     )
     assert head.window.next_offset == 4 and head.window.total_lines is None
     far = read_file(str(path), max_file_bytes=1000, offset=500_000, limit=1)
     assert (far.kind, far.code) == ("error", Code.TOO_LARGE)
-    assert far.bytes_read <= 2 * content.CHUNK_BYTES + content.CHUNK_BYTES
+    assert far.bytes_read <= 2 * reader_mod.READ_CHUNK_BYTES + reader_mod.READ_CHUNK_BYTES
     # within the limit everything is as before: exact total
     small = read_file(str(path), max_file_bytes=1000, offset=2, limit=1)
     assert small.window is not None and small.window.text == "line 0000002\n"
@@ -932,7 +928,7 @@ def test_total_lines_counted_on_bytes_match_the_text(tmp_path: Path, data: bytes
     ``count_lines`` over the decoded text."""
     path = tmp_path / "f.txt"
     path.write_bytes(data)
-    loaded = content.read_file(str(path), max_file_bytes=1 << 20)
+    loaded = reader_mod.read_file(str(path), max_file_bytes=1 << 20)
     assert loaded.kind == "text"
     assert loaded.text is not None
-    assert loaded.total_lines == content.count_lines(loaded.text)
+    assert loaded.total_lines == lines_mod.count_lines(loaded.text)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from readmany_daemon.lsp import encode
-from readmany_daemon.messages import PackingInfo, ReadManyResult, Summary, to_builtins
+from readmany_daemon.wire.messages import PackingInfo, ReadManyResult, Summary, to_builtins
 
 
 def _result() -> ReadManyResult:

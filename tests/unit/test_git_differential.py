@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from readmany_daemon.ignore import Filters
-from readmany_daemon.index import Index
+from readmany_daemon.index.model import Index
+from readmany_daemon.rules.kinds import Filters
 from readmany_daemon.settings import Settings
 from tests.helpers import git
 

@@ -1,4 +1,5 @@
-"""Unit tests of readmany_daemon.ignore: each rule, each kind, explanations, warnings."""
+"""Unit tests of readmany_daemon.rules (ignore rules): each rule, each kind, explanations,
+warnings."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from readmany_daemon.ignore import ALL, Filters, IgnoreRules, PatternList, Verdict
+from readmany_daemon.rules.ignore import IgnoreRules
+from readmany_daemon.rules.kinds import ALL, Filters, Verdict
+from readmany_daemon.rules.patterns import PatternList
 from readmany_daemon.settings import Settings
 from tests.helpers import git, write_tree
 
@@ -378,7 +381,7 @@ def test_filters_mask() -> None:
 
 
 def test_git_patterns_for_request_excludes() -> None:
-    from readmany_daemon.ignore import GitPatterns
+    from readmany_daemon.rules.patterns import GitPatterns
 
     ex = GitPatterns(["build/", "*.min.js", "!keep.min.js", "/top.txt"])
     assert ex.match("build/a.py")

@@ -18,12 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from readmany_daemon.ignore import MAX_WARNINGS_PER_FILE, IgnoreRules, Verdict
-from readmany_daemon.messages import decode_files_params
-from readmany_daemon.request import list_files
-from readmany_daemon.service import RequestContext, Service
+from readmany_daemon.engine.files import list_files
+from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.rules.ignore import MAX_WARNINGS_PER_FILE, IgnoreRules
+from readmany_daemon.rules.kinds import Verdict
+from readmany_daemon.runtime.requests import RequestContext
+from readmany_daemon.runtime.service import Service
 from readmany_daemon.settings import Settings
-from readmany_daemon.workspace import Workspace
+from readmany_daemon.wire.messages import decode_files_params
 from tests.helpers import write_tree
 
 
@@ -192,7 +194,7 @@ def test_huge_file_of_valid_patterns_loads_in_bounded_time(repo: Path) -> None:
 @pytest.mark.parametrize("pattern", ["a*a*a*a*a*a*a*a*a*a*a*a*a*a*b", "**/" * 12 + "x"])
 def test_pathological_pattern_matches_in_bounded_time(repo: Path, pattern: str) -> None:
     code = (
-        "from readmany_daemon.ignore import PatternList\n"
+        "from readmany_daemon.rules.patterns import PatternList\n"
         f"pl = PatternList.from_bytes({pattern.encode()!r} + b'\\n', '.gitignore', '', 1, [])\n"
         "pl.last_match('a' * 100, 'a' * 100, False)\n"
         "pl.last_match('/'.join(['a'] * 40), 'a', False)\n"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from readmany_daemon.ignore import ALL, Filters, Verdict
-from readmany_daemon.index import Index
+from readmany_daemon.index.model import Index
+from readmany_daemon.rules.kinds import ALL, Filters, Verdict
 from readmany_daemon.settings import Settings
 from tests.helpers import git, write_tree
 

@@ -17,19 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from readmany_daemon import index as index_mod
-from readmany_daemon.ignore import ALL, Filters
-from readmany_daemon.index import (
-    CONTENT,
-    ENTRY,
-    FOLDER,
-    GIT_INDEX,
-    RULES,
-    TREE,
-    Applied,
-    Index,
-)
 from readmany_daemon.index import changes as index_changes
+from readmany_daemon.index.model import Index
+from readmany_daemon.index.records import CONTENT, ENTRY, FOLDER, GIT_INDEX, RULES, TREE, Applied
+from readmany_daemon.racy import RACY_NS
+from readmany_daemon.rules.kinds import ALL, Filters
 from readmany_daemon.settings import Settings
 from tests.helpers import git, write_tree
 
@@ -280,7 +272,7 @@ def test_a_racy_folder_is_stale_until_listed_later(repo: Path) -> None:
     # listed right after it was written: its mtime is within RACY_NS of the listing
     assert ix.is_stale("d")
     rec = ix._records["d"]
-    rec.listed = rec.mtime + index_mod.RACY_NS + 1
+    rec.listed = rec.mtime + RACY_NS + 1
     assert not ix.is_stale("d")
 
 

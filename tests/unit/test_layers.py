@@ -1,4 +1,4 @@
-"""The package's import graph keeps its layers (docs: /work/plan/PLAN.md, "Target layout").
+"""The package's import graph keeps its layers (docs/architecture.md, "The layers").
 
 Read from the source (``ast``, every ``import`` / ``from`` in ``readmany_daemon/**/*.py``,
 inside functions and ``TYPE_CHECKING`` blocks too), nothing imported:
@@ -9,11 +9,11 @@ inside functions and ``TYPE_CHECKING`` blocks too), nothing imported:
    import rules or index; ``route.py`` may be imported by ``mcp/`` and ``cli.py``;
 3. third-party seams: pygls/lsprotocol only in lsp/, watchdog only in the runtime's
    watcher, re2/wcmatch only in rules/, charset_normalizer only in content's decoder,
-   mcp only in mcp/ (today's module of each counts as that place until it moves);
+   mcp only in mcp/;
 4. subpackage ``__init__.py`` files hold no code (the top one: ``__version__`` only).
 
-Today's violations are listed in ``ALLOWED`` (each with its reason) so the test passes;
-any other one fails it. Shrink the lists as the renovation goes, never grow them.
+An exception would be listed in ``ALLOWED`` with its reason; there is none, and the
+lists are not to grow.
 """
 
 from __future__ import annotations
@@ -48,20 +48,7 @@ TOP_LEVEL = {
     "logs": "vocabulary",
     "paths": "vocabulary",
     "racy": "vocabulary",
-    "methods": "vocabulary",
-    "messages": "wire",
-    "ignore": "rules",
-    "index": "index",
-    "fastlist": "index",
-    "snapshot": "index",
-    "content": "content",
-    "request": "engine",
-    "render": "engine",
-    "workspace": "engine",
-    "service": "runtime",
-    "watcher": "runtime",
-    "server": "lsp",
-    "mcp_server": "mcp",
+    "roots": "vocabulary",
     "cli": "surfaces",
     "route": "surfaces",
     "client": "surfaces",
@@ -74,48 +61,25 @@ UPWARD_OK = {("mcp", f"{NAME}.route"), (f"{NAME}.cli", f"{NAME}.route")}
 #: Same-or-lower imports the plan forbids: (importer layer, imported layer).
 FORBIDDEN = {("content", "rules"), ("content", "index")}
 #: Third-party top-level name -> the module paths (prefixes, relative to the package
-#: folder) allowed to import it: the target module and today's.
+#: folder) allowed to import it.
 SEAMS = {
-    "pygls": ("lsp/", "server.py"),
-    "lsprotocol": ("lsp/", "server.py"),
-    "watchdog": ("runtime/watcher.py", "watcher.py"),
-    "re2": ("rules/", "ignore.py", "index.py"),
-    "wcmatch": ("rules/", "ignore.py", "index.py"),
-    "charset_normalizer": ("content/decode.py", "content.py"),
-    "mcp": ("mcp/", "mcp_server.py"),
+    "pygls": ("lsp/",),
+    "lsprotocol": ("lsp/",),
+    "watchdog": ("runtime/watcher.py",),
+    "re2": ("rules/",),
+    "wcmatch": ("rules/",),
+    "charset_normalizer": ("content/decode.py",),
+    "mcp": ("mcp/",),
 }
 
-#: Today's layer violations: (importer, imported) -> why it is there.
-ALLOWED: dict[tuple[str, str], str] = {
-    (f"{NAME}.ignore", f"{NAME}.fastlist"): (
-        "scratch_fd (git's scratch index) lives in fastlist; it moves to rules/git.py"
-    ),
-    (f"{NAME}.mcp_server", f"{NAME}.cli"): (
-        "DaemonBackend asks the daemon through cli._daemon_answer; the way to the daemon "
-        "moves to route.py (which mcp/ may import)"
-    ),
-    (f"{NAME}.mcp_server", f"{NAME}.client"): (
-        "path_to_uri lives in client.py; a vocabulary helper (paths.py) after the move"
-    ),
-}
-#: Today's cycles, each as the sorted modules of one strongly connected set -> why.
-ALLOWED_CYCLES: dict[tuple[str, ...], str] = {
-    (f"{NAME}.fastlist", f"{NAME}.ignore"): (
-        "ignore imports fastlist.scratch_fd and fastlist imports ignore's rules (inside "
-        "functions); gone once scratch fds move to rules/git.py"
-    ),
-    (f"{NAME}.cli", f"{NAME}.mcp_server"): (
-        "cli starts the MCP server, which asks the daemon through cli (inside functions); "
-        "gone once both use route.py"
-    ),
-}
-#: Today's third-party imports outside their seam: (importer, package) -> why.
+#: Layer exceptions: (importer, imported) -> why it is there (none).
+ALLOWED: dict[tuple[str, str], str] = {}
+#: Allowed cycles, each as the sorted modules of one strongly connected set -> why (none).
+ALLOWED_CYCLES: dict[tuple[str, ...], str] = {}
+#: Third-party imports outside their seam: (importer, package) -> why (none).
 ALLOWED_SEAMS: dict[tuple[str, str], str] = {}
-#: ``__init__.py`` files allowed to hold code for now -> why.
-ALLOWED_INIT: dict[str, str] = {
-    f"{NAME}.content": "re-exports the old content module's names until the lead empties it",
-    f"{NAME}.index": "re-exports the old index module's names until the lead empties it",
-}
+#: ``__init__.py`` files allowed to hold code -> why (none).
+ALLOWED_INIT: dict[str, str] = {}
 
 
 # ------------------------------------------------------------------------------ the graph
@@ -322,7 +286,7 @@ def test_no_import_cycles() -> None:
 
 def test_imports_go_down_the_layers() -> None:
     new = sorted(layer_violations(EDGES) - ALLOWED.keys())
-    assert not new, "imports against the layer order (PLAN.md):\n" + "\n".join(
+    assert not new, "imports against the layer order (docs/architecture.md):\n" + "\n".join(
         f"{a} ({layer(a)}) imports {b} ({layer(b)})" for a, b in new
     )
 

@@ -28,8 +28,9 @@ from hypothesis import strategies as st
 from pygls.exceptions import JsonRpcException
 from pygls.protocol.json_rpc import JsonRPCResponseMessage
 
-from readmany_daemon.server import ReadManyServer, _read
-from readmany_daemon.service import Service
+from readmany_daemon.lsp.handlers import _read
+from readmany_daemon.lsp.session import ReadManyServer
+from readmany_daemon.runtime.service import Service
 from readmany_daemon.settings import Settings
 
 TREE: dict[str, bytes] = {

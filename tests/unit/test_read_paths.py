@@ -29,24 +29,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from readmany_daemon import content
-from readmany_daemon.content import (
-    ContentCache,
-    Decoded,
-    FolderHandles,
-    Loaded,
-    decode,
-    read_file,
-    read_file_at,
-)
+from readmany_daemon.content import cache as cache_mod
+from readmany_daemon.content import decode as decode_mod
+from readmany_daemon.content import reader as reader_mod
+from readmany_daemon.content.cache import ContentCache
+from readmany_daemon.content.decode import Decoded, decode
+from readmany_daemon.content.reader import FileRead as Loaded
+from readmany_daemon.content.reader import FolderHandles, read_file, read_file_at
 from readmany_daemon.engine import answer as answer_mod
 from readmany_daemon.engine import load as load_mod
+from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code
 from readmany_daemon.lsp.encode import cached_json_body
-from readmany_daemon.messages import decode_read_params
-from readmany_daemon.request import answer
 from readmany_daemon.settings import Settings
-from readmany_daemon.workspace import Workspace
+from readmany_daemon.wire.messages import decode_read_params
+from tests.helpers import answer
 
 MiB = 1 << 20
 HOUR = 3600
@@ -524,7 +521,7 @@ def test_json_body_is_charged_once_to_bytes_used(tmp_path: Path) -> None:
     path, lo = loaded_for(tmp_path, "a.txt", TRICKY * 20)
     assert cache.put(path, lo) and lo.text is not None
     before = cache.bytes_used
-    assert before == content._cost(lo)
+    assert before == cache_mod._cost(lo)
     body = cached_json_body(cache, lo.text)
     assert body is not None and len(body) > len(lo.text)  # escapes and UTF-8 count
     # the JSON form, and the UTF-8 copy the encoder left on the (non-ASCII) str
@@ -539,7 +536,9 @@ def test_json_body_is_charged_once_to_bytes_used(tmp_path: Path) -> None:
 def test_json_body_goes_with_its_entry(tmp_path: Path, how: str) -> None:
     path, lo = loaded_for(tmp_path, "a.txt", "a" * 5000)
     other_path, other = loaded_for(tmp_path, "b.txt", "b" * 5000)
-    cache = ContentCache(MiB if how != "evict" else content._cost(lo) + content._cost(other) - 1)
+    cache = ContentCache(
+        MiB if how != "evict" else cache_mod._cost(lo) + cache_mod._cost(other) - 1
+    )
     assert cache.put(path, lo) and lo.text is not None
     assert cached_json_body(cache, lo.text) == b"a" * 5000
     if how == "invalidate":
@@ -562,25 +561,25 @@ def test_json_body_goes_with_its_entry(tmp_path: Path, how: str) -> None:
     if expected is not None:
         assert cache.bytes_used == expected
     if how == "put-again":
-        assert cache.bytes_used == content._cost(lo) + 5000
+        assert cache.bytes_used == cache_mod._cost(lo) + 5000
 
 
 def test_charging_a_json_body_evicts_older_entries(tmp_path: Path) -> None:
     a_path, a = loaded_for(tmp_path, "a.txt", "a" * 10_000)
     b_path, b = loaded_for(tmp_path, "b.txt", "b" * 10_000)
-    cache = ContentCache(content._cost(a) + content._cost(b) + 100)
+    cache = ContentCache(cache_mod._cost(a) + cache_mod._cost(b) + 100)
     assert cache.put(a_path, a) and cache.put(b_path, b) and b.text is not None
     assert len(cache) == 2
     body = cached_json_body(cache, b.text)
     assert body == b"b" * 10_000
     assert a_path not in cache and b_path in cache
-    assert cache.bytes_used == content._cost(b) + len(body) <= cache.max_bytes
+    assert cache.bytes_used == cache_mod._cost(b) + len(body) <= cache.max_bytes
     assert cached_json_body(cache, b.text) is body
 
 
 def test_a_json_body_too_big_for_the_cache_drops_its_own_entry(tmp_path: Path) -> None:
     path, lo = loaded_for(tmp_path, "a.txt", "x" * 10_000)
-    cache = ContentCache(content._cost(lo) + 10)
+    cache = ContentCache(cache_mod._cost(lo) + 10)
     assert cache.put(path, lo) and lo.text is not None
     assert cached_json_body(cache, lo.text) == b"x" * 10_000  # still answered
     assert path not in cache and cache.bytes_used == 0
@@ -632,13 +631,13 @@ def test_short_texts_get_no_json_body_even_when_entries_share_the_object(
     assert one.text is not None and cached_json_body(cache, one.text) is None
     assert cache.invalidate(p2)
     assert p1 in cache and cached_json_body(cache, one.text) is None
-    short = "y" * (content.JSON_BODY_MIN_CHARS - 1)
+    short = "y" * (cache_mod.JSON_BODY_MIN_CHARS - 1)
     p3, three = loaded_for(tmp_path, "three.txt", short)
     assert cache.put(p3, three) and three.text is not None
     assert cached_json_body(cache, three.text) is None
     p4, four = loaded_for(tmp_path, "four.txt", short + "y")
     assert cache.put(p4, four) and four.text is not None
-    assert cached_json_body(cache, four.text) == b"y" * content.JSON_BODY_MIN_CHARS
+    assert cached_json_body(cache, four.text) == b"y" * cache_mod.JSON_BODY_MIN_CHARS
 
 
 # ---------------------------------------------------------------------------- decode
@@ -683,7 +682,7 @@ def test_invalid_utf8_goes_the_legacy_way(text: str, codec: str) -> None:
     with pytest.raises(UnicodeDecodeError):
         data.decode("utf-8")
     got = decode(data)
-    assert got == content._decode_legacy(data, True)
+    assert got == decode_mod._decode_legacy(data, True)
     assert got == Decoded("text", text, codec)
     # a prefix takes the same way (the incremental route)
     assert decode(data, complete=False).encoding == codec
@@ -814,7 +813,7 @@ def test_glob_reads_go_through_folder_descriptors(
     files = many_folders(root, folders=3, per=3)
     ws = Workspace.open(str(root), Settings())
     calls = {"at": 0, "path": 0}
-    real_at, real_path = content.read_file_at, content.read_file
+    real_at, real_path = reader_mod.read_file_at, reader_mod.read_file
 
     def at(*a: Any, **kw: Any) -> Loaded:
         calls["at"] += 1
@@ -824,8 +823,8 @@ def test_glob_reads_go_through_folder_descriptors(
         calls["path"] += 1
         return real_path(*a, **kw)
 
-    monkeypatch.setattr(content, "read_file_at", at)
-    monkeypatch.setattr(content, "read_file", by_path)
+    monkeypatch.setattr(reader_mod, "read_file_at", at)
+    monkeypatch.setattr(reader_mod, "read_file", by_path)
     r = ask(ws, paths=["**/*.txt"], **BIG)
     assert [f.status for f in r.files] == ["ok"] * len(files)
     assert calls == {"at": len(files), "path": 0}

@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from readmany_daemon.errors import Code, Status
-from readmany_daemon.messages import FileResult
-from readmany_daemon.render import (
+from readmany_daemon.engine.render import (
     HEREDOC_WORDS,
     Notices,
     Piece,
@@ -18,6 +16,8 @@ from readmany_daemon.render import (
     render_separator,
     render_xml,
 )
+from readmany_daemon.errors import Code, Status
+from readmany_daemon.wire.messages import FileResult
 
 
 def ok(path: str, content: str, key: str | None = None) -> Piece:

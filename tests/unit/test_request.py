@@ -10,12 +10,11 @@ from typing import Any
 import msgspec
 import pytest
 
+from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import InvalidParams
-from readmany_daemon.messages import decode_read_params
-from readmany_daemon.request import answer
 from readmany_daemon.settings import Settings
-from readmany_daemon.workspace import Workspace
-from tests.helpers import write_tree
+from readmany_daemon.wire.messages import decode_read_params
+from tests.helpers import answer, write_tree
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 

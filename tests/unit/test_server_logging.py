@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from readmany_daemon import logs
-from readmany_daemon.service import raise_open_files_limit
+from readmany_daemon.runtime.process import raise_open_files_limit
 
 NOISY = "socket.accept() out of system resource"
 

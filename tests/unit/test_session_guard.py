@@ -18,7 +18,7 @@ from pathlib import Path
 
 from readmany_daemon.client import runtime_dir
 from readmany_daemon.daemon import default_log_path
-from readmany_daemon.snapshot import cache_dir
+from readmany_daemon.index.snapshot import cache_dir
 from tests.e2e.daemon_helpers import wait_for
 from tests.session_guard import MESSAGE, TOKEN_VAR, real_folders
 

@@ -10,8 +10,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from readmany_daemon.server import ReadManyServer
-from readmany_daemon.service import Service
+from readmany_daemon.lsp.session import ReadManyServer
+from readmany_daemon.runtime.service import Service
 from readmany_daemon.settings import (
     DEFAULT_DENY_PATTERNS,
     DEFAULT_EXCLUDES,

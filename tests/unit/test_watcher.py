@@ -17,10 +17,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from readmany_daemon.ignore import ALL
-from readmany_daemon.index import Index
+from readmany_daemon.index.model import Index
+from readmany_daemon.rules.kinds import ALL
+from readmany_daemon.runtime.watcher import Watcher
 from readmany_daemon.settings import Settings
-from readmany_daemon.watcher import Watcher
 from tests.helpers import git, write_tree
 
 T = TypeVar("T")
