@@ -255,7 +255,7 @@ class Daemon:
         of the process we started."""
         try:
             if self.proc is not None and self.proc.poll() is None:
-                from readmany_daemon.daemon import stop
+                from readmany_daemon.launch import stop
 
                 with contextlib.suppress(Exception):
                     stop(self.socket, timeout=30.0)

@@ -2,7 +2,7 @@
 
 The editor speaks LSP on our stdin/stdout; every byte goes to the daemon unchanged, and
 back. The daemon is started (detached) when none runs, and replaced when its version
-differs (``daemon.ensure_running``). The bridge ends when the daemon closes the
+differs (``launch.ensure_running``). The bridge ends when the daemon closes the
 connection (after ``exit``) or the editor closes stdin. No pygls here: the bridge costs
 one process of a few MB, not a second server.
 """
@@ -15,7 +15,8 @@ import socket
 import sys
 import threading
 
-from readmany_daemon import daemon
+from readmany_daemon import launch
+from readmany_daemon.client import default_socket_path
 from readmany_daemon.errors import UsageError
 
 _CHUNK = 1 << 16
@@ -34,8 +35,8 @@ def run(path: str | None = None) -> int:
     daemon could be started."""
     if os.name != "posix":
         raise UsageError("readmany lsp needs unix sockets; on Windows use serve --stdio")
-    path = path or daemon.default_socket_path()
-    daemon.ensure_running(path)
+    path = path or default_socket_path()
+    launch.ensure_running(path)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(path)
     stdin_fd = sys.stdin.buffer.fileno()

@@ -407,10 +407,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_stop(args: argparse.Namespace) -> int:
     """``readmany stop``: stop the shared daemon (exit 0 also when none ran)."""
-    from readmany_daemon import daemon
+    from readmany_daemon import launch
+    from readmany_daemon.client import default_socket_path
 
-    path = args.socket or daemon.default_socket_path()
-    pid = daemon.stop(path)
+    path = args.socket or default_socket_path()
+    pid = launch.stop(path)
     say(f"stopped the daemon (pid {pid})" if pid is not None else f"no daemon runs at {path}")
     return EXIT_OK
 

@@ -95,12 +95,12 @@ def ask_daemon(root: str | None, method: str, params: dict[str, Any], *, no_daem
         return Asked(None, start)
     try:
         if client.server_version != __version__:
-            from readmany_daemon import daemon
+            from readmany_daemon import launch
             from readmany_daemon.errors import DaemonError
 
             client.exit()
             try:
-                daemon.stop(path)
+                launch.stop(path)
             except DaemonError as exc:
                 print(f"readmany: warning: {exc}", file=sys.stderr)
             return Asked(None, start)
@@ -129,9 +129,10 @@ def autostart() -> None:
     """Start the shared daemon in the background for the next call (after an in-process
     answer whose ``Asked.start_daemon`` was true); a failure to start is a warning on
     stderr. A second daemon racing for the socket finds the first and exits."""
-    from readmany_daemon import daemon
+    from readmany_daemon import launch
+    from readmany_daemon.client import default_socket_path
 
     try:
-        daemon.spawn(daemon.default_socket_path())
+        launch.spawn(default_socket_path())
     except OSError as exc:
         print(f"readmany: warning: could not start the daemon: {exc}", file=sys.stderr)

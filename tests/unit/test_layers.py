@@ -53,6 +53,7 @@ TOP_LEVEL = {
     "route": "surfaces",
     "client": "surfaces",
     "daemon": "surfaces",
+    "launch": "surfaces",
     "bridge": "surfaces",
     "__main__": "surfaces",
 }

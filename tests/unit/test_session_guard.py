@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 from readmany_daemon.client import runtime_dir
-from readmany_daemon.daemon import default_log_path
 from readmany_daemon.index.snapshot import cache_dir
+from readmany_daemon.launch import default_log_path
 from tests.e2e.daemon_helpers import wait_for
 from tests.session_guard import MESSAGE, TOKEN_VAR, real_folders
 

@@ -1,0 +1,178 @@
+"""Reaching the shared per-user daemon from outside: where its log lives, whether it
+answers and with which version, how it is started in the background and stopped.
+
+The rules are PROTOCOL §1's (see ``daemon.py`` for the serving side). Auto-start:
+``spawn`` starts ``python -m readmany_daemon serve --socket PATH`` detached (new
+session, stdio on /dev/null, cwd ``/``), logging to ``$XDG_STATE_HOME/readmany/daemon.log``
+(never file contents). Importing this module is cheap (no asyncio, pygls, watchdog):
+the CLI's warm path and ``readmany stop`` use it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import time
+from collections.abc import Callable
+
+from readmany_daemon import __version__
+from readmany_daemon.client import Client, RpcError, connect
+from readmany_daemon.errors import DaemonError
+
+__all__ = [
+    "POLL_SECONDS",
+    "START_TIMEOUT",
+    "default_log_path",
+    "ensure_private_dir",
+    "ensure_running",
+    "probe_version",
+    "spawn",
+    "stop",
+    "wait_for",
+]
+
+
+#: How long a start waits for a daemon being replaced or still starting up (s).
+START_TIMEOUT = 10.0
+POLL_SECONDS = 0.02
+
+# ------------------------------------------------------------------------------- paths
+
+
+def default_log_path(environ: dict[str, str] | os._Environ[str] | None = None) -> str:
+    """``$XDG_STATE_HOME/readmany/daemon.log`` (``~/.local/state`` by default, XDG Base
+    Directory spec)."""
+    env = os.environ if environ is None else environ
+    state = env.get("XDG_STATE_HOME", "")
+    if not (state and os.path.isabs(state)):
+        state = os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(state, "readmany", "daemon.log")
+
+
+def ensure_private_dir(path: str) -> None:
+    """Create folder ``path`` mode 0700 if missing; refuse one that is a symlink or
+    belongs to someone else; tighten a group/world-accessible one we own."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.lstat(path)
+    except OSError as exc:
+        raise DaemonError(f"cannot create {path}: {exc}") from None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        raise DaemonError(f"{path} is not a folder owned by this user; refusing to use it")
+    if st.st_mode & 0o077:
+        os.chmod(path, 0o700)
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def probe_version(path: str, timeout: float = 2.0) -> str | None:
+    """The version of the daemon answering at ``path``, or None."""
+    client = connect(path, timeout=timeout)
+    if client is None:
+        return None
+    version = client.server_version or "?"
+    client.exit()
+    return version
+
+
+def wait_for(condition: Callable[[], bool], timeout: float) -> bool:
+    """Poll ``condition`` every 20 ms until it holds (True) or ``timeout`` s pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if condition():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL_SECONDS)
+
+
+def _answers(path: str) -> bool:
+    try:
+        Client.connect_unix(path, timeout=1.0).close()
+    except OSError:
+        return False
+    return True
+
+
+def stop(path: str, timeout: float = START_TIMEOUT) -> int | None:
+    """Stop the daemon at ``path``: ``readMany/stopDaemon``, falling back to SIGTERM on
+    the pid from ``readMany/status``. Returns its pid once it is gone, None when no
+    daemon answered. Raises ``DaemonError`` when it does not go within ``timeout``."""
+    client = connect(path)
+    if client is None:
+        return None
+    pid: int | None = None
+    try:
+        try:
+            pid = int(client.request("readMany/stopDaemon")["pid"])
+        except RpcError:
+            pid = int(client.request("readMany/status")["pid"])
+            import signal
+
+            os.kill(pid, signal.SIGTERM)
+    except (OSError, KeyError, TypeError, ValueError):
+        pass  # it went away while answering: checked below
+    finally:
+        client.close()
+    if not wait_for(lambda: not _answers(path) and not _pid_alive(pid), timeout):
+        raise DaemonError(f"the daemon at {path} (pid {pid}) did not stop within {timeout:g} s")
+    return pid if pid is not None else -1
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child of ours (tests) counts as gone.
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().split(b")")[-1].split()[0] != b"Z"
+    except OSError:
+        return True
+
+
+def spawn(path: str | None = None, environ: dict[str, str] | None = None) -> None:
+    """Start ``readmany serve --socket PATH`` detached (new session, stdio on /dev/null,
+    cwd ``/``) logging to ``default_log_path``; does not wait. A second daemon racing
+    for the same socket finds the first through the lock and exits 0."""
+    import subprocess
+
+    env = dict(os.environ if environ is None else environ)
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
+    cmd = [sys.executable, "-m", "readmany_daemon", "serve", "--socket"]
+    if path:
+        cmd.append(path)
+    cmd += ["--log-file", default_log_path(env)]
+    subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd="/",
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+    )
+
+
+def ensure_running(path: str, timeout: float = START_TIMEOUT) -> None:
+    """Make sure a daemon of this version answers at ``path``: start one when none
+    does, replace one of another version. Raises ``DaemonError`` on timeout."""
+    version = probe_version(path)
+    if version == __version__:
+        return
+    if version is not None:
+        stop(path, timeout)
+    spawn(path)
+    if not wait_for(lambda: probe_version(path, timeout=1.0) == __version__, timeout):
+        raise DaemonError(
+            f"the daemon did not start at {path} within {timeout:g} s (see {default_log_path()})"
+        )
