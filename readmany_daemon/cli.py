@@ -28,12 +28,29 @@ EXIT_USAGE = 2
 EXIT_NO_DAEMON = 3  # ``readmany status`` when no daemon runs (PROTOCOL §1)
 
 
+class _UsageLine(UsageError):
+    """A usage error already worded as its stderr line (``PROG: message``)."""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of printing usage and exiting, so every usage error
-    becomes one line on stderr and exit code 2."""
+    becomes one line on stderr (``readmany read: argument …``) and exit code 2."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
+        raise _UsageLine(f"{self.prog}: {message}")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """``argv`` (default ``sys.argv[1:]``) parsed. Raises ``UsageError`` naming the first
+    problem: an unknown option is named as such (``readmany --bogus`` included, which
+    argparse would report as a missing command), then a missing command."""
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    if args.command is None:
+        parser.error(f"a command is required: one of {', '.join(COMMANDS)}")
+    return args
 
 
 def _add_filter_flags(p: argparse.ArgumentParser) -> None:
@@ -64,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="readmany", description="Read many files at once, exactly, within budgets."
     )
     parser.add_argument("--version", action="version", version=f"readmany {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     r = sub.add_parser("read", help="read files, folders and globs; print llmContent")
     r.add_argument("paths", nargs="*", metavar="PATH", help="paths, folders or glob patterns")
@@ -430,8 +447,11 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     try:
-        args = build_parser().parse_args(argv)
+        args = parse_args(argv)
         return COMMANDS[args.command](args)
+    except _UsageLine as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
     except (UsageError, InvalidParams) as exc:
         print(f"readmany: {exc}", file=sys.stderr)
         return EXIT_USAGE
