@@ -72,7 +72,7 @@ def count_lines(text: str) -> int:
     return text.count("\n") + (1 if text and text[-1] != "\n" else 0)
 
 
-def _count_lines_of(data: bytes, text: str, encoding: str | None) -> int:
+def count_lines_of(data: bytes, text: str, encoding: str | None) -> int:
     """:func:`count_lines` of ``text``, decoded from ``data`` as ``encoding``: counted on
     the bytes for UTF-8 without a BOM (a ``0x0A`` byte is always a newline there, never
     part of another character; ``bytes.count`` is faster than ``str.count``), else on
@@ -82,7 +82,7 @@ def _count_lines_of(data: bytes, text: str, encoding: str | None) -> int:
     return count_lines(text)
 
 
-def _skip_lines(text: str, k: int, pos: int) -> int | None:
+def skip_lines(text: str, k: int, pos: int) -> int | None:
     """Index just after the ``k``-th ``"\\n"`` at or after ``pos`` (``pos`` for ``k=0``),
     or ``None`` when fewer follow. Skips blocks with ``str.count`` so that a far offset in
     a 20 MB text costs C-speed scans, not one Python step per line."""
@@ -110,7 +110,7 @@ def _skip_lines(text: str, k: int, pos: int) -> int | None:
     return pos
 
 
-def _check_window_args(offset: int, limit: int | None, max_chars: int | None) -> None:
+def check_window_args(offset: int, limit: int | None, max_chars: int | None) -> None:
     if offset < 1:
         raise ValueError(f"offset must be >= 1 (1-based line number), got {offset}")
     if limit is not None and limit < 0:
@@ -119,7 +119,7 @@ def _check_window_args(offset: int, limit: int | None, max_chars: int | None) ->
         raise ValueError(f"max_chars must be >= 0 characters, got {max_chars}")
 
 
-def _window(
+def window_of(
     text: str,
     offset: int,
     limit: int | None,
@@ -142,12 +142,12 @@ def _window(
     ):
         # The whole text: nothing to scan (a full read of a large tree is mostly these).
         return Window(text, 1, total_lines, total_lines, True, None, None)
-    start = _skip_lines(text, offset - 1, 0)
+    start = skip_lines(text, offset - 1, 0)
     if start is None:
         start = n
     end = n
     if limit is not None:
-        after = _skip_lines(text, limit, start)
+        after = skip_lines(text, limit, start)
         end = n if after is None else after
     cut_line: int | None = None
     if max_chars is not None and end - start > max_chars:
@@ -190,6 +190,6 @@ def window(
 
     Raises ``ValueError`` for ``offset < 1``, ``limit < 0`` or ``max_chars < 0``.
     """
-    _check_window_args(offset, limit, max_chars)
+    check_window_args(offset, limit, max_chars)
     total = count_lines(text) if total_lines is None else total_lines
-    return _window(text, offset, limit, max_chars, total, True)
+    return window_of(text, offset, limit, max_chars, total, True)

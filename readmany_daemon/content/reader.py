@@ -30,12 +30,12 @@ from msgspec.structs import replace
 from readmany_daemon.content.decode import Decoded, decode
 from readmany_daemon.content.lines import (
     Window,
-    _check_window_args,
-    _count_lines_of,
-    _skip_lines,
-    _window,
+    check_window_args,
     count_lines,
+    count_lines_of,
+    skip_lines,
     window,
+    window_of,
 )
 from readmany_daemon.errors import Code
 
@@ -343,7 +343,7 @@ def read_file_at(
     The same checks as :func:`read_file`: ``pre`` must be a regular file, the open uses
     ``O_NOFOLLOW | O_NONBLOCK`` and the opened descriptor is ``fstat``-ed again. Same
     result and errors."""
-    _check_window_args(offset, limit, max_chars)
+    check_window_args(offset, limit, max_chars)
     read_at = time.time_ns()
     if not stat.S_ISREG(pre.st_mode):
         return _not_a_file(pre.st_mode)
@@ -423,7 +423,7 @@ def read_file(
 
     Raises ``ValueError`` only for invalid ``offset``/``limit``/``max_chars``.
     """
-    _check_window_args(offset, limit, max_chars)
+    check_window_args(offset, limit, max_chars)
     read_at = time.time_ns()
     try:
         pre = os.lstat(abs_path)
@@ -495,7 +495,7 @@ def _read_open_file(
         kind="text",
         text=text,
         complete_text=True,
-        total_lines=(line_count := _count_lines_of(data, text, decoded.encoding)),
+        total_lines=(line_count := count_lines_of(data, text, decoded.encoding)),
         window=window(text, offset, limit, max_chars, line_count),
         encoding=decoded.encoding,
         bom=decoded.bom,
@@ -523,7 +523,7 @@ class _PrefixTracker:
         if piece:
             found = piece.count("\n")
             if self._start is None and self._newlines + found >= self._before:
-                at = _skip_lines(piece, self._before - self._newlines, 0)
+                at = skip_lines(piece, self._before - self._newlines, 0)
                 self._start = self._chars + (at if at is not None else len(piece))
             self._newlines += found
             self._chars += len(piece)
@@ -717,6 +717,6 @@ def _read_prefix(
     return replace(
         partial,
         total_lines=total,
-        window=_window(text, offset, limit, max_chars, total, False),
+        window=window_of(text, offset, limit, max_chars, total, False),
         bytes_read=got,
     )

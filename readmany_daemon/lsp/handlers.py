@@ -1,5 +1,5 @@
 """The JSON-RPC method handlers: one short function per method (decode → ``Service`` →
-encode), ``_boundary`` (the exception tree → JSON-RPC errors) and ``_register``.
+encode), ``_boundary`` (the exception tree → JSON-RPC errors) and ``register_handlers``.
 
 Methods (PROTOCOL §2): the LSP lifecycle (``initialize``, ``initialized``; ``shutdown``
 and ``exit`` are the protocol's, LSP 3.17 §"Lifecycle Messages"),
@@ -238,7 +238,7 @@ async def _stop_daemon(ls: ReadManyServer, raw: Any) -> Any:
     return {"pid": os.getpid()}
 
 
-def _register(ls: ReadManyServer) -> None:
+def register_handlers(ls: ReadManyServer) -> None:
     """Register every handler on ``ls`` (features are per server instance in pygls)."""
     ls.feature(types.INITIALIZE)(_initialize)
     ls.feature(types.INITIALIZED)(_initialized)

@@ -24,9 +24,9 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from readmany_daemon.logs import configure_logging
 from readmany_daemon.lsp.framing import INVALID_REQUEST, PARSE_ERROR, FramingError, read_frame
-from readmany_daemon.lsp.handlers import _register
+from readmany_daemon.lsp.handlers import register_handlers
 from readmany_daemon.lsp.session import ReadManyServer
-from readmany_daemon.lsp.writers import BlockingWriter, StreamWriter, _NullWriter
+from readmany_daemon.lsp.writers import BlockingWriter, NullWriter, StreamWriter
 from readmany_daemon.runtime.service import Service
 from readmany_daemon.settings import Settings
 
@@ -45,7 +45,7 @@ MAX_UNREAD_ANSWER_BYTES = 16 * 1024 * 1024
 def _new_server(service: Service, *, kind: str, token: str | None = None) -> ReadManyServer:
     """The server of one connection, its handlers registered."""
     server = ReadManyServer(service, kind=kind, token=token)
-    _register(server)
+    register_handlers(server)
     return server
 
 
@@ -62,7 +62,7 @@ def warm_up(service: Service) -> None:
     from readmany_daemon.runtime import watcher  # noqa: F401
 
     server = _new_server(service, kind="warm-up")
-    server.protocol.set_writer(_NullWriter())
+    server.protocol.set_writer(NullWriter())
     message = {
         "jsonrpc": "2.0",
         "id": 0,
@@ -198,8 +198,8 @@ async def _wait_for_room(server: ReadManyServer, writer: Any) -> None:
         if not running:
             break
         await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-    stream = getattr(writer, "_writer", None)
-    if isinstance(stream, asyncio.StreamWriter) and not stream.is_closing():
+    stream = writer.stream if isinstance(writer, StreamWriter) else None
+    if stream is not None and not stream.is_closing():
         transport = stream.transport
         if transport.get_write_buffer_size() > MAX_UNREAD_ANSWER_BYTES:
             # drain() returns once the buffer is below the transport's low-water mark.

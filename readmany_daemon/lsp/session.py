@@ -88,7 +88,7 @@ class ReadManyServer(LanguageServer):
     ``kind`` is ``stdio``, ``socket`` or ``tcp``; with ``token`` set, ``initialize``
     must carry ``initializationOptions.authToken`` equal to it (compared in constant
     time) or the connection gets an error and is closed. Its handlers are registered by
-    ``serve`` (``handlers._register``) once it is built.
+    ``serve`` (``handlers.register_handlers``) once it is built.
     """
 
     protocol: ReadManyProtocol

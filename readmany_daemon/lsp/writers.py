@@ -2,7 +2,7 @@
 
 ``BlockingWriter`` over a blocking binary stream (stdout), ``StreamWriter`` over an
 asyncio stream (the daemon's socket connections) with ``sendmsg`` scatter-gather for
-large answers and back-pressure, and ``_NullWriter`` for a server nobody listens to
+large answers and back-pressure, and ``NullWriter`` for a server nobody listens to
 (``warm_up``). Writers take bytes; a large answer comes as chunks (``write_chunks``).
 """
 
@@ -106,6 +106,12 @@ class StreamWriter:
         with contextlib.suppress(AttributeError, NotImplementedError):
             writer.transport.set_write_buffer_limits(high=SEND_BUFFER_BYTES)
 
+    @property
+    def stream(self) -> asyncio.StreamWriter:
+        """The asyncio stream written to (its transport's buffer is the back-pressure
+        gauge of ``serve``)."""
+        return self._writer
+
     def write(self, data: bytes) -> None:
         if self.closed or self._writer.is_closing():
             return
@@ -188,7 +194,7 @@ class StreamWriter:
                 self._direct.close()
 
 
-class _NullWriter:
+class NullWriter:
     """A writer that drops everything (``warm_up``'s throwaway server)."""
 
     def write(self, data: bytes) -> None:
