@@ -163,6 +163,8 @@ class Client:
     # -- framing
 
     def send(self, message: dict[str, Any]) -> None:
+        """Write one JSON-RPC ``message`` with LSP framing (``Content-Length``). Raises
+        ``ConnectionClosed`` when the daemon went away."""
         body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode(
             "utf-8", "surrogatepass"
         )
@@ -203,6 +205,7 @@ class Client:
     # -- JSON-RPC
 
     def notify(self, method: str, params: Any = None) -> None:
+        """Send the notification ``method`` (``params`` omitted when None); no answer comes."""
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
@@ -260,6 +263,8 @@ class Client:
 
     @property
     def server_version(self) -> str | None:
+        """``serverInfo.version`` of the daemon's ``initialize`` answer, or None when it gave
+        none."""
         version = self.server_info.get("version")
         return version if isinstance(version, str) else None
 
@@ -270,6 +275,7 @@ class Client:
         self.close()
 
     def close(self) -> None:
+        """Close the socket (no ``shutdown``/``exit``: see :meth:`exit`)."""
         self._sock.close()
 
     def __enter__(self) -> Client:

@@ -209,6 +209,8 @@ class Daemon:
     async def run(
         self, server: asyncio.base_events.Server, on_ready: Callable[[], None] | None
     ) -> None:
+        """Serve ``server`` until SIGTERM/SIGINT, ``readMany/stopDaemon`` or the idle timeout;
+        ``on_ready`` runs once the socket accepts connections."""
         import asyncio
         import signal
 

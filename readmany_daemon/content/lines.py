@@ -111,6 +111,8 @@ def skip_lines(text: str, k: int, pos: int) -> int | None:
 
 
 def check_window_args(offset: int, limit: int | None, max_chars: int | None) -> None:
+    """Raise ``ValueError`` unless ``offset`` ≥ 1 (1-based line), ``limit`` ≥ 0 lines and
+    ``max_chars`` ≥ 0 characters (None: no bound)."""
     if offset < 1:
         raise ValueError(f"offset must be >= 1 (1-based line number), got {offset}")
     if limit is not None and limit < 0:

@@ -72,6 +72,7 @@ class Items(Sequence[Item]):
         self._made: dict[int, Item] = {}
 
     def append(self, segment: Item | Expansion) -> None:
+        """Add ``item`` at the end of the output order."""
         self.segments.append(segment)
         self.starts.append(self._size)
         self._size += len(segment.matches) if isinstance(segment, Expansion) else 1

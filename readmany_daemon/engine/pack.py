@@ -157,6 +157,8 @@ class Account:
     unlisted_skipped: int = 0
 
     def count(self, result: FileResult) -> None:
+        """Count ``result`` into the summary: files read, cut and omitted, characters of
+        content."""
         st = result.status
         if st in (Status.OK, Status.PARTIAL):
             self.summary.read += 1
@@ -213,6 +215,9 @@ _OMITTED_MESSAGES = {
 
 
 def omitted_piece(items: Items, i: int, code: str) -> Piece:
+    """The piece of item ``i`` of ``items`` omitted with ``code`` (``budget``, or
+    ``stopped`` after a failure under ``stopOnError``): its entry in ``files``, no
+    content."""
     item = items[i]
     result = FileResult(
         path=item.label,

@@ -147,6 +147,8 @@ class DirRecord:
         self.listed = listed
 
     def same(self, other: DirRecord) -> bool:
+        """Whether ``other`` records the same listing and verdicts (entries, hidden, pruned,
+        excluded, marks); mtimes are not compared."""
         return (
             self.entries == other.entries
             and self.hidden == other.hidden

@@ -72,7 +72,8 @@ class Connection(Protocol):
     authenticated: bool
     stop_event: threading.Event
 
-    def end(self, code: int) -> None: ...
+    def end(self, code: int) -> None:
+        """End the connection with exit ``code`` (0 after ``shutdown``, 1 otherwise)."""
 
 
 def share_stop_event(server: JsonRPCServer, event: threading.Event) -> None:

@@ -249,6 +249,7 @@ class ReadManyServer(LanguageServer):
         return folder
 
     def remove_folder(self, uri: str) -> None:
+        """Forget the workspace folder ``uri`` (its URI or its real path) and release its root."""
         path = real_uri_path(uri)
         for folder in list(self.folders):
             if folder.uri == uri or (path is not None and folder.entry.ws.root == path):
@@ -271,6 +272,8 @@ class ReadManyServer(LanguageServer):
         return entry
 
     def put_overlay(self, uri: str) -> None:
+        """Make the open document ``uri``'s current text an overlay of its real path (PROTOCOL
+        §6); documents outside a file: URI are ignored."""
         path = self._doc_paths.get(uri) or real_uri_path(uri)
         if path is None:
             return
@@ -281,6 +284,7 @@ class ReadManyServer(LanguageServer):
         )
 
     def drop_overlay(self, uri: str) -> None:
+        """Close the overlay of document ``uri``: disk is the truth for it again."""
         path = self._doc_paths.pop(uri, None) or real_uri_path(uri)
         if path is not None:
             self.service.overlays.close(path, self.conn_id)

@@ -29,12 +29,14 @@ class BlockingWriter:
         self.closed = False
 
     def write(self, data: bytes) -> None:
+        """Write and flush ``data`` (one framed message, bytes); nothing after ``close``."""
         if self.closed:
             return
         self._stream.write(data)
         self._stream.flush()
 
     def close(self) -> None:
+        """Stop writing; flush what is buffered when the stream still takes it."""
         if not self.closed:
             self.closed = True
             # The client went away or the stream is closed: nothing left to flush.
@@ -113,6 +115,8 @@ class StreamWriter:
         return self._writer
 
     def write(self, data: bytes) -> None:
+        """Queue ``data`` (one framed message, bytes) behind any large answer being sent;
+        nothing after ``close``."""
         if self.closed or self._writer.is_closing():
             return
         if self._flushing is None:
@@ -185,6 +189,7 @@ class StreamWriter:
                 i += 1
 
     def close(self) -> None:
+        """Stop writing and close the stream; a large answer still being sent is cancelled."""
         if not self.closed:
             self.closed = True
             self._writer.close()
@@ -198,7 +203,9 @@ class NullWriter:
     """A writer that drops everything (``warm_up``'s throwaway server)."""
 
     def write(self, data: bytes) -> None:
+        """Drop ``data``."""
         pass
 
     def close(self) -> None:
+        """Nothing to close."""
         pass

@@ -69,6 +69,8 @@ class LocalBackend:
         return to_builtins(answer)
 
     def files(self, params: dict[str, Any], root: str) -> Any:
+        """``readMany/files`` for ``root`` with wire ``params``; the ``FilesResult`` as
+        builtins."""
         from readmany_daemon.wire.messages import decode_files_params, to_builtins
 
         decoded = decode_files_params(params)

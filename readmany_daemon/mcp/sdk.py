@@ -122,6 +122,7 @@ def build_server(app: ReadManyMcp) -> Any:
 
 
 async def serve(app: ReadManyMcp) -> None:
+    """Serve ``app`` over stdio with the SDK's low-level server until the client closes."""
     from mcp.server.stdio import stdio_server
 
     server = build_server(app)

@@ -81,6 +81,8 @@ def _cap(items: list[str], limit: int) -> tuple[list[str], bool]:
 
 
 def files_answer(listed: Mapping[str, Any], limit: int) -> tuple[str, dict[str, Any]]:
+    """``readMany/files``' answer as the tool's text (at most ``limit`` paths, then how many
+    more) and structured content."""
     files = list(listed.get("files") or [])
     total = len(files)
     shown = files[:limit]
@@ -98,6 +100,8 @@ def files_answer(listed: Mapping[str, Any], limit: int) -> tuple[str, dict[str, 
 
 
 def changed_answer(delta: Mapping[str, Any], limit: int) -> tuple[str, dict[str, Any]]:
+    """``readMany/changedSince``'s answer as the tool's text (at most ``limit`` paths per list)
+    and structured content."""
     changed, cut_c = _cap(list(delta.get("changed") or []), limit)
     deleted, cut_d = _cap(list(delta.get("deleted") or []), limit)
     total = len(delta.get("changed") or []) + len(delta.get("deleted") or [])
@@ -164,6 +168,8 @@ class ReadManyMcp:
 
     @property
     def backend(self) -> LocalBackend | DaemonBackend:
+        """The backend answering the tools: the daemon first, or this process only (``--no-
+        daemon``)."""
         return self.daemon if self.daemon is not None else self.local
 
     def roots_changed(self) -> None:
@@ -189,6 +195,9 @@ class ReadManyMcp:
     async def call(
         self, name: str, arguments: Any, ask: Callable[[], Any]
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """Run tool ``name`` with ``arguments``; ``ask`` fetches the client's roots. Returns
+        (content blocks, structured content). Raises ``ToolFailure`` or ``ReadManyError``
+        for a call the model should correct."""
         import anyio.to_thread
 
         from readmany_daemon.wire.cursor import decode_read_request

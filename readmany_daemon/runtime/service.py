@@ -144,6 +144,7 @@ class Service:
 
     @property
     def connection_count(self) -> int:
+        """How many connections are open (for the idle exit and ``readMany/status``)."""
         with self._lock:
             return len(self._conns)
 

@@ -21,6 +21,8 @@ MAX_ROOT_WARNINGS = 50
 
 
 class WatcherStatus(TypedDict):
+    """One root's watcher in ``readMany/status``: state, watched folders, warnings."""
+
     state: str
     warnings: list[str]
     watched: NotRequired[int]
@@ -29,12 +31,16 @@ class WatcherStatus(TypedDict):
 
 
 class SnapshotStatus(TypedDict):
+    """One root's snapshot in ``readMany/status``: path, when saved, size in bytes."""
+
     path: str
     loaded: bool
     saved: bool
 
 
 class RootStatus(TypedDict):
+    """One warm root in ``readMany/status``."""
+
     root: str
     name: str
     files: int | None
@@ -50,22 +56,30 @@ class RootStatus(TypedDict):
 
 
 class CacheStatus(TypedDict):
+    """The shared content cache in ``readMany/status``: bytes used, limit, hit rate."""
+
     bytes: int
     hitRate: float
 
 
 class OverallWatcherStatus(TypedDict):
+    """The watchers of every root, summed up in ``readMany/status``."""
+
     state: str
     warnings: list[str]
 
 
 class EngineStatus(TypedDict):
+    """Engine jobs in ``readMany/status``: running and cancelled so far."""
+
     inflight: int
     cancelled: int
     workers: int
 
 
 class Status(TypedDict):
+    """The whole ``readMany/status`` answer (PROTOCOL §2)."""
+
     roots: list[RootStatus]
     fileCount: int
     cache: CacheStatus

@@ -191,6 +191,9 @@ class FileInfo(msgspec.Struct, rename="camel"):
 
 
 class FilesResult(msgspec.Struct, rename="camel"):
+    """``readMany/files``' answer (PROTOCOL §2): the visible files with size and mtime, and the
+    warnings."""
+
     files: list[FileInfo]
     clock: str
 
