@@ -79,6 +79,18 @@ def resolve_gitdir(dot_git: str) -> str | None:
     return target if os.path.isdir(target) else None
 
 
+def common_dir(gitdir: str) -> str:
+    """The common folder of git folder ``gitdir``: the main repository's ``.git`` for a
+    linked worktree (the path in its ``commondir`` file, relative to ``gitdir``), else
+    ``gitdir`` itself (git's ``$GIT_COMMON_DIR``; gitrepository-layout(5))."""
+    try:
+        with open(os.path.join(gitdir, "commondir"), "rb") as fh:
+            rel = os.fsdecode(fh.read()).strip()
+    except OSError:
+        return gitdir
+    return os.path.normpath(os.path.join(gitdir, rel)) if rel else gitdir
+
+
 def repo_location(path: str) -> RepoLocation | None:
     """Find the repository containing ``path`` (absolute, real) as git's discovery does:
     the nearest folder upward holding a ``.git`` folder or ``.git`` file. Environment
@@ -89,15 +101,7 @@ def repo_location(path: str) -> RepoLocation | None:
         if os.path.lexists(dot_git):
             gitdir = resolve_gitdir(dot_git)
             if gitdir is not None:
-                common = gitdir
-                try:
-                    with open(os.path.join(gitdir, "commondir"), "rb") as fh:
-                        rel = os.fsdecode(fh.read()).strip()
-                    if rel:
-                        common = os.path.normpath(os.path.join(gitdir, rel))
-                except OSError:
-                    pass
-                return RepoLocation(d, gitdir, common)
+                return RepoLocation(d, gitdir, common_dir(gitdir))
         parent = os.path.dirname(d)
         if parent == d:
             return None

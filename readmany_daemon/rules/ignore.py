@@ -56,6 +56,7 @@ from readmany_daemon.rules.git import (
     GitCall,
     RepoLocation,
     TrackedSet,
+    common_dir,
     repo_location,
     resolve_gitdir,
 )
@@ -379,14 +380,7 @@ class IgnoreRules:
             lists: list[PatternList] = []
             gitdir = resolve_gitdir(os.path.join(self.root, rel_dir, ".git"))
             if gitdir is not None:
-                common = gitdir
-                try:
-                    with open(os.path.join(gitdir, "commondir"), "rb") as fh:
-                        rel = os.fsdecode(fh.read()).strip()
-                    if rel:
-                        common = os.path.normpath(os.path.join(gitdir, rel))
-                except OSError:
-                    pass
+                common = common_dir(gitdir)
                 base = self.root_prefix + byte_view(rel_dir) + "/"
                 lst = self._read_list(
                     os.path.join(common, "info", "exclude"), base, GITIGNORE, False
