@@ -265,3 +265,36 @@ def test_every_entry_on_the_wire_has_source_and_chars(tmp_path: Path) -> None:
         assert entry["source"] in ("overlay", "cache", "disk"), entry
         assert isinstance(entry["chars"], int), entry
     assert next(f for f in wire["files"] if f["path"] == "empty.txt")["chars"] == 0
+
+
+def test_attachments_is_on_the_wire_even_when_empty(tmp_path: Path) -> None:
+    """PROTOCOL §4: ``attachments`` is always present, possibly empty."""
+    ws = tree(tmp_path, {"a.txt": "a\n", "img/a.png": PNG})
+    for params in ({"paths": ["a.txt"]}, {"paths": ["missing.txt"]}, {"paths": ["img/a.png"]}):
+        wire = json.loads(msgspec.json.encode(answer(ws, decode_read_params(params))))
+        assert isinstance(wire.get("attachments"), list), (params, sorted(wire))
+        assert len(wire["attachments"]) == (params["paths"] == ["img/a.png"])
+
+
+def test_offset_past_the_end_is_out_of_range(tmp_path: Path) -> None:
+    """An offset past the end of a file that exists: ``error`` / ``out-of-range``, not
+    ``not-found`` (the file is there)."""
+    ws = tree(tmp_path, {"f.txt": "a\nb\n", "g.txt": "a\nb", "empty.txt": ""})
+    r = ask(
+        ws,
+        files=[
+            {"path": "f.txt", "offset": 3},
+            {"path": "g.txt", "offset": 9, "limit": 2},
+            {"path": "empty.txt", "offset": 2},
+            {"path": "f.txt", "offset": 2},
+            {"path": "empty.txt", "offset": 1},
+        ],
+    )
+    assert statuses(r) == [
+        ("f.txt", "error", "out-of-range"),
+        ("g.txt", "error", "out-of-range"),
+        ("empty.txt", "error", "out-of-range"),
+        ("f.txt", "ok", None),
+        ("empty.txt", "ok", None),
+    ]
+    assert "offset 3 is past the end of f.txt (2 lines)" in (r.files[0].message or "")
