@@ -95,6 +95,7 @@ class Code:
     NO_MATCH: Final = "no-match"
     # error
     NOT_FOUND: Final = "not-found"
+    OUT_OF_RANGE: Final = "out-of-range"
     NOT_A_FILE: Final = "not-a-file"
     OUTSIDE_WORKSPACE: Final = "outside-workspace"
     DENIED: Final = "denied"

@@ -204,6 +204,8 @@ def _assemble(
         hints=resolved.hints,
         unlisted_omitted=acc.unlisted_omitted,
         unlisted_skipped=acc.unlisted_skipped,
+        unlisted_omitted_names=acc.unlisted_omitted_names,
+        unlisted_skipped_names=acc.unlisted_skipped_names,
     )
     files = [p.result for p in acc.pieces]
     for result in files:

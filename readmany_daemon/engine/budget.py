@@ -56,7 +56,8 @@ def finish(
     cut = (window.next_offset is not None and not whole_window) or window.cut_line is not None
     total = window.total_lines
     if offset > 1 and total is not None and total < offset and not window.text:
-        base.status, base.code = Status.ERROR, Code.NOT_FOUND
+        # The file is there; the window asked for is not (PROTOCOL §4).
+        base.status, base.code = Status.ERROR, Code.OUT_OF_RANGE
         base.message = (
             f"offset {offset} is past the end of {item.label} ({window.total_lines} lines)"
         )

@@ -16,7 +16,7 @@ from typing import overload
 
 from readmany_daemon.engine.items import Item, Items, LoadedItem
 from readmany_daemon.engine.load import Loads
-from readmany_daemon.engine.render import Piece
+from readmany_daemon.engine.render import MAX_NAMED_IN_CONTENT, Piece
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.wire.messages import Attachment, FileResult, ReadManyParams, Summary
@@ -155,6 +155,8 @@ class Account:
     listed_expansion: int = 0
     unlisted_omitted: int = 0
     unlisted_skipped: int = 0
+    unlisted_omitted_names: list[tuple[str, str | None]] = field(default_factory=list)
+    unlisted_skipped_names: list[tuple[str, str | None]] = field(default_factory=list)
 
     def count(self, result: FileResult) -> None:
         """Count ``result`` into the summary: files read, cut and omitted, characters of
@@ -181,10 +183,15 @@ class Account:
         if not piece.explicit and piece.result.status in (Status.OMITTED, Status.SKIPPED):
             self.listed_expansion += 1
             if self.listed_expansion > MAX_LISTED:
-                if piece.result.status == Status.OMITTED:
+                r = piece.result
+                if r.status == Status.OMITTED:
                     self.unlisted_omitted += 1
+                    names = self.unlisted_omitted_names
                 else:
                     self.unlisted_skipped += 1
+                    names = self.unlisted_skipped_names
+                if len(names) < MAX_NAMED_IN_CONTENT:  # the first few, for llmContent
+                    names.append((r.path, r.code))
                 return
         self.pieces.append(piece)
 
@@ -206,6 +213,10 @@ class Account:
             self.omitted_total += rest
             room = max(0, MAX_LISTED + 1 - len(self.omitted_labels))
             self.omitted_labels.extend(items.label(i) for i in range(end - rest, end)[:room])
+            named = max(0, MAX_NAMED_IN_CONTENT - len(self.unlisted_omitted_names))
+            self.unlisted_omitted_names.extend(
+                (items.label(i), code) for i in range(end - rest, end)[:named]
+            )
 
 
 _OMITTED_MESSAGES = {

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from readmany_daemon.errors import Code, Status
-from readmany_daemon.wire.messages import FileResult, Summary
+from readmany_daemon.wire.messages import FileResult, Summary, wire_safe
 
 #: Heredoc delimiter words, one per 1-based index, cycling past 26 (PROTOCOL §5, seed 001).
 HEREDOC_WORDS: tuple[str, ...] = (
@@ -24,8 +24,6 @@ HEREDOC_WORDS: tuple[str, ...] = (
 
 #: At most this many omitted or skipped files are named in ``llmContent`` (PROTOCOL §4).
 MAX_NAMED_IN_CONTENT = 50
-
-_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 
 @dataclass
@@ -50,8 +48,10 @@ class Notices:
 
     ``continuations`` are ready-made request fragments for cut files; ``cursor`` the
     ``nextCursor`` when files were omitted; ``hints`` one-line advice (e.g. which flag shows
-    hidden files when an expansion came back empty); ``unlisted`` counts omitted/skipped
-    expansion matches not present in ``pieces``.
+    hidden files when an expansion came back empty); ``unlisted_omitted`` and
+    ``unlisted_skipped`` count omitted/skipped expansion matches not present in
+    ``pieces``, and ``unlisted_omitted_names`` / ``unlisted_skipped_names`` hold the
+    first of them (label, code), up to ``MAX_NAMED_IN_CONTENT``, in output order.
     """
 
     continuations: list[str] = field(default_factory=list)
@@ -59,6 +59,8 @@ class Notices:
     hints: list[str] = field(default_factory=list)
     unlisted_omitted: int = 0
     unlisted_skipped: int = 0
+    unlisted_omitted_names: list[tuple[str, str | None]] = field(default_factory=list)
+    unlisted_skipped_names: list[tuple[str, str | None]] = field(default_factory=list)
 
 
 def djb2_hex6(label: str) -> str:
@@ -93,47 +95,57 @@ def continuation_request(path: str, offset: int) -> str:
     return "files: " + json.dumps([{"path": path, "offset": offset}], ensure_ascii=False)
 
 
+def _named_line(
+    head: str, names: Sequence[tuple[str, str | None]], total: int, room: int, with_code: bool
+) -> tuple[str, int]:
+    """``[{head}: a, b, and N more.]``: the first ``room`` of ``names``, then one count of
+    all the others, so that the names shown plus N are ``total``; ``[{head}.]`` when no
+    name is shown. Returns the line and how many names it shows."""
+    shown = names[: max(room, 0)]
+    if not shown:
+        return f"[{head}.]", 0
+    parts = [f"{label} ({code})" if with_code and code else label for label, code in shown]
+    rest = total - len(shown)
+    if rest:
+        parts.append(f"and {rest} more")
+    return f"[{head}: {', '.join(parts)}.]", len(shown)
+
+
 def _notice_lines(pieces: Sequence[Piece], notices: Notices, framed_errors: bool) -> list[str]:
     """Lines after the framed files: omitted, skipped and (when not framed) failed entries,
-    at most ``MAX_NAMED_IN_CONTENT`` named, then continuation requests and hints."""
+    at most ``MAX_NAMED_IN_CONTENT`` named in all, each kind's count stated once (names
+    shown + "and N more" = the count), then continuation requests and hints."""
     omitted = [p.result for p in pieces if p.result.status == Status.OMITTED]
     skipped = [p.result for p in pieces if p.result.status == Status.SKIPPED]
     errors = [p.result for p in pieces if p.result.status == Status.ERROR]
     lines: list[str] = []
-    budget = MAX_NAMED_IN_CONTENT
-
-    def named(results: list[FileResult], with_code: bool) -> str:
-        nonlocal budget
-        shown = results[: max(budget, 0)]
-        budget -= len(shown)
-        parts = [f"{r.path} ({r.code})" if with_code and r.code else r.path for r in shown]
-        rest = len(results) - len(shown)
-        return ", ".join(parts) + (f", and {rest} more" if rest else "")
+    room = MAX_NAMED_IN_CONTENT
 
     n_omitted = len(omitted) + notices.unlisted_omitted
     if n_omitted:
-        stopped = all(r.code == Code.STOPPED for r in omitted) and omitted
+        codes = [r.code for r in omitted] + [code for _, code in notices.unlisted_omitted_names]
+        stopped = all(code == Code.STOPPED for code in codes) and codes
         why = "after an error (stopOnError)" if stopped else "to stay within the budget"
-        text = named(omitted, with_code=False)
-        extra = notices.unlisted_omitted
-        if extra:
-            text = (text + ", " if text else "") + f"and {extra} more not named"
-        lines.append(f"[Omitted {n_omitted} file(s) {why}: {text}.]")
+        names = [(r.path, r.code) for r in omitted] + notices.unlisted_omitted_names
+        head = f"Omitted {n_omitted} file(s) {why}"
+        line, used = _named_line(head, names, n_omitted, room, False)
+        lines.append(line)
+        room -= used
     if notices.cursor:
         lines.append(
             f'[To read the omitted files, repeat the request with cursor="{notices.cursor}".]'
         )
     n_skipped = len(skipped) + notices.unlisted_skipped
     if n_skipped:
-        text = named(skipped, with_code=True)
-        if notices.unlisted_skipped:
-            text = (text + ", " if text else "") + f"and {notices.unlisted_skipped} more not named"
-        lines.append(f"[Skipped {n_skipped} file(s): {text}.]")
+        names = [(r.path, r.code) for r in skipped] + notices.unlisted_skipped_names
+        line, used = _named_line(f"Skipped {n_skipped} file(s)", names, n_skipped, room, True)
+        lines.append(line)
+        room -= used
     if errors and not framed_errors:
-        for r in errors[: max(budget, 0)]:
+        for r in errors[: max(room, 0)]:
             lines.append(f"[Error: {r.path}: {r.message or r.code}]")
-        if len(errors) > max(budget, 0):
-            lines.append(f"[{len(errors) - max(budget, 0)} more error(s) not named.]")
+        if len(errors) > max(room, 0):
+            lines.append(f"[{len(errors) - max(room, 0)} more error(s) not named.]")
     for c in notices.continuations:
         lines.append(f"[To continue {c}]")
     lines.extend(notices.hints)
@@ -194,46 +206,97 @@ def render_heredoc(pieces: Sequence[Piece], notices: Notices) -> str:
     return "\n\n".join(blocks)
 
 
+#: Characters XML 1.0 cannot carry at all (``Char``, XML 1.0 §2.2), C0 controls aside.
+_XML_NON_CHARS = re.compile("[\ufffe\uffff\ud800-\udfff]")
+#: The C0 controls XML 1.0 cannot carry, even as a character reference: all but tab,
+#: LF and CR. Each is written as its Control Pictures sign, U+2400 + its code.
+_XML_C0 = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_CONTROL_PICTURES = {c: 0x2400 + c for c in (*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20))}
+
+
+def xml_chars(text: str) -> str:
+    """``text`` with only characters XML 1.0 allows (PROTOCOL §5): a C0 control other
+    than tab, LF and CR becomes its Control Pictures sign (U+0001 → U+2401 ``␁``),
+    U+FFFE, U+FFFF and lone surrogates become U+FFFD. Lengths are kept."""
+    if _XML_C0.search(text):
+        text = text.translate(_CONTROL_PICTURES)
+    return _XML_NON_CHARS.sub("\ufffd", text)
+
+
 def xml_escape(text: str, quote: bool = False) -> str:
-    """Escape for XML 1.0 character data; characters XML forbids become U+FFFD."""
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """``text`` as XML 1.0 character data (``&``, ``<``, ``>`` and CR escaped, the last as
+    ``&#13;`` so that a parser keeps it), after :func:`xml_chars`."""
+    text = xml_chars(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     if quote:
         text = text.replace('"', "&quot;")
-    return _XML_FORBIDDEN.sub("\ufffd", text)
+    return text.replace("\r", "&#13;")
+
+
+def xml_content(text: str) -> str:
+    """A file's content as the text of ``<document_content>`` (PROTOCOL §5): after
+    :func:`xml_chars`, one CDATA section, so that code keeps its ``<`` and ``&``; a
+    ``]]>`` in it ends the section after ``]]`` and opens another before ``>``. Content
+    holding a carriage return is escaped character data instead (:func:`xml_escape`):
+    a parser turns a CR inside CDATA into LF, but keeps ``&#13;``. Empty content is
+    empty."""
+    if not text:
+        return ""
+    if "\r" in text:
+        return xml_escape(text)
+    return "<![CDATA[" + xml_chars(text).replace("]]>", "]]]]><![CDATA[>") + "]]>"
 
 
 def render_xml(pieces: Sequence[Piece], notices: Notices) -> str:
     """``<documents><document index="N"><source>…</source><document_content>…
-    </document_content></document>…</documents>``; notices follow on their own lines."""
+    </document_content></document>…</documents>``, well-formed XML 1.0 whatever the
+    names and contents hold; each notice line is a ``<notice>`` on its own line before
+    ``</documents>`` (PROTOCOL §5)."""
     out = ["<documents>"]
     for index, p in enumerate(_framed(pieces, with_errors=True), start=1):
         r = p.result
         body = p.content if r.status != Status.ERROR and p.content is not None else _error_text(r)
         out.append(
             f'<document index="{index}"><source>{xml_escape(r.path)}</source>'
-            f"<document_content>{xml_escape(body)}</document_content></document>"
+            f"<document_content>{xml_content(body)}</document_content></document>"
         )
-    out.append("</documents>")
     tail = _notice_lines(pieces, notices, framed_errors=True)
-    return "".join(out) + "".join("\n" + xml_escape(line) for line in tail)
+    out.extend(f"\n<notice>{xml_escape(line)}</notice>" for line in tail)
+    out.append("\n</documents>" if tail else "</documents>")
+    return "".join(out)
+
+
+def _json_key(key: str, taken: dict[str, dict[str, str]]) -> str:
+    """``key`` as valid Unicode (``wire_safe``), made unique among ``taken``: two names
+    that differ only in bytes that are not UTF-8 both show U+FFFD there, and a JSON
+    object with a repeated key keeps only one of them; the later one gets `` (2)``,
+    `` (3)``, …"""
+    key = wire_safe(key)
+    unique, n = key, 1
+    while unique in taken:
+        n += 1
+        unique = f"{key} ({n})"
+    return unique
 
 
 def render_json(pieces: Sequence[Piece], notices: Notices) -> str:
     """``{"results": {key: {"status": "ok", "content": …} | {"status": "error", "code": …,
     "message": …}}}`` (PROTOCOL §5, seed 000); ``ok`` for ok and partial, ``error`` for
-    every other status. A ``notices`` list is added only when there is something to say."""
+    every other status. A ``notices`` list is added only when there is something to say.
+    Valid JSON always: every key is unique (:func:`_json_key`)."""
     results: dict[str, dict[str, str]] = {}
     for p in pieces:
         r = p.result
+        key = _json_key(p.key, results)
         if r.status in (Status.OK, Status.PARTIAL) and p.content is not None:
-            results.setdefault(p.key, {"status": "ok", "content": p.content})
+            results[key] = {"status": "ok", "content": p.content}
         else:
-            results.setdefault(
-                p.key,
-                {"status": "error", "code": r.code or r.status, "message": r.message or r.status},
-            )
+            results[key] = {
+                "status": "error",
+                "code": r.code or r.status,
+                "message": r.message or r.status,
+            }
     doc: dict[str, object] = {"results": results}
-    extra = _notice_lines([], notices, framed_errors=True)
+    extra = _notice_lines(pieces, notices, framed_errors=True)
     if extra:
         doc["notices"] = extra
     return json.dumps(doc, ensure_ascii=False, indent=2)

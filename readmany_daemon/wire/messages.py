@@ -170,7 +170,11 @@ class PackingInfo(msgspec.Struct, rename="camel", kw_only=True):
 
 
 class ReadManyResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
-    """``readMany/read`` result (PROTOCOL §4)."""
+    """``readMany/read`` result (PROTOCOL §4).
+
+    ``attachments`` has no default so that it is always on the wire, ``[]`` when empty
+    (``omit_defaults`` drops a field equal to its default); ``nextCursor`` is there only
+    when files were omitted."""
 
     llm_content: str
     return_display: str
@@ -178,7 +182,7 @@ class ReadManyResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only
     files: list[FileResult]
     packing: PackingInfo
     clock: str
-    attachments: list[Attachment] = msgspec.field(default_factory=list)
+    attachments: list[Attachment]
     next_cursor: str | None = None
 
 

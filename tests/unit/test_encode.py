@@ -19,6 +19,7 @@ def _result() -> ReadManyResult:
         files=[],
         packing=PackingInfo(strategy="request-order"),
         clock="c:1",
+        attachments=[],
     )
 
 

@@ -97,7 +97,7 @@ def test_names_at_most_50_omitted() -> None:
     line = next(x for x in text.split("\n") if x.startswith("[Omitted"))
     assert "[Omitted 75 file(s)" in line
     assert "f49" in line and "f50," not in line
-    assert "and 20 more" in line and "and 5 more not named" in line
+    assert line.endswith(", f49, and 25 more.]") and line.count("more") == 1
 
 
 def test_heredoc_blocks_words_and_trailing_newline() -> None:
@@ -129,16 +129,58 @@ def test_heredoc_words_cycle_past_26() -> None:
     assert "<<'ZEPHYR_26_" in text
 
 
-def test_xml_parses_and_replaces_forbidden_characters() -> None:
-    text = render_xml([ok("a&b.py", "if a < b && c > d:\x00\x1b\n")], Notices())
+def test_xml_keeps_code_verbatim_and_shows_controls_as_pictures() -> None:
+    text = render_xml([ok("a&b.py", "if a < b && c > d:\x00\x1b\x7f\n")], Notices())
     root = ET.fromstring(text)
     doc = root.find("document")
     assert doc is not None and doc.get("index") == "1"
     assert doc.findtext("source") == "a&b.py"
-    assert doc.findtext("document_content") == "if a < b && c > d:\ufffd\ufffd\n"
-    assert text.startswith(
+    assert doc.findtext("document_content") == "if a < b && c > d:\u2400\u241b\x7f\n"
+    assert text == (
         '<documents><document index="1"><source>a&amp;b.py</source><document_content>'
+        "<![CDATA[if a < b && c > d:\u2400\u241b\x7f\n]]></document_content></document>"
+        "</documents>"
     )
+
+
+def test_xml_splits_cdata_at_its_end_marker_and_keeps_carriage_returns() -> None:
+    pieces = [ok("x]]>.md", "a]]>b]]]>c"), ok("crlf.txt", "<a>\r\n&\r"), ok("e", "")]
+    text = render_xml(pieces, Notices())
+    assert "<![CDATA[a]]]]><![CDATA[>b]]]]]><![CDATA[>c]]>" in text
+    assert "<document_content>&lt;a&gt;&#13;\n&amp;&#13;</document_content>" in text
+    docs = ET.fromstring(text).findall("document")
+    assert [d.findtext("source") for d in docs] == ["x]]>.md", "crlf.txt", "e"]
+    assert [d.findtext("document_content") for d in docs] == ["a]]>b]]]>c", "<a>\r\n&\r", ""]
+
+
+def test_xml_notices_are_inside_the_root() -> None:
+    omitted = Piece(
+        FileResult(
+            path="b<\x01>.py", status=Status.OMITTED, source="disk", chars=0, code=Code.BUDGET
+        ),
+        "b.py",
+    )
+    text = render_xml([ok("a.py", "a\n"), omitted], Notices(cursor="T", hints=["[hint & x]"]))
+    root = ET.fromstring(text)
+    assert [n.text for n in root.iter("notice")] == [
+        "[Omitted 1 file(s) to stay within the budget: b<\u2401>.py.]",
+        '[To read the omitted files, repeat the request with cursor="T".]',
+        "[hint & x]",
+    ]
+    assert text.endswith("</document>\n<notice>[Omitted 1 file(s) to stay within the budget: "
+                         "b&lt;\u2401&gt;.py.]</notice>\n<notice>[To read the omitted files, "
+                         'repeat the request with cursor="T".]</notice>\n'
+                         "<notice>[hint &amp; x]</notice>\n</documents>")  # fmt: skip
+
+
+def test_json_keys_stay_unique_when_names_differ_only_in_undecodable_bytes() -> None:
+    pieces = [ok("a\udcff", "one"), ok("a\udcfe", "two")]
+    text = render_json(pieces, Notices())
+    text.encode("utf-8")  # valid Unicode: no lone surrogate left
+    assert json.loads(text)["results"] == {
+        "a\ufffd": {"status": "ok", "content": "one"},
+        "a\ufffd (2)": {"status": "ok", "content": "two"},
+    }
 
 
 def test_json_shape_of_seed_000() -> None:

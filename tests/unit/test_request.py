@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -265,3 +267,88 @@ def test_every_entry_on_the_wire_has_source_and_chars(tmp_path: Path) -> None:
         assert entry["source"] in ("overlay", "cache", "disk"), entry
         assert isinstance(entry["chars"], int), entry
     assert next(f for f in wire["files"] if f["path"] == "empty.txt")["chars"] == 0
+
+
+def test_attachments_is_on_the_wire_even_when_empty(tmp_path: Path) -> None:
+    """PROTOCOL §4: ``attachments`` is always present, possibly empty."""
+    ws = tree(tmp_path, {"a.txt": "a\n", "img/a.png": PNG})
+    for params in ({"paths": ["a.txt"]}, {"paths": ["missing.txt"]}, {"paths": ["img/a.png"]}):
+        wire = json.loads(msgspec.json.encode(answer(ws, decode_read_params(params))))
+        assert isinstance(wire.get("attachments"), list), (params, sorted(wire))
+        assert len(wire["attachments"]) == (params["paths"] == ["img/a.png"])
+
+
+_NAMED_LINE = re.compile(r"^\[(Omitted|Skipped) (\d+) file\(s\)[^:\]]*(?:: (.*))?\.\]$")
+
+
+def _named_and_more(line: str) -> tuple[int, int, list[str]]:
+    """(the count a notice line states, the names it shows, the "N more" counts it
+    gives)."""
+    m = _NAMED_LINE.match(line)
+    assert m, line
+    parts = m.group(3).split(", ") if m.group(3) else []
+    more = [p for p in parts if re.fullmatch(r"and \d+ more", p)]
+    names = [p for p in parts if p not in more]
+    assert all(" more" not in p for p in names), line
+    return int(m.group(2)), len(names), more
+
+
+def _notices(r: Any, fmt: str) -> list[str]:
+    if fmt == "json":
+        lines: list[str] = json.loads(r.llm_content)["notices"]
+        return lines
+    if fmt == "xml":
+        return [n.text or "" for n in ET.fromstring(r.llm_content).iter("notice")]
+    return list(r.llm_content.split("\n"))
+
+
+@pytest.mark.parametrize("fmt", ["separator", "heredoc", "xml", "json"])
+@pytest.mark.parametrize("images_first", [False, True])
+def test_omission_counts_add_up_over_a_large_expansion(
+    tmp_path: Path, fmt: str, images_first: bool
+) -> None:
+    """Past the entries listed in ``files`` (200) and the names shown (50), one "and N
+    more" covers every other omitted or skipped file: names + N = the count stated, the
+    count of ``summary``."""
+    files: dict[str, str | bytes] = {f"t/f{i:04}.txt": "x\n" for i in range(1200)}
+    files.update({f"img/p{i:03}.png": PNG for i in range(260)})
+    ws = tree(tmp_path, files)
+    patterns = ["img/*", "t/*.txt"] if images_first else ["t/*.txt", "img/*"]
+    r = ask(ws, paths=patterns, format=fmt)
+    lines = _notices(r, fmt)
+    omitted = next(x for x in lines if x.startswith("[Omitted"))
+    total, names, more = _named_and_more(omitted)
+    assert total == r.summary.omitted == 1180 + (0 if images_first else 260)
+    assert names == 50 and more == [f"and {total - 50} more"], omitted
+    assert omitted.count(" more") == 1
+    skipped = [x for x in lines if x.startswith("[Skipped")]
+    if images_first:
+        total, names, more = _named_and_more(skipped[0])
+        assert total == r.summary.skipped == 260
+        assert names == 0 and more == [], skipped  # the 50 names went to omitted files
+    else:
+        assert skipped == [] and r.summary.skipped == 0
+
+
+def test_offset_past_the_end_is_out_of_range(tmp_path: Path) -> None:
+    """An offset past the end of a file that exists: ``error`` / ``out-of-range``, not
+    ``not-found`` (the file is there)."""
+    ws = tree(tmp_path, {"f.txt": "a\nb\n", "g.txt": "a\nb", "empty.txt": ""})
+    r = ask(
+        ws,
+        files=[
+            {"path": "f.txt", "offset": 3},
+            {"path": "g.txt", "offset": 9, "limit": 2},
+            {"path": "empty.txt", "offset": 2},
+            {"path": "f.txt", "offset": 2},
+            {"path": "empty.txt", "offset": 1},
+        ],
+    )
+    assert statuses(r) == [
+        ("f.txt", "error", "out-of-range"),
+        ("g.txt", "error", "out-of-range"),
+        ("empty.txt", "error", "out-of-range"),
+        ("f.txt", "ok", None),
+        ("empty.txt", "ok", None),
+    ]
+    assert "offset 3 is past the end of f.txt (2 lines)" in (r.files[0].message or "")
