@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import os
 import posixpath
 from collections import Counter
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from typing import Any, overload
 
 from readmany_daemon.content.lines import Window
 from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.wire.cursor import Key, key_order
 from readmany_daemon.wire.messages import Attachment, FileResult
 
 
@@ -61,21 +63,57 @@ class Expansion:
 
 class Items(Sequence[Item]):
     """The resolved entries in output order: explicit ``Item``s and ``Expansion``s,
-    indexed as one flat sequence; expansion items are made on first access."""
+    indexed as one flat sequence; expansion items are made on first access.
+
+    Each segment comes from one entry of the request (``entries``: its index in
+    ``paths``, then ``files``, then ``include``); ``key(i)`` is entry ``i``'s place in
+    the request order, which does not move when files are created or deleted (a
+    cursor's position, ``wire.cursor.Key``)."""
 
     def __init__(self, ws: Workspace, absolute: bool) -> None:
         self._ws = ws
         self._absolute = absolute
         self.segments: list[Item | Expansion] = []
         self.starts: list[int] = []
+        self.entries: list[int] = []
         self._size = 0
         self._made: dict[int, Item] = {}
 
-    def append(self, segment: Item | Expansion) -> None:
-        """Add ``item`` at the end of the output order."""
+    def append(self, segment: Item | Expansion, entry: int = 0) -> None:
+        """Add ``segment``, made by request entry ``entry`` (entries come in order)."""
         self.segments.append(segment)
         self.starts.append(self._size)
+        self.entries.append(entry)
         self._size += len(segment.matches) if isinstance(segment, Expansion) else 1
+
+    def key(self, i: int) -> Key:
+        """Entry ``i``'s key: its request entry and, for a match, its path."""
+        seg, pos = self.locate(i)
+        segment = self.segments[seg]
+        return self.entries[seg], segment.matches[pos] if isinstance(segment, Expansion) else ""
+
+    def first_after(self, key: Key | None) -> int:
+        """The position of the first entry whose key comes after ``key`` (0 for None)."""
+        if key is None:
+            return 0
+        entry, path = key_order(key)
+        seg = bisect.bisect_right(self.entries, entry) - 1
+        if seg < 0:
+            return 0
+        if self.entries[seg] < entry:
+            return self.starts[seg + 1] if seg + 1 < len(self.starts) else self._size
+        segment = self.segments[seg]
+        if isinstance(segment, Item):
+            return self.starts[seg] + 1
+        at = bisect.bisect_right(segment.matches, path, key=os.fsencode)
+        return self.starts[seg] + at
+
+    def find(self, key: Key) -> int | None:
+        """The position of the entry with ``key``, None when there is none now."""
+        after = self.first_after(key)
+        if after > 0 and self.key(after - 1) == key:
+            return after - 1
+        return None
 
     def __len__(self) -> int:
         return self._size

@@ -40,17 +40,32 @@ class PackPlan:
     full_success: int
     full_count: int
 
+    dropped: set[int] = field(default_factory=set)
+
     def not_loaded(self, active: int) -> tuple[int, set[int] | None]:
         """The entries this plan leaves unloaded, of the ``active`` positions: in request
         order, every position from the first returned on (after the stop, or after the
         error of ``stopOnError``); smallest first, the item indexes of the set returned
-        (after the stop in packing order, the partial one aside), or None for none."""
+        (after the stop in packing order, the partial one aside, and those dropped), or
+        None for none."""
         if self.strategy == "request-order":
             return self.stop + (1 if self.partial is not None else 0), None
         omitted = {
             i for i in self.order[self.stop :] if self.partial is None or i != self.partial[0]
         }
-        return active, omitted
+        return active, omitted | self.dropped
+
+    def drop(self, indexes: set[int]) -> None:
+        """Leave the entries ``indexes`` out after all (smallest first only): the keys a
+        cursor must name to skip them later would make it too long."""
+        kept = [i for i in self.included if i not in indexes]
+        gone = len(self.included) - len(kept)
+        self.included = kept
+        self.full_success -= gone
+        self.full_count -= gone
+        if self.partial is not None and self.partial[0] in indexes:
+            self.partial = None
+        self.dropped |= indexes
 
 
 def choose_plan(
@@ -157,6 +172,7 @@ class Account:
     unlisted_skipped: int = 0
     unlisted_omitted_names: list[tuple[str, str | None]] = field(default_factory=list)
     unlisted_skipped_names: list[tuple[str, str | None]] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
 
     def count(self, result: FileResult) -> None:
         """Count ``result`` into the summary: files read, cut and omitted, characters of

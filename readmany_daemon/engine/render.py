@@ -61,6 +61,7 @@ class Notices:
     unlisted_skipped: int = 0
     unlisted_omitted_names: list[tuple[str, str | None]] = field(default_factory=list)
     unlisted_skipped_names: list[tuple[str, str | None]] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
 
 
 def djb2_hex6(label: str) -> str:
@@ -146,6 +147,15 @@ def _notice_lines(pieces: Sequence[Piece], notices: Notices, framed_errors: bool
             lines.append(f"[Error: {r.path}: {r.message or r.code}]")
         if len(errors) > max(room, 0):
             lines.append(f"[{len(errors) - max(room, 0)} more error(s) not named.]")
+    if notices.created:
+        shown = notices.created[:MAX_NAMED_IN_CONTENT]
+        rest = len(notices.created) - len(shown)
+        more = f", and {rest} more (see createdPaths)" if rest else ""
+        ask = json.dumps(shown, ensure_ascii=False)
+        lines.append(
+            f"[Created after an earlier page, in the part it had already delivered: "
+            f"{', '.join(shown)}{more}. Read them with paths: {ask}.]"
+        )
     for c in notices.continuations:
         lines.append(f"[To continue {c}]")
     lines.extend(notices.hints)

@@ -100,6 +100,7 @@ class _Resolver:
         self.out = Resolved(items=Items(ws, params.absolute_paths))
         self.seen: set[tuple[str, int | None, int | None]] = set()
         self.unseen: list[Expansion] = []  # expansions not yet in ``seen``
+        self.entry_no = 0  # the request entry being resolved (its index in the request)
         try:
             self.exclude = GitPatterns(params.exclude) if params.exclude else None
         except ValueError as exc:
@@ -120,7 +121,7 @@ class _Resolver:
         if ident in self.seen:
             return
         self.seen.add(ident)
-        self.out.items.append(item)
+        self.out.items.append(item, self.entry_no)
 
     def add_matches(self, matches: list[str], tail: str) -> None:
         """Append an expansion's matches, dropping those answered earlier; the
@@ -130,7 +131,7 @@ class _Resolver:
             matches = [m for m in matches if (m, None, None) not in self.seen]
         expansion = Expansion(matches, tail)
         self.unseen.append(expansion)
-        self.out.items.append(expansion)
+        self.out.items.append(expansion, self.entry_no)
 
     def preset_outside(self, raw: str, key: str) -> None:
         """Add ``raw`` as an ``outside-workspace`` error (it resolves out of the root)."""
@@ -371,8 +372,11 @@ def resolve(ws: Workspace, params: ReadManyParams) -> Resolved:
             r.entry(p.path, p.offset, p.limit, False)
         else:
             r.entry(p, None, None, False)
+        r.entry_no += 1
     for spec in params.files:
         r.entry(spec.path, spec.offset, spec.limit, False)
+        r.entry_no += 1
     for pattern in params.include:
         r.entry(pattern, None, None, True)
+        r.entry_no += 1
     return r.out

@@ -1,19 +1,32 @@
 """The ``nextCursor`` codec: a read request's continuation, decoded at the edge, once.
 
-A cursor (PROTOCOL §4) is an opaque token carrying what the request it continues said
-(its non-default params), the item positions not yet answered and, for a file the
-budget cut, where to resume it. ``decode_read_request`` turns raw ``readMany/read``
-params into a ``ReadRequest``: for a cursor request, the params stored in the cursor
-(validated once, here) and the ``Continuation``; the engine answers a ``ReadRequest``
-and never opens a cursor itself. ``encode_cursor`` makes the token of an answer.
+A cursor (PROTOCOL §4) is an opaque, self-contained token: no server keeps anything for
+it. It carries what the request it continues said (its non-default params, when they
+fit), a digest binding it to the root it was answered in and to that request, and a
+``Position``: the last key of the part of the request order already delivered, the keys
+delivered beyond it (a smallest-first page), where a budget-cut file resumes, and what
+the delivered part held when its page was built (to name files created in it since).
+
+A key is ``(entry, path)``: the entry's index in the request (``paths``, then
+``files``, then ``include``) and, for a match of a glob or folder, its path (compared in
+byte order, as the expansion is sorted); ``""`` for a named entry. Keys, unlike
+positions in an expansion, do not move when files are created or deleted.
+
+``decode_read_request`` turns raw ``readMany/read`` params into a ``ReadRequest``: for a
+cursor request, the params stored in the cursor (validated once, here) and the
+``Continuation``; the engine answers a ``ReadRequest`` and never opens a cursor itself.
+``encode_cursor`` makes the token of an answer.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import os
+import zlib
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -21,31 +34,58 @@ import msgspec
 from readmany_daemon.errors import InvalidParams
 from readmany_daemon.wire.messages import ReadManyParams, decode_read_params
 
-#: Item positions as sorted, merged ``[start, end)`` ranges of item indexes.
-Ranges = list[tuple[int, int]]
+#: A place in the request order: (entry index in the request, path; ``""`` for a named
+#: entry). Ordered by entry, then by the path's bytes (``key_order``).
+Key = tuple[int, str]
 
-#: Item index → ``(offset, limit)`` to resume a file the budget cut.
-Resume = dict[int, tuple[int, int | None]]
+#: The longest token ``encode_cursor`` aims for (PROTOCOL §4: at most 1,000 characters).
+MAX_CURSOR_CHARS = 1000
+
+#: The payload format; tokens of another one are refused naming ``$.cursor``.
+VERSION = 2
+
+#: Decompressed payloads larger than this are not cursors this daemon issued.
+_MAX_PAYLOAD = 1 << 20
+
+_NOT_OURS = "invalid params: cursor is not a cursor this daemon issued"
 
 
-class _Cursor(msgspec.Struct, array_like=True):
-    """The token's payload (base64url of its JSON array form)."""
+def key_order(key: Key) -> tuple[int, bytes]:
+    """The sort key of ``key``: entry index, then the path's bytes (surrogate escapes
+    back to the bytes they stand for), the order of an expansion's matches."""
+    return key[0], os.fsencode(key[1])
 
-    version: int
-    params: dict[str, Any]
-    remaining: Ranges  # [start, end) ranges of item indexes
-    resume: Resume  # item index → (offset, limit) of a cut file
+
+class Position(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a chain of pages stands, in keys of the request order.
+
+    ``after``: every file with a key up to it was delivered (None: nothing yet).
+    ``beyond``: keys after ``after`` delivered too (a smallest-first page), sorted.
+    ``resume``: ``(key, offset, limit)`` of the file the budget cut, to go on with.
+    ``count``/``total``: how many files the delivered part (keys up to ``after`` and
+    ``beyond``) held when the page was built, and the sum of their ``key_hash``es
+    modulo 2**64. ``since``: the time (ns since the epoch) just before that page looked
+    at the tree; a file created in the delivered part after it is named on the next
+    page."""
+
+    after: Key | None = None
+    beyond: list[Key] = msgspec.field(default_factory=list)
+    resume: tuple[Key, int, int | None] | None = None
+    count: int = 0
+    total: int = 0
+    since: int = 0
 
 
 class Continuation(msgspec.Struct, frozen=True, kw_only=True):
-    """What a cursor continues: ``params`` are the non-default params of the request
-    it came from, as sent (``root`` among them when it named one); ``remaining`` the
-    positions of the items not yet answered (sorted, merged ``[start, end)`` ranges);
-    ``resume`` the ``(offset, limit)`` to read a budget-cut item from."""
+    """What a cursor continues: ``params`` are the non-default params of the request it
+    came from, as sent (``root`` among them when it named one), or None when they were
+    too large to carry (the request must then be sent beside the cursor); ``digest``
+    binds the cursor to its root and request (``cursor_digest``); ``position`` says what
+    was delivered."""
 
-    params: dict[str, Any]
-    remaining: Ranges
-    resume: Resume
+    params: dict[str, Any] | None
+    digest: str
+    position: Position
 
 
 class ReadRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -56,17 +96,6 @@ class ReadRequest(msgspec.Struct, frozen=True, kw_only=True):
 
     params: ReadManyParams
     continuation: Continuation | None = None
-
-
-def _merge_ranges(ranges: Iterable[tuple[int, int]]) -> Ranges:
-    """Sorted, merged ``[start, end)`` ranges."""
-    out: Ranges = []
-    for start, end in sorted(r for r in ranges if r[0] < r[1]):
-        if out and start <= out[-1][1]:
-            out[-1] = (out[-1][0], max(end, out[-1][1]))
-        else:
-            out.append((start, end))
-    return out
 
 
 _DEFAULT_PARAMS: dict[str, Any] = msgspec.to_builtins(ReadManyParams())
@@ -82,64 +111,154 @@ def _non_default(params: ReadManyParams) -> dict[str, Any]:
     }
 
 
+def key_hash(key: Key) -> int:
+    """A 64-bit hash of ``key``, the same in every process (for ``Position.total``)."""
+    data = str(key[0]).encode() + b"\0" + os.fsencode(key[1])
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+def cursor_digest(root: str, params: ReadManyParams) -> str:
+    """The digest that binds a cursor to the (real) ``root`` it was answered in and to
+    the request (its non-default params, ``root`` aside: the same folder may be named
+    by name, path or URI)."""
+    asked = {k: v for k, v in _non_default(params).items() if k != "root"}
+    text = json.dumps([root, asked], sort_keys=True, separators=(",", ":"))
+    digest = hashlib.blake2b(os.fsencode(text), digest_size=9).digest()
+    return base64.urlsafe_b64encode(digest).decode()
+
+
+def _pack_keys(keys: list[Key]) -> list[Any]:
+    """Sorted keys, front-coded: ``[entry delta, shared prefix, rest of the path]``
+    per key, flattened (paths of one expansion share most of their characters)."""
+    out: list[Any] = []
+    entry, path = 0, ""
+    for e, p in sorted(keys, key=key_order):
+        shared = 0
+        if e == entry:
+            limit = min(len(p), len(path))
+            while shared < limit and p[shared] == path[shared]:
+                shared += 1
+        out += [e - entry, shared, p[shared:]]
+        entry, path = e, p
+    return out
+
+
+def _unpack_keys(flat: list[Any]) -> list[Key]:
+    if len(flat) % 3:
+        raise ValueError("bad key list")
+    keys: list[Key] = []
+    entry, path = 0, ""
+    for k in range(0, len(flat), 3):
+        delta, shared, rest = flat[k : k + 3]
+        if not (isinstance(delta, int) and isinstance(shared, int) and isinstance(rest, str)):
+            raise ValueError("bad key")
+        if delta < 0 or shared < 0 or shared > len(path) or (delta and shared):
+            raise ValueError("bad key")
+        entry, path = entry + delta, path[:shared] + rest
+        keys.append((entry, path))
+    return keys
+
+
+def _token(payload: list[Any]) -> str:
+    # ensure_ascii: a file name that is not UTF-8 (surrogate escapes, PEP 383) is kept
+    # as ``\udcXX`` escapes.
+    raw = json.dumps(payload, separators=(",", ":")).encode()
+    packed = zlib.compress(raw, 9)[2:-4]  # raw deflate: no zlib header or checksum
+    return base64.urlsafe_b64encode(packed).decode().rstrip("=")
+
+
 def encode_cursor(
-    params: ReadManyParams, remaining: Sequence[tuple[int, int]], resume: Resume
+    params: ReadManyParams, root: str, position: Position, *, carry: bool = False
 ) -> str:
-    """The ``nextCursor`` that continues ``params`` at the item positions ``remaining``
-    (``[start, end)`` ranges, in any order), resuming the items of ``resume`` at their
-    ``(offset, limit)``."""
-    cursor = _Cursor(1, _non_default(params), _merge_ranges(remaining), resume)
-    try:
-        raw = msgspec.json.encode(cursor)
-    except UnicodeEncodeError:
-        # A file name that is not UTF-8 (surrogate escapes, PEP 383): msgspec refuses
-        # lone surrogates, the stdlib writes them as ``\udcXX`` escapes (ASCII JSON).
-        raw = json.dumps(msgspec.to_builtins(cursor), separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    """The ``nextCursor`` that continues ``params``, answered in ``root``, from
+    ``position``. The params are left out when the token would pass
+    ``MAX_CURSOR_CHARS`` with them (the request must then be sent beside it), unless
+    ``carry``; the caller keeps ``position`` small enough for the rest."""
+    p = position
+    tail: list[Any] = [
+        [p.after[0], p.after[1]] if p.after is not None else None,
+        _pack_keys(p.beyond),
+        [p.resume[0][0], p.resume[0][1], p.resume[1], p.resume[2]] if p.resume else None,
+        p.count,
+        p.total,
+        p.since,
+    ]
+    digest = cursor_digest(root, params)
+    token = _token([VERSION, _non_default(params), digest, *tail])
+    if len(token) > MAX_CURSOR_CHARS and not carry:
+        token = _token([VERSION, None, digest, *tail])
+    return token
 
 
 def decode_cursor(token: str) -> Continuation:
     """The ``Continuation`` of a cursor this daemon issued; raises ``InvalidParams``
     naming ``$.cursor`` for anything else."""
     try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        try:
-            cursor = msgspec.json.decode(raw, type=_Cursor)
-        except msgspec.DecodeError:
-            # Perhaps ``\udcXX`` escapes (see ``encode_cursor``), which msgspec refuses.
-            cursor = msgspec.convert(json.loads(raw), _Cursor, strict=False)
-    except (binascii.Error, ValueError, RecursionError, msgspec.DecodeError):
-        raise InvalidParams(
-            "invalid params: cursor is not a cursor this daemon issued", "$.cursor"
-        ) from None
-    if cursor.version != 1:
+        packed = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        inflate = zlib.decompressobj(-15)
+        raw = inflate.decompress(packed, _MAX_PAYLOAD)
+        if inflate.unconsumed_tail or not inflate.eof:
+            raise ValueError("not a whole payload")
+        payload = json.loads(raw)
+        if not isinstance(payload, list) or not payload or not isinstance(payload[0], int):
+            raise ValueError("not a payload")
+    except (binascii.Error, ValueError, RecursionError, zlib.error):
+        raise InvalidParams(_NOT_OURS, "$.cursor") from None
+    if payload[0] != VERSION:
         raise InvalidParams("invalid params: cursor from another version", "$.cursor")
-    return Continuation(
-        params=cursor.params, remaining=_merge_ranges(cursor.remaining), resume=cursor.resume
-    )
+    try:
+        _, params, digest, after, beyond, resume, count, total, since = payload
+        position = msgspec.convert(
+            {
+                "after": after,
+                "beyond": _unpack_keys(beyond),
+                "resume": [[resume[0], resume[1]], resume[2], resume[3]] if resume else None,
+                "count": count,
+                "total": total,
+                "since": since,
+            },
+            Position,
+        )
+        if not isinstance(digest, str) or not (params is None or isinstance(params, dict)):
+            raise ValueError("bad payload")
+    except (ValueError, TypeError, IndexError, msgspec.ValidationError):
+        raise InvalidParams(_NOT_OURS, "$.cursor") from None
+    return Continuation(params=params, digest=digest, position=position)
 
 
 def read_request(params: ReadManyParams) -> ReadRequest:
     """The ``ReadRequest`` of validated ``params``: when they carry a cursor, the params
     it stores (validated; ``root`` is the request's when it names one, else the
-    cursor's) and its continuation. Raises ``InvalidParams`` for a bad
-    cursor, or for ``paths``/``files``/``include`` that differ from the request the
-    cursor continues (send the cursor alone, or with the same request)."""
+    cursor's) and its continuation. Raises ``InvalidParams`` naming ``$.cursor`` for a
+    bad cursor, for ``paths``/``files``/``include`` that differ from the request the
+    cursor continues (send the cursor alone, or with the same request), and for a
+    cursor whose request was too large to carry, sent alone."""
     if not params.cursor:
         return ReadRequest(params=params)
     continuation = decode_cursor(params.cursor)
     asked = _non_default(params)
+    if continuation.params is None:
+        if not (params.paths or params.files or params.include):
+            raise InvalidParams(
+                "invalid params: $.cursor continues a request too large to carry; "
+                "send it with the request it continues",
+                "$.cursor",
+            )
+        # The request sent beside it is answered; the digest checks it is the same one.
+        plain = msgspec.structs.replace(params, cursor=None)
+        return ReadRequest(params=plain, continuation=continuation)
     for name in ("paths", "files", "include"):
         if name in asked and asked[name] != continuation.params.get(name):
             raise InvalidParams(
-                f"invalid params: $.{name} differs from the request $.cursor continues; "
+                f"invalid params: $.cursor continues another request ($.{name} differs); "
                 "send the cursor alone (or with the same request)",
-                f"$.{name}",
+                "$.cursor",
             )
     stored = dict(continuation.params)
     if "root" in asked:
         # The root a request names wins over the cursor's (a cursor made without one
         # answered against the first folder): adapters read the root from here only.
+        # The engine refuses the cursor when that root is not the one it was made in.
         stored["root"] = asked["root"]
     return ReadRequest(params=decode_read_params(stored), continuation=continuation)
 

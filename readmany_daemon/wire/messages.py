@@ -184,6 +184,9 @@ class ReadManyResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only
     clock: str
     attachments: list[Attachment]
     next_cursor: str | None = None
+    #: Files created, since the page before, in the part of the request order a cursor
+    #: had already delivered: the chain will not deliver them; ask for them by path.
+    created_paths: list[str] = msgspec.field(default_factory=list)
 
 
 class FileInfo(msgspec.Struct, rename="camel"):

@@ -219,6 +219,38 @@ def test_case13_budget_omits_and_cursor_continues(tmp_path: Path, read_json: Rea
     assert "nextCursor" not in r2
 
 
+def test_case13c_cursor_on_a_tree_that_moves_between_pages(
+    tmp_path: Path, read_json: ReadJson, readmany: Any
+) -> None:
+    """The issue's reproduction on a tree shaped like flask's ``src/``: two files created
+    after page 1 sort among the files page 1 gave; page 2 repeats nothing, loses
+    nothing, and names the two with the paths to ask for."""
+    names = ["__init__", "__main__", "app", "blueprints", "cli", "config", "ctx", "debughelpers"]
+    names += ["globals", "helpers", "logging", "py.typed", "sansio/app", "sansio/scaffold"]
+    names += ["sessions", "signals", "templating", "testing", "typing", "views", "wrappers"]
+    names += ["json/__init__", "json/provider", "json/tag"]
+    files = {f"src/flask/{n}.py": f"# {n}\n" for n in names}
+    write_tree(tmp_path, files)
+    page1 = read_json(tmp_path, "src/**/*.py")
+    cursor = page1["nextCursor"]
+    assert cursor and len(cursor) <= 1000
+    first = [f["path"] for f in page1["files"] if f["status"] == "ok"]
+    write_tree(tmp_path, {"src/flask/aaa_added.py": "x=1\n", "src/flask/aab_added.py": "x=1\n"})
+    page2 = read_json(tmp_path, "--cursor", cursor)
+    second = [f["path"] for f in page2["files"] if f["status"] == "ok"]
+    assert not set(first) & set(second)
+    assert sorted(first + second) == sorted(files)
+    assert "nextCursor" not in page2
+    assert page2["createdPaths"] == ["src/flask/aaa_added.py", "src/flask/aab_added.py"]
+    text = readmany("read", "--no-daemon", "--root", str(tmp_path), "--cursor", cursor).stdout
+    assert 'paths: ["src/flask/aaa_added.py", "src/flask/aab_added.py"]' in text
+    # Deleting two files page 1 showed loses nothing either.
+    for path in first[:2]:
+        (tmp_path / path).unlink()
+    page2 = read_json(tmp_path, "--cursor", cursor)
+    assert [f["path"] for f in page2["files"] if f["status"] == "ok"] == second
+
+
 def test_case13b_huge_glob_answer_stays_small(tmp_path: Path, read_json: ReadJson) -> None:
     d = tmp_path / "many"
     d.mkdir()

@@ -238,6 +238,44 @@ def test_socket_serves_and_cli_answers_through_it(
     assert bad.returncode == 2 and "perFileMaxLines" in bad.stderr
 
 
+def test_a_cursor_crosses_daemon_restarts_and_in_process_answers(
+    daemons: Any, denv: dict[str, str], tmp_path: Path
+) -> None:
+    """A cursor is self-contained: a page from the daemon goes on in-process, a page
+    from the process goes on through the daemon, and through a restarted daemon."""
+    root = tmp_path / "tree"
+    files = {f"src/m{i:02}.py": f"v = {i}\n" for i in range(60)}  # nine pages of 7
+    write_tree(root, files)
+
+    def page(*args: str) -> dict[str, Any]:
+        proc = cli(denv, "read", "--json", "--max-total-files", "7", *args, cwd=root)
+        assert proc.returncode == 0, proc.stderr
+        result: dict[str, Any] = json.loads(proc.stdout)
+        return result
+
+    d = daemons("--socket")
+    d.wait_line("serving on")
+    got: list[str] = []
+    r = page("src/*.py")  # through the daemon
+    where = ["--no-daemon", "", "restart", "--no-daemon", "", "", "restart", ""]
+    for how in where:
+        got += [f["path"] for f in r["files"] if f["status"] == "ok"]
+        if how == "restart":
+            d.stop()
+            d = daemons("--socket")
+            d.wait_line("serving on")
+        r = page("--cursor", r["nextCursor"], *([how] if how == "--no-daemon" else []))
+    got += [f["path"] for f in r["files"] if f["status"] == "ok"]
+    assert "nextCursor" not in r
+    assert got == sorted(files)
+    # Under another root, the daemon refuses it naming the cursor.
+    other = tmp_path / "other"
+    write_tree(other, files)
+    first = page("src/*.py")
+    bad = cli(denv, "read", "--json", "--cursor", first["nextCursor"], cwd=other)
+    assert bad.returncode == 2 and "cursor" in bad.stderr
+
+
 def test_large_answer_is_sent_in_chunks_and_in_order(
     daemons: Any, denv: dict[str, str], sock: Path, tmp_path: Path
 ) -> None:

@@ -25,9 +25,10 @@ request; then
 - at the end, with the writer stopped, one expansion equals the model exactly.
 
 Paths are never reused (a deleted or renamed-away name never comes back), which is what
-makes "deleted files don't appear" decidable. Cursor pages are positional (the cursor
-keeps item indexes of the re-expanded request), so they are checked for freshness and
-ghosts, not for coverage across pages.
+makes "deleted files don't appear" decidable. Cursor pages are checked for freshness,
+ghosts and repeats (no file is delivered on two pages of one chain); coverage across
+pages is checked by the engine's own tests (files created behind a page are named, not
+delivered).
 
 The slow test (``pytest -m slow tests/e2e/test_load.py``) runs 32 clients for
 ``READMANY_LOAD_SECONDS`` (default 60) and writes its figures to
@@ -585,6 +586,7 @@ class Worker:
 
     def cursor(self) -> None:
         params: dict[str, Any] = {"paths": ["live/**"], "maxTotalFiles": 7, "format": "json"}
+        delivered: set[str] = set()
         for page in range(3):
             snap = self.model.snap()
             result = self.request("readMany/read", "read-cursor", params)
@@ -595,6 +597,15 @@ class Worker:
                     self.checker.content(path, got["content"], snap, None, where)
             included = {f["path"] for f in result["files"] if f.get("code") != "no-match"}
             self.checker.ghosts(included, snap, where)
+            # A file the budget cut goes on at the next page: it is done when it is not cut.
+            ok = {
+                f["path"]
+                for f in result["files"]
+                if f["status"] == "ok" or (f["status"] == "partial" and f.get("code") != "budget")
+            }
+            if ok & delivered:
+                self.results.violation("cursor repeat", f"{where}: {sorted(ok & delivered)}")
+            delivered |= ok
             if not result.get("nextCursor"):
                 return
             params = {"cursor": result["nextCursor"]}

@@ -5,14 +5,19 @@ from __future__ import annotations
 import base64
 import json
 import re
+import zlib
 from typing import Any
 
 import pytest
 
 from readmany_daemon.errors import InvalidParams, jsonrpc_code
 from readmany_daemon.wire.cursor import (
+    MAX_CURSOR_CHARS,
+    VERSION,
     Continuation,
+    Position,
     ReadRequest,
+    cursor_digest,
     decode_cursor,
     decode_read_request,
     encode_cursor,
@@ -22,69 +27,91 @@ from readmany_daemon.wire.messages import ReadManyParams, decode_read_params
 #: What a token may hold: base64url without padding.
 _TOKEN = re.compile(r"[A-Za-z0-9_-]+")
 
+ROOT = "/home/u/tree"
+AT = Position(after=(0, "src/b.py"), beyond=[(0, "src/x.py")], count=2, total=7, since=5)
+
 
 def _payload(token: str) -> Any:
-    """The JSON a token carries (the codec's own format, version 1)."""
-    return json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    """The JSON a token carries (raw deflate of the codec's JSON array)."""
+    packed = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    return json.loads(zlib.decompress(packed, -15))
 
 
 def _token_of(payload: Any) -> str:
     raw = json.dumps(payload).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return base64.urlsafe_b64encode(zlib.compress(raw)[2:-4]).decode().rstrip("=")
 
 
 # ---------------------------------------------------------------------------- the codec
 
 
-def test_round_trip_merges_ranges_and_keeps_resume() -> None:
+def test_round_trip_keeps_the_position() -> None:
     params = decode_read_params({"paths": ["a.txt", "src/*.py"], "maxTotalFiles": 2})
-    token = encode_cursor(params, [(5, 7), (2, 4), (3, 5), (9, 9), (10, 12)], {3: (41, None)})
-    got = decode_cursor(token)
+    position = Position(
+        after=(1, "src/b.py"),
+        beyond=[(2, "z.md"), (1, "src/x.py"), (1, "src/xy.py"), (3, "")],
+        resume=((1, "src/c.py"), 41, None),
+        count=12,
+        total=(1 << 64) - 1,
+        since=1_700_000_000_123_456_789,
+    )
+    got = decode_cursor(encode_cursor(params, ROOT, position))
     assert got == Continuation(
         params={"paths": ["a.txt", "src/*.py"], "maxTotalFiles": 2},
-        remaining=[(2, 7), (10, 12)],
-        resume={3: (41, None)},
+        digest=cursor_digest(ROOT, params),
+        position=Position(
+            after=(1, "src/b.py"),
+            beyond=[(1, "src/x.py"), (1, "src/xy.py"), (2, "z.md"), (3, "")],
+            resume=((1, "src/c.py"), 41, None),
+            count=12,
+            total=(1 << 64) - 1,
+            since=1_700_000_000_123_456_789,
+        ),
     )
 
 
-def test_round_trip_of_a_resume_with_a_limit() -> None:
-    params = ReadManyParams(paths=["big.log"])
-    got = decode_cursor(encode_cursor(params, [(0, 1)], {0: (201, 50)}))
-    assert got.remaining == [(0, 1)]
-    assert got.resume == {0: (201, 50)}
+def test_round_trip_of_a_resume_with_a_limit_and_no_position_yet() -> None:
+    params = ReadManyParams(paths=["big.log", "b"])
+    got = decode_cursor(encode_cursor(params, ROOT, Position(resume=((0, ""), 201, 50))))
+    assert got.position == Position(after=None, resume=((0, ""), 201, 50))
 
 
 def test_token_is_ascii_base64url_without_padding() -> None:
     params = decode_read_params(
         {"paths": ["café/naïve.txt", "日本/*.md", "x\udcff.bin"], "root": "проект"}
     )
-    token = encode_cursor(params, [(1, 3)], {})
+    position = Position(after=(1, "日本/a.md"), beyond=[(2, "x\udcff.bin")])
+    token = encode_cursor(params, ROOT, position)
     assert token.isascii()
     assert _TOKEN.fullmatch(token)
-    assert decode_cursor(token).params == {
-        "paths": ["café/naïve.txt", "日本/*.md", "x\udcff.bin"],
-        "root": "проект",
-    }
+    got = decode_cursor(token)
+    assert got.params == {"paths": ["café/naïve.txt", "日本/*.md", "x\udcff.bin"], "root": "проект"}
+    assert got.position == position
 
 
-def test_a_non_utf8_file_name_round_trips_as_an_escape() -> None:
-    params = decode_read_params({"paths": ["x\udcff.bin", "é"], "maxTotalFiles": 1})
-    token = encode_cursor(params, [(1, 2)], {1: (3, None)})
-    assert _TOKEN.fullmatch(token)
-    assert base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).isascii()
-    assert decode_cursor(token) == Continuation(
-        params={"paths": ["x\udcff.bin", "é"], "maxTotalFiles": 1},
-        remaining=[(1, 2)],
-        resume={1: (3, None)},
-    )
-    req = decode_read_request({"cursor": token})
-    assert req.params.paths == ["x\udcff.bin", "é"]
+def test_payload_format() -> None:
+    params = decode_read_params({"paths": ["a", "d/"], "format": "xml"})
+    token = encode_cursor(params, ROOT, AT)
+    digest = cursor_digest(ROOT, params)
+    assert _payload(token) == [
+        VERSION,
+        {"paths": ["a", "d/"], "format": "xml"},
+        digest,
+        [0, "src/b.py"],
+        [0, 0, "src/x.py"],
+        None,
+        2,
+        7,
+        5,
+    ]
 
 
-def test_payload_format_is_version_1_array() -> None:
-    params = decode_read_params({"paths": ["a"], "format": "xml"})
-    token = encode_cursor(params, [(4, 6)], {4: (10, 3)})
-    assert _payload(token) == [1, {"paths": ["a"], "format": "xml"}, [[4, 6]], {"4": [10, 3]}]
+def test_digest_binds_root_and_request_but_not_how_the_root_was_named() -> None:
+    a = decode_read_params({"paths": ["a"], "maxTotalFiles": 3})
+    named = decode_read_params({"paths": ["a"], "maxTotalFiles": 3, "root": "tree"})
+    assert cursor_digest(ROOT, a) == cursor_digest(ROOT, named)
+    assert cursor_digest(ROOT, a) != cursor_digest("/home/u/other", a)
+    assert cursor_digest(ROOT, a) != cursor_digest(ROOT, decode_read_params({"paths": ["b"]}))
 
 
 def test_cursor_never_carries_default_valued_params() -> None:
@@ -99,7 +126,7 @@ def test_cursor_never_carries_default_valued_params() -> None:
             "cursor": "ignored-here",
         }
     )
-    token = encode_cursor(params, [(1, 2)], {})
+    token = encode_cursor(params, ROOT, AT)
     assert decode_cursor(token).params == {"paths": ["a"], "maxTotalChars": 999, "root": "tree"}
 
 
@@ -107,11 +134,26 @@ def test_non_default_filtering_options_are_carried_whole() -> None:
     params = decode_read_params(
         {"paths": ["a"], "file_filtering_options": {"respect_git_ignore": False}}
     )
-    got = decode_cursor(encode_cursor(params, [(0, 1)], {}))
+    got = decode_cursor(encode_cursor(params, ROOT, AT))
     assert got.params == {
         "paths": ["a"],
         "fileFilteringOptions": {"respectGitIgnore": False, "respectIgnoreFiles": True},
     }
+
+
+def test_a_request_too_large_to_carry_is_left_out_and_must_be_sent_beside() -> None:
+    paths = [f"some/rather/long/folder/file_{i:04}.py" for i in range(300)]
+    params = decode_read_params({"paths": paths, "maxTotalFiles": 5})
+    token = encode_cursor(params, ROOT, AT)
+    assert len(token) <= MAX_CURSOR_CHARS
+    assert decode_cursor(token).params is None
+    with pytest.raises(InvalidParams) as info:
+        decode_read_request({"cursor": token})
+    assert info.value.field == "$.cursor"
+    req = decode_read_request({"paths": paths, "maxTotalFiles": 5, "cursor": token})
+    assert req.params.paths == paths and req.params.cursor is None
+    assert req.continuation is not None
+    assert req.continuation.digest == cursor_digest(ROOT, req.params)
 
 
 @pytest.mark.parametrize(
@@ -122,12 +164,13 @@ def test_non_default_filtering_options_are_carried_whole() -> None:
         "WzEse30",  # base64 of a truncated array
         "aGVsbG8",  # base64 of "hello"
         "é",
-        _token_of([1]),
-        _token_of({"version": 1}),
-        _token_of([1, {}, [[0, "x"]], {}]),
-        _token_of([1, [], [], {}]),
-        _token_of([1, {"p": "x\udcff"}, [[0, "x"]], {}]),
-        "W1tb" * 20000,  # base64 of 60,000 ``[``: deeper than any decoder recurses
+        _token_of([VERSION]),
+        _token_of({"version": VERSION}),
+        _token_of([VERSION, {}, "d", [0, 1], [], None, 0, 0, 0]),
+        _token_of([VERSION, [], "d", None, [], None, 0, 0, 0]),
+        _token_of([VERSION, {}, "d", None, [1, 2, "x"], None, 0, 0, 0]),  # shares past ""
+        _token_of([VERSION, {}, "d", None, [], None, "x", 0, 0]),
+        base64.urlsafe_b64encode(zlib.compress(b"[" * 60000)[2:-4]).decode(),
     ],
     ids=lambda t: t[:12],
 )
@@ -141,7 +184,7 @@ def test_bad_token_is_invalid_params_naming_cursor(token: str) -> None:
 
 def test_token_of_another_version_is_invalid_params_naming_cursor() -> None:
     with pytest.raises(InvalidParams) as info:
-        decode_cursor(_token_of([2, {"paths": ["a"]}, [[0, 1]], {}]))
+        decode_cursor(_token_of([1, {"paths": ["a"]}, [[0, 1]], {}]))
     assert info.value.field == "$.cursor"
     assert str(info.value) == "invalid params: cursor from another version"
 
@@ -163,12 +206,12 @@ def test_decode_read_request_with_cursor_answers_the_stored_request() -> None:
     first = decode_read_request(
         {"paths": ["a", "b", "c"], "maxTotalFiles": 1, "root": "tree", "lineNumbers": True}
     )
-    token = encode_cursor(first.params, [(1, 3)], {1: (7, None)})
+    token = encode_cursor(first.params, ROOT, AT)
     req = decode_read_request({"cursor": token})
     assert req.continuation == Continuation(
         params={"paths": ["a", "b", "c"], "maxTotalFiles": 1, "root": "tree", "lineNumbers": True},
-        remaining=[(1, 3)],
-        resume={1: (7, None)},
+        digest=cursor_digest(ROOT, first.params),
+        position=AT,
     )
     assert req.params.paths == ["a", "b", "c"]
     assert req.params.max_total_files == 1
@@ -182,8 +225,8 @@ def test_the_root_a_cursor_request_names_wins_over_the_cursors() -> None:
     it names one (as the adapters did before the edge decoded once), else the cursor's."""
     named = decode_read_request({"paths": ["a"], "maxTotalFiles": 1, "root": "tree"})
     unnamed = decode_read_request({"paths": ["a"], "maxTotalFiles": 1})
-    with_root = encode_cursor(named.params, [(1, 2)], {})
-    without = encode_cursor(unnamed.params, [(1, 2)], {})
+    with_root = encode_cursor(named.params, ROOT, AT)
+    without = encode_cursor(unnamed.params, ROOT, AT)
     assert decode_read_request({"cursor": with_root}).params.root == "tree"
     assert decode_read_request({"cursor": without}).params.root is None
     assert decode_read_request({"cursor": without, "root": "/abs"}).params.root == "/abs"
@@ -192,10 +235,10 @@ def test_the_root_a_cursor_request_names_wins_over_the_cursors() -> None:
 
 def test_cursor_with_the_same_request_is_accepted() -> None:
     first = decode_read_request({"paths": ["*.txt"], "maxTotalFiles": 2})
-    token = encode_cursor(first.params, [(2, 5)], {})
+    token = encode_cursor(first.params, ROOT, AT)
     req = decode_read_request({"paths": ["*.txt"], "maxTotalFiles": 2, "cursor": token})
     assert req.continuation is not None
-    assert req.continuation.remaining == [(2, 5)]
+    assert req.continuation.position == AT
 
 
 @pytest.mark.parametrize(
@@ -206,13 +249,14 @@ def test_cursor_with_the_same_request_is_accepted() -> None:
         ({"include": ["**/*.py"]}, "$.include"),
     ],
 )
-def test_cursor_with_another_request_names_the_field(other: dict[str, Any], field: str) -> None:
+def test_cursor_with_another_request_names_cursor(other: dict[str, Any], field: str) -> None:
     first = decode_read_request({"paths": ["*.txt"]})
-    token = encode_cursor(first.params, [(1, 2)], {})
+    token = encode_cursor(first.params, ROOT, AT)
     with pytest.raises(InvalidParams) as info:
         decode_read_request({**other, "cursor": token})
-    assert info.value.field == field
-    assert "differs from the request $.cursor continues" in str(info.value)
+    assert info.value.field == "$.cursor"
+    assert jsonrpc_code(info.value) == -32602
+    assert f"$.cursor continues another request ({field} differs)" in str(info.value)
 
 
 def test_decode_read_request_with_a_bad_cursor_names_cursor() -> None:
@@ -257,7 +301,7 @@ def test_request_wins_over_defaults_and_filtering_options_merge_by_key() -> None
 
 def test_a_cursor_carries_the_defaults_its_request_was_answered_with() -> None:
     first = decode_read_request({"paths": ["a"]}, {"perFileMaxLines": 50})
-    token = encode_cursor(first.params, [(0, 1)], {})
+    token = encode_cursor(first.params, ROOT, AT)
     assert decode_cursor(token).params == {"paths": ["a"], "perFileMaxLines": 50}
     # The continuation answers the stored request: today's defaults do not leak in.
     req = decode_read_request({"cursor": token}, {"perFileMaxLines": 9, "format": "xml"})

@@ -122,7 +122,7 @@ def test_cursor_with_another_request_is_invalid_params(tmp_path: Path) -> None:
     assert [f.path for f in same.files if f.status == "ok"] == ["f2.txt", "f3.txt"]
     with pytest.raises(InvalidParams) as info:
         ask(ws, paths=["other/*.md"], cursor=r.next_cursor)
-    assert info.value.field == "$.paths"
+    assert info.value.field == "$.cursor"
 
 
 def test_bad_cursor_is_invalid_params(tmp_path: Path) -> None:

@@ -1,0 +1,250 @@
+"""Cursors on a tree that moves between pages: every file exactly once, later pages in
+request order, created files ahead delivered and behind named, bound to root and
+request, at most 1,000 characters (PROTOCOL §4, "nextCursor")."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.errors import InvalidParams, jsonrpc_code
+from readmany_daemon.settings import Settings
+from readmany_daemon.wire.cursor import MAX_CURSOR_CHARS
+from readmany_daemon.wire.messages import ReadManyResult, decode_read_params
+from tests.helpers import answer, write_tree
+
+Delivered = ("ok", "partial", "skipped")
+
+
+def ask(root: Path, **params: Any) -> ReadManyResult:
+    """One page, answered as the one-shot CLI answers it: a new workspace each time."""
+    return answer(Workspace.open(str(root), Settings()), decode_read_params(params))
+
+
+def follow(
+    root: Path,
+    first: dict[str, Any],
+    between: Callable[[int], None] = lambda page: None,
+    **later: Any,
+) -> list[ReadManyResult]:
+    """Page 1 for ``first``, then the cursor (with ``later`` beside it) until none comes
+    back; ``between(n)`` runs after page ``n``."""
+    pages = [ask(root, **first)]
+    while pages[-1].next_cursor:
+        assert len(pages[-1].next_cursor) <= MAX_CURSOR_CHARS
+        between(len(pages))
+        pages.append(ask(root, cursor=pages[-1].next_cursor, **later))
+        assert len(pages) < 500
+    return pages
+
+
+def delivered(pages: list[ReadManyResult]) -> list[str]:
+    """Paths delivered across the chain (a budget-cut file counts at its first page)."""
+    out: list[str] = []
+    for r in pages:
+        for f in r.files:
+            if f.status in Delivered and not (out and out[-1] == f.path):
+                out.append(f.path)
+    return out
+
+
+def once(paths: list[str]) -> None:
+    repeated = [p for p, n in Counter(paths).items() if n > 1]
+    assert not repeated, f"delivered twice: {repeated}"
+
+
+def py_tree(root: Path, n: int = 30) -> list[str]:
+    names = [f"src/m{i:02}.py" for i in range(n)]
+    write_tree(root, {name: f"v = {i}\n" for i, name in enumerate(names)})
+    settle()
+    return names
+
+
+def settle() -> None:
+    """Let the file-time clock tick past the files just written: an edit or a delete
+    after page 1 is then told apart from files made in the same tick as the page."""
+    time.sleep(0.05)
+
+
+def test_files_created_ahead_are_delivered_in_order_and_none_repeats(tmp_path: Path) -> None:
+    """The issue's reproduction: two files created after page 1, one sorting among the
+    files page 1 gave, one ahead."""
+    names = py_tree(tmp_path)
+
+    def create(page: int) -> None:
+        if page == 1:
+            write_tree(tmp_path, {"src/m05a.py": "x = 1\n", "src/m25a.py": "x = 1\n"})
+
+    pages = follow(tmp_path, {"paths": ["src/**/*.py"]}, create)
+    got = delivered(pages)
+    once(got)
+    assert sorted(got) == sorted([*names, "src/m25a.py"])
+    later = [p for r in pages[1:] for p in delivered([r])]
+    assert later == sorted(later)  # request order
+    assert pages[1].created_paths == ["src/m05a.py"]
+    assert 'paths: ["src/m05a.py"]' in pages[1].llm_content
+    assert all(not r.created_paths for r in pages[2:])
+
+
+def test_deleted_files_are_not_delivered_and_nothing_is_lost(tmp_path: Path) -> None:
+    names = py_tree(tmp_path, 45)
+
+    def delete(page: int) -> None:
+        if page == 1:
+            for name in ("src/m00.py", "src/m01.py", "src/m30.py"):
+                os.remove(tmp_path / name)
+
+    pages = follow(tmp_path, {"paths": ["src/*.py"], "maxTotalFiles": 10}, delete)
+    got = delivered(pages)
+    once(got)
+    assert "src/m30.py" not in got
+    assert sorted(got) == sorted(n for n in names if n != "src/m30.py")
+    assert not any(r.created_paths for r in pages)
+
+
+def test_a_rename_is_a_delete_and_a_create(tmp_path: Path) -> None:
+    names = py_tree(tmp_path)
+
+    def rename(page: int) -> None:
+        if page == 1:
+            os.rename(tmp_path / "src/m27.py", tmp_path / "src/m03b.py")  # ahead → behind
+            os.rename(tmp_path / "src/m02.py", tmp_path / "src/m29b.py")  # behind → ahead
+
+    pages = follow(tmp_path, {"paths": ["src/*.py"]}, rename)
+    got = delivered(pages)
+    once(got)
+    assert "src/m27.py" not in got and "src/m29b.py" in got and "src/m03b.py" not in got
+    assert set(names) - set(got) == {"src/m27.py"}
+    assert "src/m03b.py" in pages[1].created_paths
+
+
+def test_an_edited_file_behind_is_not_named_as_created(tmp_path: Path) -> None:
+    py_tree(tmp_path)
+
+    def edit(page: int) -> None:
+        if page == 1:
+            (tmp_path / "src/m03.py").write_text("v = 'edited'\n")
+            write_tree(tmp_path, {"src/m04a.py": "new\n"})
+
+    pages = follow(tmp_path, {"paths": ["src/*.py"]}, edit)
+    assert pages[1].created_paths == ["src/m04a.py"]
+
+
+def test_later_pages_go_in_request_order_after_a_smallest_first_page(tmp_path: Path) -> None:
+    sizes = {f"d/f{i:02}.txt": "x" * (1 + (i * 37) % 23) + "\n" for i in range(40)}
+    write_tree(tmp_path, sizes)
+    write_tree(tmp_path, {"named.txt": "n\n", "z.md": "z\n"})
+    settle()
+
+    def churn(page: int) -> None:
+        if page == 1:
+            os.remove(tmp_path / "d/f39.txt")
+            # d/f0.txt sorts before d/f00.txt, which page 1 gave (the smallest).
+            write_tree(tmp_path, {"d/f39z.txt": "late\n", "d/f0.txt": "early\n"})
+
+    first = {
+        "paths": ["named.txt", "d/"],
+        "include": ["*.md"],
+        "maxTotalFiles": 7,
+        "packing": "smallest-first",
+    }
+    pages = follow(tmp_path, first, churn)
+    assert pages[0].packing.strategy == "smallest-first"
+    got = delivered(pages)
+    once(got)
+    expected = {*sizes, "named.txt", "z.md", "d/f39z.txt"} - {"d/f39.txt"}
+    assert set(got) == expected
+    order = ["named.txt", *sorted(expected - {"named.txt", "z.md"}), "z.md"]
+    for r in pages[1:]:
+        assert r.packing.strategy == "request-order"
+        paths = delivered([r])
+        assert paths == sorted(paths, key=order.index)
+    assert [p for r in pages for p in r.created_paths] == ["d/f0.txt"]
+
+
+def test_a_budget_cut_file_resumes_by_key_after_files_before_it_changed(tmp_path: Path) -> None:
+    b = "".join(f"b{i}\n" for i in range(100))
+    write_tree(tmp_path, {"a.txt": "a\n", "b.txt": b, "c.txt": "c\n"})
+    settle()
+    r = ask(tmp_path, paths=["*.txt"], maxTotalChars=60, packing="request-order")
+    assert [(f.path, f.status) for f in r.files][:2] == [("a.txt", "ok"), ("b.txt", "partial")]
+    nxt = r.files[1].next_offset
+    os.remove(tmp_path / "a.txt")
+    write_tree(tmp_path, {"0.txt": "zero\n"})
+    assert r.next_cursor
+    r2 = ask(tmp_path, cursor=r.next_cursor)
+    assert r2.files[0].path == "b.txt" and r2.files[0].line_start == nxt
+    assert r2.created_paths == ["0.txt"]
+    rest = [r2]
+    while rest[-1].next_cursor:
+        rest.append(ask(tmp_path, cursor=rest[-1].next_cursor))
+    got = delivered(rest)
+    assert got == ["b.txt", "c.txt"]
+
+
+def test_cursor_under_another_root_is_invalid_params_naming_cursor(tmp_path: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    py_tree(one)
+    py_tree(two)
+    r = ask(one, paths=["src/*.py"])
+    assert r.next_cursor
+    with pytest.raises(InvalidParams) as info:
+        ask(two, cursor=r.next_cursor)
+    assert info.value.field == "$.cursor" and jsonrpc_code(info.value) == -32602
+    assert "another root" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        {"paths": ["src/*.txt"]},
+        {"paths": ["src/*.py"], "files": [{"path": "src/m01.py", "offset": 2}]},
+        {"include": ["**/*.py"]},
+    ],
+)
+def test_cursor_beside_another_request_is_invalid_params_naming_cursor(
+    tmp_path: Path, other: dict[str, Any]
+) -> None:
+    py_tree(tmp_path)
+    r = ask(tmp_path, paths=["src/*.py"])
+    assert r.next_cursor
+    with pytest.raises(InvalidParams) as info:
+        ask(tmp_path, cursor=r.next_cursor, **other)
+    assert info.value.field == "$.cursor" and jsonrpc_code(info.value) == -32602
+
+
+def test_a_huge_glob_keeps_the_cursor_under_1000_characters(tmp_path: Path) -> None:
+    """50,000 matches with long names; smallest first packs hundreds of tiny files
+    scattered over the order on page 1, then the pages go on in request order."""
+    folder = tmp_path / "generated" / "a_rather_long_folder_name_for_the_test"
+    folder.mkdir(parents=True)
+    stem = "component_with_a_long_descriptive_name_"
+    for i in range(50_000):
+        # Every 97th file is tiny, the rest large: page 1 takes tiny ones from all over.
+        (folder / f"{stem}{i:05}.txt").write_bytes(b"x\n" if i % 97 == 0 else b"y" * 300)
+    params = {
+        "paths": ["generated/**/*.txt"],
+        "maxTotalFiles": 400,
+        "maxTotalChars": 100_000,
+        "packing": "smallest-first",
+    }
+    r = ask(tmp_path, **params)
+    assert r.summary.matched == 50_000
+    assert r.next_cursor and len(r.next_cursor) <= MAX_CURSOR_CHARS
+    first = [f.path for f in r.files if f.status in Delivered]
+    assert first  # something was delivered, and the cursor still fits
+    seen = set(first)
+    for _ in range(3):
+        assert r.next_cursor
+        r = ask(tmp_path, cursor=r.next_cursor)
+        assert r.next_cursor is None or len(r.next_cursor) <= MAX_CURSOR_CHARS
+        page = [f.path for f in r.files if f.status in Delivered]
+        assert page and page == sorted(page) and not seen & set(page)
+        seen.update(page)
