@@ -127,7 +127,8 @@ export interface Summary {
 /** `readMany/read` result (PROTOCOL §4). */
 export interface ReadManyResult {
   llmContent: string;
-  attachments?: Attachment[];
+  /** Always present (possibly empty). */
+  attachments: Attachment[];
   returnDisplay: string;
   summary: Summary;
   files: FileResult[];
@@ -142,6 +143,8 @@ export interface ReadManyResult {
   };
   clock: string;
   nextCursor?: string;
+  /** Files created after an earlier page of this cursor chain, in the part already delivered. */
+  createdPaths?: string[];
 }
 
 export interface RootStatus {
