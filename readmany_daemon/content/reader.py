@@ -27,7 +27,7 @@ from typing import Final, Literal
 import msgspec
 from msgspec.structs import replace
 
-from readmany_daemon.content.decode import Decoded, decode
+from readmany_daemon.content.decode import Decoded, decode, replace_escapes
 from readmany_daemon.content.lines import (
     Window,
     check_window_args,
@@ -82,6 +82,9 @@ class FileRead(msgspec.Struct, frozen=True):
     * ``window``: the window asked for by this call (``offset``/``limit``/``max_chars``)
       over the whole file; for a cached whole text, call :func:`window` again instead.
     * ``encoding``, ``bom``: as in :class:`Decoded`.
+    * ``replaced_bytes``: bytes that were not valid UTF-8 in UTF-8 text, each shown as
+      one U+FFFD (:class:`Decoded`); of the whole file when ``complete_text``, else of the
+      prefix decoded.
     * ``size`` (bytes), ``mtime_ns``, ``ino``, ``ctime_ns``: from the ``fstat`` of the
       opened descriptor; ``None`` when the file could not be opened.
     * ``code``: ``None`` for text; ``"binary"`` for binary; for errors one of
@@ -103,6 +106,7 @@ class FileRead(msgspec.Struct, frozen=True):
     window: Window | None = None
     encoding: str | None = None
     bom: bool = False
+    replaced_bytes: int = 0
     size: int | None = None
     mtime_ns: int | None = None
     ino: int | None = None
@@ -412,7 +416,8 @@ def read_file(
     * Larger files: with ``want_full`` or ``want_bytes``, or without any ``limit`` and
       ``max_chars``, the answer is ``code="too-large"`` with the size in the message.
       Otherwise 1 MiB chunks are read and decoded only as far as the window needs
-      (encoding sniffed on the first chunk; later undecodable bytes become U+FFFD), and
+      (encoding sniffed on the first chunk; later undecodable bytes become U+FFFD, one
+      per byte in UTF-8 text, counted in ``replaced_bytes``), and
       the rest is scanned for newlines without decoding (``b"\\n"`` for ASCII-compatible
       codecs, the aligned newline unit for UTF-16/32), so ``total_lines`` is exact.
 
@@ -499,6 +504,7 @@ def _read_open_file(
         window=window(text, offset, limit, max_chars, line_count),
         encoding=decoded.encoding,
         bom=decoded.bom,
+        replaced_bytes=decoded.replaced_bytes,
         data=raw,
         sha256=digest,
         bytes_read=len(data),
@@ -644,6 +650,25 @@ def _stream_codec(decoded: Decoded) -> tuple[str, int]:
     return encoding, 0
 
 
+class _StreamDecoder:
+    """Decodes a file's chunks in order with ``codec``, invalid bytes as U+FFFD: for UTF-8
+    one per byte, counted in ``replaced_bytes`` (as :func:`decode` does for mostly-UTF-8
+    text); for other codecs as the codec's ``"replace"`` handler does."""
+
+    def __init__(self, codec: str) -> None:
+        self._utf8 = codecs.lookup(codec).name == "utf-8"
+        handler = "surrogateescape" if self._utf8 else "replace"
+        self._decoder = codecs.getincrementaldecoder(codec)(handler)
+        self.replaced_bytes = 0
+
+    def decode(self, chunk: bytes, final: bool) -> str:
+        piece: str = self._decoder.decode(chunk, final=final)
+        if self._utf8:
+            piece, bad = replace_escapes(piece)
+            self.replaced_bytes += bad
+        return piece
+
+
 def _read_prefix(
     fd: int, base: FileRead, offset: int, limit: int | None, max_chars: int | None
 ) -> FileRead:
@@ -668,13 +693,13 @@ def _read_prefix(
             bytes_read=got,
         )
     codec, bom_length = _stream_codec(sniff)
-    decoder = codecs.getincrementaldecoder(codec)("replace")
+    decoder = _StreamDecoder(codec)
     counter = _LineCounter(codec)
     hasher = hashlib.sha256(first)
     tracker = _PrefixTracker(offset, limit, max_chars)
     body = first[bom_length:]
     counter.feed(body)
-    tracker.add(decoder.decode(body, final=eof))
+    tracker.add(decoder.decode(body, eof))
     while not eof and not tracker.done and got < SCAN_BYTES:
         want = min(READ_CHUNK_BYTES, size - got)
         chunk = _read_upto(fd, want)
@@ -682,9 +707,16 @@ def _read_prefix(
         eof = got >= size or len(chunk) < want
         hasher.update(chunk)
         counter.feed(chunk)
-        tracker.add(decoder.decode(chunk, final=eof))
+        tracker.add(decoder.decode(chunk, eof))
     text = tracker.text()
-    partial = replace(base, kind="text", text=text, encoding=sniff.encoding, bom=sniff.bom)
+    partial = replace(
+        base,
+        kind="text",
+        text=text,
+        encoding=sniff.encoding,
+        bom=sniff.bom,
+        replaced_bytes=decoder.replaced_bytes,
+    )
     if eof:
         return replace(
             partial,

@@ -259,6 +259,7 @@ def load(
         complete = loaded.complete_text
         encoding = loaded.encoding
         base.sha256 = loaded.sha256
+        base.replaced_bytes = loaded.replaced_bytes or None
     base.encoding = encoding
     if not complete and loaded is not None and loaded.window is not None:
         # A prefix read of a file over maxFileBytes: the reader's window is exact over

@@ -116,7 +116,8 @@ class FileResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=Tru
 
     ``source`` and ``chars`` have no default so that they are always on the wire (the
     protocol has them in every entry; ``omit_defaults`` drops a field equal to its
-    default): ``"disk"`` and ``0`` for an entry that was not read."""
+    default): ``"disk"`` and ``0`` for an entry that was not read. ``replaced_bytes`` is
+    set only when some bytes of UTF-8 text were invalid (each shown as U+FFFD)."""
 
     path: str
     status: str
@@ -129,6 +130,7 @@ class FileResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=Tru
     total_lines: int | None = None
     next_offset: int | None = None
     encoding: str | None = None
+    replaced_bytes: int | None = None
     mime_type: str | None = None
     ignored_by: str | None = None
     sha256: str | None = None

@@ -99,6 +99,8 @@ export interface FileResult {
   nextOffset?: number;
   chars?: number;
   encoding?: string;
+  /** Bytes of UTF-8 text that were not valid UTF-8, each shown as U+FFFD. */
+  replacedBytes?: number;
   mimeType?: string;
   ignoredBy?: string;
   source?: 'overlay' | 'cache' | 'disk';
