@@ -339,6 +339,7 @@ def read_file_at(
     max_chars: int | None = None,
     want_full: bool = False,
     want_bytes: bool = False,
+    column: int = 1,
 ) -> FileRead:
     """:func:`read_file` for file ``name`` (one component) in the folder open as
     ``dir_fd`` (see :class:`FolderHandles`), whose ``lstat`` (``os.stat(name,
@@ -347,7 +348,7 @@ def read_file_at(
     The same checks as :func:`read_file`: ``pre`` must be a regular file, the open uses
     ``O_NOFOLLOW | O_NONBLOCK`` and the opened descriptor is ``fstat``-ed again. Same
     result and errors."""
-    check_window_args(offset, limit, max_chars)
+    check_window_args(offset, limit, max_chars, column)
     read_at = time.time_ns()
     if not stat.S_ISREG(pre.st_mode):
         return _not_a_file(pre.st_mode)
@@ -355,16 +356,19 @@ def read_file_at(
         fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         return _os_error(exc)
-    return _read_fd(fd, read_at, max_file_bytes, offset, limit, max_chars, want_full, want_bytes)
+    window_args = (offset, limit, max_chars, column)
+    return _read_fd(fd, read_at, max_file_bytes, window_args, want_full, want_bytes)
+
+
+#: ``(offset, limit, max_chars, column)`` of the window asked for (see :func:`window`).
+_WindowArgs = tuple[int, int | None, int | None, int]
 
 
 def _read_fd(
     fd: int,
     read_at: int,
     max_file_bytes: int,
-    offset: int,
-    limit: int | None,
-    max_chars: int | None,
+    window_args: _WindowArgs,
     want_full: bool,
     want_bytes: bool,
 ) -> FileRead:
@@ -374,9 +378,7 @@ def _read_fd(
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return _not_a_file(st.st_mode)
-        return _read_open_file(
-            fd, st, read_at, max_file_bytes, offset, limit, max_chars, want_full, want_bytes
-        )
+        return _read_open_file(fd, st, read_at, max_file_bytes, window_args, want_full, want_bytes)
     except OSError as exc:
         return _os_error(exc)
     finally:
@@ -393,6 +395,7 @@ def read_file(
     want_full: bool = False,
     want_bytes: bool = False,
     beneath: str | None = None,
+    column: int = 1,
 ) -> FileRead:
     """Read one regular file safely, decode it and cut the asked window.
 
@@ -421,14 +424,14 @@ def read_file(
       the rest is scanned for newlines without decoding (``b"\\n"`` for ASCII-compatible
       codecs, the aligned newline unit for UTF-16/32), so ``total_lines`` is exact.
 
-    ``offset``/``limit``/``max_chars`` are as in :func:`window`; the result's ``window``
+    ``offset``/``limit``/``max_chars``/``column`` are as in :func:`window`; the result's ``window``
     is that window over the whole file. Errors come back as ``FileRead(kind="error")`` with
     a code (``not-found``, ``not-a-file``, ``permission-denied``, ``fs-error``,
     ``too-large``); binary content as ``kind="binary"``, ``code="binary"``.
 
-    Raises ``ValueError`` only for invalid ``offset``/``limit``/``max_chars``.
+    Raises ``ValueError`` only for invalid ``offset``/``limit``/``max_chars``/``column``.
     """
-    check_window_args(offset, limit, max_chars)
+    check_window_args(offset, limit, max_chars, column)
     read_at = time.time_ns()
     try:
         pre = os.lstat(abs_path)
@@ -445,7 +448,8 @@ def read_file(
             fd = os.open(abs_path, _OPEN_FLAGS)
     except OSError as exc:
         return _os_error(exc)
-    return _read_fd(fd, read_at, max_file_bytes, offset, limit, max_chars, want_full, want_bytes)
+    window_args = (offset, limit, max_chars, column)
+    return _read_fd(fd, read_at, max_file_bytes, window_args, want_full, want_bytes)
 
 
 def _read_open_file(
@@ -453,13 +457,12 @@ def _read_open_file(
     st: os.stat_result,
     read_at: int,
     max_file_bytes: int,
-    offset: int,
-    limit: int | None,
-    max_chars: int | None,
+    window_args: _WindowArgs,
     want_full: bool,
     want_bytes: bool,
 ) -> FileRead:
     """:func:`read_file` once ``fd`` is known to be a regular file described by ``st``."""
+    offset, limit, max_chars, column = window_args
     size = st.st_size
     base = FileRead(
         "error",
@@ -479,7 +482,7 @@ def _read_open_file(
             ),
         )
     if size > max_file_bytes:
-        return _read_prefix(fd, base, offset, limit, max_chars)
+        return _read_prefix(fd, base, window_args)
     data = _read_upto(fd, size)
     digest = hashlib.sha256(data).hexdigest()
     decoded = decode(data, complete=True)
@@ -501,7 +504,7 @@ def _read_open_file(
         text=text,
         complete_text=True,
         total_lines=(line_count := count_lines_of(data, text, decoded.encoding)),
-        window=window(text, offset, limit, max_chars, line_count),
+        window=window(text, offset, limit, max_chars, line_count, column),
         encoding=decoded.encoding,
         bom=decoded.bom,
         replaced_bytes=decoded.replaced_bytes,
@@ -514,10 +517,14 @@ def _read_open_file(
 class _PrefixTracker:
     """Collects decoded pieces and tells when they hold the whole asked window."""
 
-    def __init__(self, offset: int, limit: int | None, max_chars: int | None) -> None:
+    def __init__(
+        self, offset: int, limit: int | None, max_chars: int | None, column: int = 1
+    ) -> None:
         self._before = offset - 1  # newlines before the window's first line
         self._limit = limit
-        self._max_chars = max_chars
+        # Characters past the first line's start that the window may need: those before
+        # its column, then ``max_chars`` (and one more, to know whether it goes on).
+        self._max_chars = None if max_chars is None else max_chars + column - 1
         self._pieces: list[str] = []
         self._chars = 0
         self._newlines = 0
@@ -669,9 +676,7 @@ class _StreamDecoder:
         return piece
 
 
-def _read_prefix(
-    fd: int, base: FileRead, offset: int, limit: int | None, max_chars: int | None
-) -> FileRead:
+def _read_prefix(fd: int, base: FileRead, window_args: _WindowArgs) -> FileRead:
     """The over-``max_file_bytes`` path of :func:`read_file` (see there); ``base`` holds
     the ``fstat`` fields.
 
@@ -696,7 +701,8 @@ def _read_prefix(
     decoder = _StreamDecoder(codec)
     counter = _LineCounter(codec)
     hasher = hashlib.sha256(first)
-    tracker = _PrefixTracker(offset, limit, max_chars)
+    offset, limit, max_chars, column = window_args
+    tracker = _PrefixTracker(offset, limit, max_chars, column)
     body = first[bom_length:]
     counter.feed(body)
     tracker.add(decoder.decode(body, eof))
@@ -722,7 +728,7 @@ def _read_prefix(
             partial,
             complete_text=True,
             total_lines=(line_count := count_lines(text)),
-            window=window(text, offset, limit, max_chars, line_count),
+            window=window(text, offset, limit, max_chars, line_count, column),
             sha256=hasher.hexdigest(),
             bytes_read=got,
         )
@@ -749,6 +755,6 @@ def _read_prefix(
     return replace(
         partial,
         total_lines=total,
-        window=window_of(text, offset, limit, max_chars, total, False),
+        window=window_of(text, offset, limit, max_chars, total, False, column),
         bytes_read=got,
     )

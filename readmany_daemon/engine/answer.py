@@ -102,7 +102,8 @@ def _positions(items: Items, continuation: Continuation | None) -> Flat:
         ranges = [(max(a, 0), min(b, len(items))) for a, b in continuation.remaining]
         for i, (offset, limit) in continuation.resume.items():
             if 0 <= i < len(items):
-                items.replace(i, offset=offset, limit=limit)
+                # Budget cuts resume at a line's start: a column asked for is behind.
+                items.replace(i, offset=offset, limit=limit, column=None)
     return Flat([r for r in ranges if r[0] < r[1]])
 
 
@@ -173,7 +174,11 @@ def _add_loaded(acc: Account, lo: LoadedItem) -> None:
     acc.add(Piece(res, item.key, text, item.explicit))
     if lo.attachment is not None:
         acc.attachments.append(lo.attachment)
-    if res.status == Status.PARTIAL and res.next_offset is not None:
+    if res.status == Status.PARTIAL and res.next_column is not None and res.line_end is not None:
+        # A line cut short goes on inside that line (nextOffset would skip its rest).
+        request = continuation_request(res.path, res.line_end, res.next_column)
+        acc.continuations.append(f"{res.path}: {request}")
+    elif res.status == Status.PARTIAL and res.next_offset is not None:
         acc.continuations.append(f"{res.path}: " + continuation_request(res.path, res.next_offset))
 
 
