@@ -302,8 +302,10 @@ def _mostly_utf8(data: bytes, complete: bool) -> Decoded | None:
     Each invalid *byte* becomes one U+FFFD (not one per invalid sequence, as Python's
     ``"replace"`` handler does), so ``replaced_bytes`` is the count of bytes not shown
     and every other character keeps its place. A UTF-8 BOM is removed and reported
-    (``"utf-8-sig"``). ``None`` when the rule does not hold. Cost: two C-speed decodes,
-    and only for data the strict decode refused.
+    (``"utf-8-sig"``). ``None`` when the rule does not hold. Cost, only for data the
+    strict decode refused: one C-speed decode and counts; when accepted, one encode to
+    count the bad bytes, and only when an invalid sequence is longer than one byte a
+    second decode that marks each byte.
     """
     skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     body = data[skip:] if skip else data
@@ -311,14 +313,21 @@ def _mostly_utf8(data: bytes, complete: bool) -> Decoded | None:
     tail = len(body) - used  # an incomplete sequence at the end (at most 3 bytes)
     cut_end = complete and tail > 0
     invalid = replaced.count("\ufffd") - body.count(_REPLACEMENT_UTF8)
-    ascii_count = used - len(body[:used].translate(None, _ASCII_BYTES))
+    # The bytes of the incomplete tail are all non-ASCII (0x80-0xFF).
+    ascii_count = len(body) - len(body.translate(None, _ASCII_BYTES))
     multibyte = len(replaced) - ascii_count - invalid
     only_cut_end = invalid == 0 and cut_end
     few_invalid = multibyte >= 1 and _VALID_PER_INVALID * (invalid + cut_end) <= multibyte
     if not (only_cut_end or few_invalid):
         return None
-    escaped, _ = codecs.utf_8_decode(body, "surrogateescape", False)
-    text, bad = replace_escapes(escaped)
+    text, bad = replaced, invalid
+    if invalid:
+        # ``replaced`` has one U+FFFD per invalid sequence; the bytes they stand for are
+        # those its valid characters do not account for (a U+FFFD in the file is 3).
+        bad = used - (len(replaced.encode()) - 3 * invalid)
+        if bad != invalid:  # a sequence of two or three bytes: one U+FFFD per byte
+            escaped, _ = codecs.utf_8_decode(body, "surrogateescape", False)
+            text, bad = replace_escapes(escaped)
     if cut_end:
         text += "\ufffd" * tail
         bad += tail

@@ -660,19 +660,30 @@ def _stream_codec(decoded: Decoded) -> tuple[str, int]:
 class _StreamDecoder:
     """Decodes a file's chunks in order with ``codec``, invalid bytes as U+FFFD: for UTF-8
     one per byte, counted in ``replaced_bytes`` (as :func:`decode` does for mostly-UTF-8
-    text); for other codecs as the codec's ``"replace"`` handler does."""
+    text); for other codecs as the codec's ``"replace"`` handler does.
+
+    UTF-8 chunks are decoded strictly first (the one C call valid text costs); only a
+    chunk that fails is decoded again with each bad byte marked, then replaced. A
+    character cut by a chunk's end waits for the next chunk (``_pending``)."""
 
     def __init__(self, codec: str) -> None:
         self._utf8 = codecs.lookup(codec).name == "utf-8"
-        handler = "surrogateescape" if self._utf8 else "replace"
-        self._decoder = codecs.getincrementaldecoder(codec)(handler)
+        self._decoder = None if self._utf8 else codecs.getincrementaldecoder(codec)("replace")
+        self._pending = b""
         self.replaced_bytes = 0
 
     def decode(self, chunk: bytes, final: bool) -> str:
-        piece: str = self._decoder.decode(chunk, final=final)
-        if self._utf8:
-            piece, bad = replace_escapes(piece)
+        if self._decoder is not None:
+            legacy: str = self._decoder.decode(chunk, final=final)
+            return legacy
+        data = self._pending + chunk if self._pending else chunk
+        try:
+            piece, used = codecs.utf_8_decode(data, "strict", final)
+        except UnicodeDecodeError:
+            escaped, used = codecs.utf_8_decode(data, "surrogateescape", final)
+            piece, bad = replace_escapes(escaped)
             self.replaced_bytes += bad
+        self._pending = data[used:]
         return piece
 
 
