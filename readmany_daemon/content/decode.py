@@ -13,8 +13,12 @@ The decoding rules, in the order :func:`decode` applies them:
    them) is binary;
 4. NUL bytes mean binary (git's ``buffer_is_binary`` rule), unless the NULs sit in the
    odd (UTF-16LE) or even (UTF-16BE) positions of mostly-ASCII text: UTF-16 without a BOM;
-5. more than 10 % control characters is binary;
-6. otherwise charset-normalizer names a legacy encoding (its Python codec name, e.g.
+5. mostly-UTF-8 text is UTF-8 (:func:`_mostly_utf8`): at least one valid multi-byte
+   sequence and at most one invalid sequence per 16 valid multi-byte ones, or no invalid
+   bytes but an incomplete sequence at the very end; each invalid byte becomes U+FFFD
+   and is counted in ``Decoded.replaced_bytes``;
+6. more than 10 % control characters is binary;
+7. otherwise charset-normalizer names a legacy encoding (its Python codec name, e.g.
    ``"cp1252"``, ``"cp1251"``, ``"cp932"``), with the Western tie-break of
    :func:`decode`; no candidate means binary.
 """
@@ -31,7 +35,7 @@ import msgspec
 if TYPE_CHECKING:
     from charset_normalizer.models import CharsetMatch
 
-__all__ = ["Decoded", "Kind", "decode"]
+__all__ = ["Decoded", "Kind", "decode", "replace_escapes"]
 
 #: Bytes (or characters) examined by the control-character and UTF-16 heuristics.
 _SNIFF_BYTES: Final = 8192
@@ -59,13 +63,16 @@ class Decoded(msgspec.Struct, frozen=True):
     named by charset-normalizer. ``bom`` says whether a BOM preceded the text (always true
     for ``"utf-8-sig"``; for UTF-16/32 it tells the BOM form from the BOM-less one).
     ``encoding`` is ``None`` for binary, and for the undetermined text ``""`` that a prefix
-    of fewer than 4 bytes which could still become a BOM decodes to.
+    of fewer than 4 bytes which could still become a BOM decodes to. ``replaced_bytes``
+    counts the bytes of mostly-UTF-8 text (rule 5) that were not valid UTF-8, each shown
+    as one U+FFFD; 0 for every other result.
     """
 
     kind: Kind
     text: str | None
     encoding: str | None
     bom: bool = False
+    replaced_bytes: int = 0
 
 
 _BINARY: Final = Decoded("binary", None, None)
@@ -128,6 +135,19 @@ _DELETE_CONTROL_CHARS: Final = dict.fromkeys(_CONTROL_CODES)
 _DELETE_CONTROL_BYTES: Final = bytes(c for c in _CONTROL_CODES if c < 0x80)
 
 _NON_ASCII: Final = re.compile(r"[^\x00-\x7f]")
+
+#: Mostly-UTF-8 text: at most one invalid sequence per this many valid multi-byte ones.
+_VALID_PER_INVALID: Final = 16
+
+#: The bytes of ASCII, deleted to count the others.
+_ASCII_BYTES: Final = bytes(range(0x80))
+
+#: U+FFFD in UTF-8: a replacement character that was in the file, not made by decoding.
+_REPLACEMENT_UTF8: Final = "\ufffd".encode()
+
+#: What the ``surrogateescape`` error handler makes of the bytes 0x80-0xFF (PEP 383): a
+#: decoded UTF-8 text holds such lone surrogates for no other reason.
+_ESCAPES: Final = re.compile("[\udc80-\udcff]")
 
 
 def _strict(data: bytes, codec: str, complete: bool) -> str | None:
@@ -250,11 +270,69 @@ def decode(data: bytes, *, complete: bool = True) -> Decoded:
             if text is not None and not _looks_binary(text):
                 return Decoded("text", text, utf16)
         return _BINARY
+    mostly = _mostly_utf8(data, complete)
+    if mostly is not None:
+        return mostly
     sample = data[:_SNIFF_BYTES]
     controls = len(sample) - len(sample.translate(None, _DELETE_CONTROL_BYTES))
     if controls > _CONTROL_RATIO * len(sample):
         return _BINARY
     return _decode_legacy(data, complete)
+
+
+def replace_escapes(text: str) -> tuple[str, int]:
+    """``text`` decoded from UTF-8 with the ``surrogateescape`` error handler, with each
+    escaped byte (one lone surrogate per invalid byte, PEP 383) shown as U+FFFD; and how
+    many there were. Text without escapes is returned as is."""
+    return _ESCAPES.subn("\ufffd", text)
+
+
+def _mostly_utf8(data: bytes, complete: bool) -> Decoded | None:
+    """Rule 5 of :func:`decode`: NUL-free ``data`` that is not valid UTF-8 but mostly is.
+
+    An *invalid sequence* is a maximal subpart of an ill-formed sequence (Unicode Standard
+    §3.9, "U+FFFD Substitution of Maximal Subparts"; what Python's decoder reports as one
+    error): ``\xe9`` in ``caf\xe9 au lait``, ``\xe2\x82`` before an ASCII byte. The data
+    is UTF-8 when it holds at least one valid multi-byte sequence and at most one invalid
+    sequence per 16 of those, counting an incomplete sequence at the very end of complete
+    data as one invalid sequence; or when its only invalid bytes are such an incomplete
+    sequence (a log cut in the middle of its last character). In a prefix
+    (``complete=False``) a sequence cut at the end is dropped, as for valid UTF-8.
+
+    Each invalid *byte* becomes one U+FFFD (not one per invalid sequence, as Python's
+    ``"replace"`` handler does), so ``replaced_bytes`` is the count of bytes not shown
+    and every other character keeps its place. A UTF-8 BOM is removed and reported
+    (``"utf-8-sig"``). ``None`` when the rule does not hold. Cost, only for data the
+    strict decode refused: one C-speed decode and counts; when accepted, one encode to
+    count the bad bytes, and only when an invalid sequence is longer than one byte a
+    second decode that marks each byte.
+    """
+    skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    body = data[skip:] if skip else data
+    replaced, used = codecs.utf_8_decode(body, "replace", False)
+    tail = len(body) - used  # an incomplete sequence at the end (at most 3 bytes)
+    cut_end = complete and tail > 0
+    invalid = replaced.count("\ufffd") - body.count(_REPLACEMENT_UTF8)
+    # The bytes of the incomplete tail are all non-ASCII (0x80-0xFF).
+    ascii_count = len(body) - len(body.translate(None, _ASCII_BYTES))
+    multibyte = len(replaced) - ascii_count - invalid
+    only_cut_end = invalid == 0 and cut_end
+    few_invalid = multibyte >= 1 and _VALID_PER_INVALID * (invalid + cut_end) <= multibyte
+    if not (only_cut_end or few_invalid):
+        return None
+    text, bad = replaced, invalid
+    if invalid:
+        # ``replaced`` has one U+FFFD per invalid sequence; the bytes they stand for are
+        # those its valid characters do not account for (a U+FFFD in the file is 3).
+        bad = used - (len(replaced.encode()) - 3 * invalid)
+        if bad != invalid:  # a sequence of two or three bytes: one U+FFFD per byte
+            escaped, _ = codecs.utf_8_decode(body, "surrogateescape", False)
+            text, bad = replace_escapes(escaped)
+    if cut_end:
+        text += "\ufffd" * tail
+        bad += tail
+    encoding = "utf-8-sig" if skip else "utf-8"
+    return Decoded("text", text, encoding, bom=bool(skip), replaced_bytes=bad)
 
 
 def _cut_after_newline(data: bytes) -> bytes:

@@ -21,6 +21,9 @@ class Window(msgspec.Struct):
     * ``text``: the lines, newlines kept as in the file (the last line keeps its ``\\n``
       when it has one); ``len(text) <= max_chars`` characters.
     * ``line_start``: the requested ``offset`` (1-based).
+    * ``column``: the 1-based character of line ``line_start`` where ``text`` starts (the
+      requested ``column``, or one past the line's last character when it asked for
+      more than the line holds).
     * ``line_end``: the last line included, even partially (1-based, inclusive);
       ``line_start - 1`` for an empty window.
     * ``total_lines``: lines in the whole file (:func:`count_lines`); ``None`` only for a
@@ -29,8 +32,10 @@ class Window(msgspec.Struct):
       for ``offset > 1`` too: the caller knows it skipped lines).
     * ``next_offset``: the line to ask for next; ``None`` when nothing follows.
     * ``cut_line``: set when the first line alone was longer than ``max_chars`` and was
-      cut at ``max_chars`` characters; ``next_offset`` then skips the rest of that line,
-      since a line offset cannot resume inside a line.
+      cut at ``max_chars`` characters; ``next_offset`` then skips the rest of that line.
+    * ``next_column``: set with ``cut_line``: the 1-based character of that line where
+      its rest starts; a window at ``offset=cut_line, column=next_column`` continues it
+      with no character lost or repeated.
 
     An ``offset`` past the end (``offset > max(total_lines, 1)``) gives ``text=""``,
     ``line_end=offset - 1``, ``complete=False`` and ``next_offset=None``: the caller
@@ -44,6 +49,8 @@ class Window(msgspec.Struct):
     complete: bool
     next_offset: int | None
     cut_line: int | None
+    column: int = 1
+    next_column: int | None = None
 
 
 def split_lines(text: str, *, keepends: bool = False) -> list[str]:
@@ -110,11 +117,16 @@ def skip_lines(text: str, k: int, pos: int) -> int | None:
     return pos
 
 
-def check_window_args(offset: int, limit: int | None, max_chars: int | None) -> None:
-    """Raise ``ValueError`` unless ``offset`` ≥ 1 (1-based line), ``limit`` ≥ 0 lines and
-    ``max_chars`` ≥ 0 characters (None: no bound)."""
+def check_window_args(
+    offset: int, limit: int | None, max_chars: int | None, column: int = 1
+) -> None:
+    """Raise ``ValueError`` unless ``offset`` ≥ 1 (1-based line), ``limit`` ≥ 0 lines,
+    ``max_chars`` ≥ 0 characters (None: no bound) and ``column`` ≥ 1 (1-based
+    character)."""
     if offset < 1:
         raise ValueError(f"offset must be >= 1 (1-based line number), got {offset}")
+    if column < 1:
+        raise ValueError(f"column must be >= 1 (1-based character), got {column}")
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0 lines, got {limit}")
     if max_chars is not None and max_chars < 0:
@@ -128,6 +140,7 @@ def window_of(
     max_chars: int | None,
     total_lines: int | None,
     at_eof: bool,
+    column: int = 1,
 ) -> Window:
     """:func:`window` over ``text``, which is the whole file (``at_eof``) or a prefix of it
     that holds the whole window (``total_lines`` then counts the whole file, or is
@@ -138,6 +151,7 @@ def window_of(
     if (
         at_eof
         and offset == 1
+        and column == 1
         and total_lines is not None
         and (limit is None or limit >= total_lines)
         and (max_chars is None or max_chars >= n)
@@ -147,11 +161,18 @@ def window_of(
     start = skip_lines(text, offset - 1, 0)
     if start is None:
         start = n
+    if column > 1:
+        newline = text.find("\n", start)
+        line_stop = n if newline < 0 else newline
+        first = start
+        start = min(start + column - 1, line_stop)
+        column = start - first + 1
     end = n
     if limit is not None:
         after = skip_lines(text, limit, start)
         end = n if after is None else after
     cut_line: int | None = None
+    next_column: int | None = None
     if max_chars is not None and end - start > max_chars:
         newline = text.rfind("\n", start, start + max_chars)
         if newline >= 0:
@@ -161,12 +182,17 @@ def window_of(
         else:
             end = start + max_chars
             cut_line = offset
+            next_column = column + max_chars
     body = text[start:end]
     included = body.count("\n") + (1 if body and body[-1] != "\n" else 0)
+    if column > 1 and not included and start == n > 0:
+        included = 1  # the rest of the last line is empty: that line is done, not ahead
     line_end = offset - 1 + included
     next_offset = line_end + 1 if total_lines is None or line_end < total_lines else None
     complete = at_eof and end == n and cut_line is None
-    return Window(body, offset, line_end, total_lines, complete, next_offset, cut_line)
+    return Window(
+        body, offset, line_end, total_lines, complete, next_offset, cut_line, column, next_column
+    )
 
 
 def window(
@@ -175,6 +201,7 @@ def window(
     limit: int | None = None,
     max_chars: int | None = None,
     total_lines: int | None = None,
+    column: int = 1,
 ) -> Window:
     """Lines ``offset .. offset+limit-1`` of ``text`` (1-based, inclusive), cut to fit.
 
@@ -183,15 +210,20 @@ def window(
     ``len(result.text) <= max_chars`` (whole lines only), except when the first line
     alone is longer: then it is cut at ``max_chars`` characters and ``cut_line`` is its
     number. ``max_chars=0`` or ``limit=0`` give an empty window whose ``next_offset`` is
-    ``offset``. Field meanings, and the past-the-end case, are on :class:`Window`.
+    ``offset``. ``column`` (1-based, in characters) starts the window inside line
+    ``offset``: the first line is that line from its ``column``-th character (from its
+    end when it is shorter), and it counts as one line of ``limit``; a first line cut
+    at ``max_chars`` gives ``next_column``, where the next window of it starts. Field
+    meanings, and the past-the-end case, are on :class:`Window`.
 
     Cost: one ``str.count`` over ``text`` for ``total_lines`` (skipped when the caller
     passes ``total_lines``, which must then be ``count_lines(text)``) plus scans up to the
     window's end; the text is never split into lines, and a window that is the whole text
     costs nothing.
 
-    Raises ``ValueError`` for ``offset < 1``, ``limit < 0`` or ``max_chars < 0``.
+    Raises ``ValueError`` for ``offset < 1``, ``limit < 0``, ``max_chars < 0`` or
+    ``column < 1``.
     """
-    check_window_args(offset, limit, max_chars)
+    check_window_args(offset, limit, max_chars, column)
     total = count_lines(text) if total_lines is None else total_lines
-    return window_of(text, offset, limit, max_chars, total, True)
+    return window_of(text, offset, limit, max_chars, total, True, column)

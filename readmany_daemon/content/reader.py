@@ -27,7 +27,7 @@ from typing import Final, Literal
 import msgspec
 from msgspec.structs import replace
 
-from readmany_daemon.content.decode import Decoded, decode
+from readmany_daemon.content.decode import Decoded, decode, replace_escapes
 from readmany_daemon.content.lines import (
     Window,
     check_window_args,
@@ -82,6 +82,9 @@ class FileRead(msgspec.Struct, frozen=True):
     * ``window``: the window asked for by this call (``offset``/``limit``/``max_chars``)
       over the whole file; for a cached whole text, call :func:`window` again instead.
     * ``encoding``, ``bom``: as in :class:`Decoded`.
+    * ``replaced_bytes``: bytes that were not valid UTF-8 in UTF-8 text, each shown as
+      one U+FFFD (:class:`Decoded`); of the whole file when ``complete_text``, else of the
+      prefix decoded.
     * ``size`` (bytes), ``mtime_ns``, ``ino``, ``ctime_ns``: from the ``fstat`` of the
       opened descriptor; ``None`` when the file could not be opened.
     * ``code``: ``None`` for text; ``"binary"`` for binary; for errors one of
@@ -103,6 +106,7 @@ class FileRead(msgspec.Struct, frozen=True):
     window: Window | None = None
     encoding: str | None = None
     bom: bool = False
+    replaced_bytes: int = 0
     size: int | None = None
     mtime_ns: int | None = None
     ino: int | None = None
@@ -335,6 +339,7 @@ def read_file_at(
     max_chars: int | None = None,
     want_full: bool = False,
     want_bytes: bool = False,
+    column: int = 1,
 ) -> FileRead:
     """:func:`read_file` for file ``name`` (one component) in the folder open as
     ``dir_fd`` (see :class:`FolderHandles`), whose ``lstat`` (``os.stat(name,
@@ -343,7 +348,7 @@ def read_file_at(
     The same checks as :func:`read_file`: ``pre`` must be a regular file, the open uses
     ``O_NOFOLLOW | O_NONBLOCK`` and the opened descriptor is ``fstat``-ed again. Same
     result and errors."""
-    check_window_args(offset, limit, max_chars)
+    check_window_args(offset, limit, max_chars, column)
     read_at = time.time_ns()
     if not stat.S_ISREG(pre.st_mode):
         return _not_a_file(pre.st_mode)
@@ -351,16 +356,19 @@ def read_file_at(
         fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         return _os_error(exc)
-    return _read_fd(fd, read_at, max_file_bytes, offset, limit, max_chars, want_full, want_bytes)
+    window_args = (offset, limit, max_chars, column)
+    return _read_fd(fd, read_at, max_file_bytes, window_args, want_full, want_bytes)
+
+
+#: ``(offset, limit, max_chars, column)`` of the window asked for (see :func:`window`).
+_WindowArgs = tuple[int, int | None, int | None, int]
 
 
 def _read_fd(
     fd: int,
     read_at: int,
     max_file_bytes: int,
-    offset: int,
-    limit: int | None,
-    max_chars: int | None,
+    window_args: _WindowArgs,
     want_full: bool,
     want_bytes: bool,
 ) -> FileRead:
@@ -370,9 +378,7 @@ def _read_fd(
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return _not_a_file(st.st_mode)
-        return _read_open_file(
-            fd, st, read_at, max_file_bytes, offset, limit, max_chars, want_full, want_bytes
-        )
+        return _read_open_file(fd, st, read_at, max_file_bytes, window_args, want_full, want_bytes)
     except OSError as exc:
         return _os_error(exc)
     finally:
@@ -389,6 +395,7 @@ def read_file(
     want_full: bool = False,
     want_bytes: bool = False,
     beneath: str | None = None,
+    column: int = 1,
 ) -> FileRead:
     """Read one regular file safely, decode it and cut the asked window.
 
@@ -412,18 +419,19 @@ def read_file(
     * Larger files: with ``want_full`` or ``want_bytes``, or without any ``limit`` and
       ``max_chars``, the answer is ``code="too-large"`` with the size in the message.
       Otherwise 1 MiB chunks are read and decoded only as far as the window needs
-      (encoding sniffed on the first chunk; later undecodable bytes become U+FFFD), and
+      (encoding sniffed on the first chunk; later undecodable bytes become U+FFFD, one
+      per byte in UTF-8 text, counted in ``replaced_bytes``), and
       the rest is scanned for newlines without decoding (``b"\\n"`` for ASCII-compatible
       codecs, the aligned newline unit for UTF-16/32), so ``total_lines`` is exact.
 
-    ``offset``/``limit``/``max_chars`` are as in :func:`window`; the result's ``window``
+    ``offset``/``limit``/``max_chars``/``column`` are as in :func:`window`; the result's ``window``
     is that window over the whole file. Errors come back as ``FileRead(kind="error")`` with
     a code (``not-found``, ``not-a-file``, ``permission-denied``, ``fs-error``,
     ``too-large``); binary content as ``kind="binary"``, ``code="binary"``.
 
-    Raises ``ValueError`` only for invalid ``offset``/``limit``/``max_chars``.
+    Raises ``ValueError`` only for invalid ``offset``/``limit``/``max_chars``/``column``.
     """
-    check_window_args(offset, limit, max_chars)
+    check_window_args(offset, limit, max_chars, column)
     read_at = time.time_ns()
     try:
         pre = os.lstat(abs_path)
@@ -440,7 +448,8 @@ def read_file(
             fd = os.open(abs_path, _OPEN_FLAGS)
     except OSError as exc:
         return _os_error(exc)
-    return _read_fd(fd, read_at, max_file_bytes, offset, limit, max_chars, want_full, want_bytes)
+    window_args = (offset, limit, max_chars, column)
+    return _read_fd(fd, read_at, max_file_bytes, window_args, want_full, want_bytes)
 
 
 def _read_open_file(
@@ -448,13 +457,12 @@ def _read_open_file(
     st: os.stat_result,
     read_at: int,
     max_file_bytes: int,
-    offset: int,
-    limit: int | None,
-    max_chars: int | None,
+    window_args: _WindowArgs,
     want_full: bool,
     want_bytes: bool,
 ) -> FileRead:
     """:func:`read_file` once ``fd`` is known to be a regular file described by ``st``."""
+    offset, limit, max_chars, column = window_args
     size = st.st_size
     base = FileRead(
         "error",
@@ -474,7 +482,7 @@ def _read_open_file(
             ),
         )
     if size > max_file_bytes:
-        return _read_prefix(fd, base, offset, limit, max_chars)
+        return _read_prefix(fd, base, window_args)
     data = _read_upto(fd, size)
     digest = hashlib.sha256(data).hexdigest()
     decoded = decode(data, complete=True)
@@ -496,9 +504,10 @@ def _read_open_file(
         text=text,
         complete_text=True,
         total_lines=(line_count := count_lines_of(data, text, decoded.encoding)),
-        window=window(text, offset, limit, max_chars, line_count),
+        window=window(text, offset, limit, max_chars, line_count, column),
         encoding=decoded.encoding,
         bom=decoded.bom,
+        replaced_bytes=decoded.replaced_bytes,
         data=raw,
         sha256=digest,
         bytes_read=len(data),
@@ -508,10 +517,14 @@ def _read_open_file(
 class _PrefixTracker:
     """Collects decoded pieces and tells when they hold the whole asked window."""
 
-    def __init__(self, offset: int, limit: int | None, max_chars: int | None) -> None:
+    def __init__(
+        self, offset: int, limit: int | None, max_chars: int | None, column: int = 1
+    ) -> None:
         self._before = offset - 1  # newlines before the window's first line
         self._limit = limit
-        self._max_chars = max_chars
+        # Characters past the first line's start that the window may need: those before
+        # its column, then ``max_chars`` (and one more, to know whether it goes on).
+        self._max_chars = None if max_chars is None else max_chars + column - 1
         self._pieces: list[str] = []
         self._chars = 0
         self._newlines = 0
@@ -644,9 +657,37 @@ def _stream_codec(decoded: Decoded) -> tuple[str, int]:
     return encoding, 0
 
 
-def _read_prefix(
-    fd: int, base: FileRead, offset: int, limit: int | None, max_chars: int | None
-) -> FileRead:
+class _StreamDecoder:
+    """Decodes a file's chunks in order with ``codec``, invalid bytes as U+FFFD: for UTF-8
+    one per byte, counted in ``replaced_bytes`` (as :func:`decode` does for mostly-UTF-8
+    text); for other codecs as the codec's ``"replace"`` handler does.
+
+    UTF-8 chunks are decoded strictly first (the one C call valid text costs); only a
+    chunk that fails is decoded again with each bad byte marked, then replaced. A
+    character cut by a chunk's end waits for the next chunk (``_pending``)."""
+
+    def __init__(self, codec: str) -> None:
+        self._utf8 = codecs.lookup(codec).name == "utf-8"
+        self._decoder = None if self._utf8 else codecs.getincrementaldecoder(codec)("replace")
+        self._pending = b""
+        self.replaced_bytes = 0
+
+    def decode(self, chunk: bytes, final: bool) -> str:
+        if self._decoder is not None:
+            legacy: str = self._decoder.decode(chunk, final=final)
+            return legacy
+        data = self._pending + chunk if self._pending else chunk
+        try:
+            piece, used = codecs.utf_8_decode(data, "strict", final)
+        except UnicodeDecodeError:
+            escaped, used = codecs.utf_8_decode(data, "surrogateescape", final)
+            piece, bad = replace_escapes(escaped)
+            self.replaced_bytes += bad
+        self._pending = data[used:]
+        return piece
+
+
+def _read_prefix(fd: int, base: FileRead, window_args: _WindowArgs) -> FileRead:
     """The over-``max_file_bytes`` path of :func:`read_file` (see there); ``base`` holds
     the ``fstat`` fields.
 
@@ -668,13 +709,14 @@ def _read_prefix(
             bytes_read=got,
         )
     codec, bom_length = _stream_codec(sniff)
-    decoder = codecs.getincrementaldecoder(codec)("replace")
+    decoder = _StreamDecoder(codec)
     counter = _LineCounter(codec)
     hasher = hashlib.sha256(first)
-    tracker = _PrefixTracker(offset, limit, max_chars)
+    offset, limit, max_chars, column = window_args
+    tracker = _PrefixTracker(offset, limit, max_chars, column)
     body = first[bom_length:]
     counter.feed(body)
-    tracker.add(decoder.decode(body, final=eof))
+    tracker.add(decoder.decode(body, eof))
     while not eof and not tracker.done and got < SCAN_BYTES:
         want = min(READ_CHUNK_BYTES, size - got)
         chunk = _read_upto(fd, want)
@@ -682,15 +724,22 @@ def _read_prefix(
         eof = got >= size or len(chunk) < want
         hasher.update(chunk)
         counter.feed(chunk)
-        tracker.add(decoder.decode(chunk, final=eof))
+        tracker.add(decoder.decode(chunk, eof))
     text = tracker.text()
-    partial = replace(base, kind="text", text=text, encoding=sniff.encoding, bom=sniff.bom)
+    partial = replace(
+        base,
+        kind="text",
+        text=text,
+        encoding=sniff.encoding,
+        bom=sniff.bom,
+        replaced_bytes=decoder.replaced_bytes,
+    )
     if eof:
         return replace(
             partial,
             complete_text=True,
             total_lines=(line_count := count_lines(text)),
-            window=window(text, offset, limit, max_chars, line_count),
+            window=window(text, offset, limit, max_chars, line_count, column),
             sha256=hasher.hexdigest(),
             bytes_read=got,
         )
@@ -717,6 +766,6 @@ def _read_prefix(
     return replace(
         partial,
         total_lines=total,
-        window=window_of(text, offset, limit, max_chars, total, False),
+        window=window_of(text, offset, limit, max_chars, total, False, column),
         bytes_read=got,
     )

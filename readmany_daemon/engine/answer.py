@@ -150,7 +150,8 @@ def _positions(items: Items, continuation: Continuation | None) -> Flat:
     if at.resume is not None:
         cut = items.find(at.resume[0])
         if cut is not None and cut >= start and cut not in skip:
-            items.replace(cut, offset=at.resume[1], limit=at.resume[2])
+            # Budget cuts resume at a line's start: a column asked for is behind.
+            items.replace(cut, offset=at.resume[1], limit=at.resume[2], column=None)
     return Flat([r for r in ranges if r[0] < r[1]])
 
 
@@ -432,7 +433,11 @@ def _add_loaded(acc: Account, lo: LoadedItem) -> None:
     acc.add(Piece(res, item.key, text, item.explicit))
     if lo.attachment is not None:
         acc.attachments.append(lo.attachment)
-    if res.status == Status.PARTIAL and res.next_offset is not None:
+    if res.status == Status.PARTIAL and res.next_column is not None and res.line_end is not None:
+        # A line cut short goes on inside that line (nextOffset would skip its rest).
+        request = continuation_request(res.path, res.line_end, res.next_column)
+        acc.continuations.append(f"{res.path}: {request}")
+    elif res.status == Status.PARTIAL and res.next_offset is not None:
         acc.continuations.append(f"{res.path}: " + continuation_request(res.path, res.next_offset))
 
 

@@ -42,7 +42,7 @@ def finish(
     goes on; anything else that stops before the end is ``partial`` with ``nextOffset``.
     """
     offset = item.offset or 1
-    windowed = item.offset is not None or item.limit is not None
+    windowed = item.offset is not None or item.limit is not None or item.column is not None
     shown = window.text
     if params.line_numbers and shown:
         shown = _number_lines(shown, window.line_start)
@@ -71,9 +71,10 @@ def finish(
     if cut:
         base.status = Status.PARTIAL
         base.next_offset = window.next_offset
+        base.next_column = window.next_column
         if budget_cut:
             base.code = Code.BUDGET
-        notice = cut_notice(base, window.cut_line)
+        notice = cut_notice(base, window.cut_line, window.column)
         if notice:
             shown = shown + ("" if not shown or shown.endswith("\n") else "\n") + notice
     return LoadedItem(item, base, text=shown, window=window, full=source_text)
@@ -88,12 +89,16 @@ def budget_cut(lo: LoadedItem, allowed: int, params: ReadManyParams) -> LoadedIt
     lines = lo.window.line_end - offset + 1
     raw_allowed = allowed
     while True:
-        window = content_lines.window(lo.full, offset, lines, max(raw_allowed, 1))
+        window = content_lines.window(
+            lo.full, offset, lines, max(raw_allowed, 1), None, item.column or 1
+        )
         window.total_lines = lo.window.total_lines
         total = lo.window.total_lines
         if window.next_offset is None and (total is None or window.line_end < total):
             window.next_offset = window.line_end + 1
-        base = msgspec.structs.replace(lo.result, status=Status.OK, code=None, next_offset=None)
+        base = msgspec.structs.replace(
+            lo.result, status=Status.OK, code=None, next_offset=None, next_column=None
+        )
         cut = finish(item, base, window, lo.full, params, budget_cut=True)
         excess = cut.result.chars - allowed
         if excess <= 0 or raw_allowed <= 1:

@@ -26,7 +26,8 @@ from readmany_daemon.wire.messages import Attachment, FileResult
 class Item:
     """One resolved entry: a file to read, or an entry that already has its answer.
 
-    ``rel`` is workspace-relative (POSIX); ``offset``/``limit`` the line window (1-based);
+    ``rel`` is workspace-relative (POSIX); ``offset``/``limit`` the line window (1-based),
+    ``column`` the 1-based character of line ``offset`` where it starts;
     ``explicit`` marks a named path (as opposed to a glob or folder match); ``tail`` is
     the last component of the pattern that matched (lower-cased), which decides whether an
     image or PDF it reached may be attached. ``result`` is preset for entries decided at
@@ -38,6 +39,7 @@ class Item:
     rel: str | None = None
     offset: int | None = None
     limit: int | None = None
+    column: int | None = None
     explicit: bool = True
     tail: str = ""
     ignored_by: str | None = None

@@ -166,7 +166,7 @@ def _read_source(
         hit = ws.cache.get(real, st)
         if hit is not None:
             return hit, None, "cache"
-    offset, want = item.offset or 1, want_full or attach
+    offset, column, want = item.offset or 1, item.column or 1, want_full or attach
     max_bytes = ws.settings.max_file_bytes
     loaded: reader.FileRead | None = None
     if at is not None and known is not None and paths is not None:
@@ -185,6 +185,7 @@ def _read_source(
                 max_chars=max_chars,
                 want_full=want,
                 want_bytes=attach,
+                column=column,
             )
     if loaded is None:
         loaded = reader.read_file(
@@ -196,6 +197,7 @@ def _read_source(
             max_chars=max_chars,
             want_full=want,
             want_bytes=attach,
+            column=column,
         )
     if ws.cache is not None and loaded.kind == "text" and loaded.complete_text:
         ws.cache.put(real, loaded)
@@ -215,7 +217,9 @@ def load(
         item.limit if item.limit is not None else (None if full_read else params.per_file_max_lines)
     )
     max_chars = None if full_read else params.per_file_max_chars
-    want_full = full_read and item.limit is None and (item.offset or 1) == 1
+    want_full = (
+        full_read and item.limit is None and (item.offset or 1) == 1 and (item.column or 1) == 1
+    )
     mime = reader.mime_for(item.rel)
     base = FileResult(
         path=item.label, status=Status.OK, source="disk", chars=0, ignored_by=item.ignored_by
@@ -259,6 +263,7 @@ def load(
         complete = loaded.complete_text
         encoding = loaded.encoding
         base.sha256 = loaded.sha256
+        base.replaced_bytes = loaded.replaced_bytes or None
     base.encoding = encoding
     if not complete and loaded is not None and loaded.window is not None:
         # A prefix read of a file over maxFileBytes: the reader's window is exact over
@@ -266,7 +271,9 @@ def load(
         window = loaded.window
     else:
         known = loaded.total_lines if loaded is not None and complete else None
-        window = content_lines.window(text, item.offset or 1, max_lines, max_chars, known)
+        window = content_lines.window(
+            text, item.offset or 1, max_lines, max_chars, known, item.column or 1
+        )
     return finish(item, base, window, text, params)
 
 

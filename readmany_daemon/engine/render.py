@@ -75,25 +75,38 @@ def djb2_hex6(label: str) -> str:
     return f"{h:X}".rjust(6, "0")[:6]
 
 
-def cut_notice(r: FileResult, cut_line: int | None = None) -> str | None:
+def cut_notice(r: FileResult, cut_line: int | None = None, column: int = 1) -> str | None:
     """The last content line of a cut file, e.g.
     ``[Showing lines 1-200 of 2500. Continue with offset=201.]``; ``cut_line`` names a
-    line shown only in part (longer than the character cap). None when nothing was cut."""
+    line shown only in part (longer than the character cap), continued at
+    ``r.next_column``: ``[Showing lines 1-1 of 3, line 1 cut short. Continue with
+    offset=1, column=20001 (offset=2 skips its rest).]``; ``column`` is where the first
+    line shown starts. None when nothing was cut."""
     if r.line_start is None or r.line_end is None or (r.next_offset is None and cut_line is None):
         return None
     total = f" of {r.total_lines}" if r.total_lines is not None else ""
     why = " (budget)" if r.code == Code.BUDGET else ""
     text = f"[Showing lines {r.line_start}-{r.line_end}{total}{why}"
+    if column > 1:
+        text += f", line {r.line_start} from column {column}"
     if cut_line is not None:
         text += f", line {cut_line} cut short"
-    if r.next_offset is not None:
+    if cut_line is not None and r.next_column is not None:
+        text += f". Continue with offset={cut_line}, column={r.next_column}"
+        if r.next_offset is not None:
+            text += f" (offset={r.next_offset} skips its rest)"
+    elif r.next_offset is not None:
         text += f". Continue with offset={r.next_offset}"
     return text + ".]"
 
 
-def continuation_request(path: str, offset: int) -> str:
-    """A request fragment the four reference shapes can all make for the rest of a file."""
-    return "files: " + json.dumps([{"path": path, "offset": offset}], ensure_ascii=False)
+def continuation_request(path: str, offset: int, column: int | None = None) -> str:
+    """A request fragment the four reference shapes can all make for the rest of a file
+    (with ``column``, for the rest of a line cut short)."""
+    spec: dict[str, str | int] = {"path": path, "offset": offset}
+    if column is not None:
+        spec["column"] = column
+    return "files: " + json.dumps([spec], ensure_ascii=False)
 
 
 def _named_line(

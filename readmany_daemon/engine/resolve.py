@@ -98,7 +98,7 @@ class _Resolver:
         self.params = params
         self.filters = filters_for(params)
         self.out = Resolved(items=Items(ws, params.absolute_paths))
-        self.seen: set[tuple[str, int | None, int | None]] = set()
+        self.seen: set[tuple[str, int | None, int | None, int | None]] = set()
         self.unseen: list[Expansion] = []  # expansions not yet in ``seen``
         self.entry_no = 0  # the request entry being resolved (its index in the request)
         try:
@@ -111,13 +111,14 @@ class _Resolver:
 
     def _flush(self) -> None:
         for expansion in self.unseen:
-            self.seen.update((m, None, None) for m in expansion.matches)
+            self.seen.update((m, None, None, None) for m in expansion.matches)
         self.unseen.clear()
 
     def add(self, item: Item) -> None:
-        """Append ``item`` unless an identical (path, offset, limit) came before."""
+        """Append ``item`` unless an identical (path, offset, limit, column) came before."""
         self._flush()
-        ident = (item.rel if item.rel is not None else "\0" + item.label, item.offset, item.limit)
+        path = item.rel if item.rel is not None else "\0" + item.label
+        ident = (path, item.offset, item.limit, item.column)
         if ident in self.seen:
             return
         self.seen.add(ident)
@@ -128,7 +129,7 @@ class _Resolver:
         de-duplication set is only built when a later entry needs it."""
         self._flush()
         if self.seen:
-            matches = [m for m in matches if (m, None, None) not in self.seen]
+            matches = [m for m in matches if (m, None, None, None) not in self.seen]
         expansion = Expansion(matches, tail)
         self.unseen.append(expansion)
         self.out.items.append(expansion, self.entry_no)
@@ -161,8 +162,16 @@ class _Resolver:
         )
         self.add(Item(label=label, key=key, rel=rel, result=result))
 
-    def entry(self, raw: str, offset: int | None, limit: int | None, from_include: bool) -> None:
-        key = raw if offset is None and limit is None else _window_key(raw, offset, limit)
+    def entry(
+        self,
+        raw: str,
+        offset: int | None,
+        limit: int | None,
+        from_include: bool,
+        column: int | None = None,
+    ) -> None:
+        windowed = offset is not None or limit is not None or column is not None
+        key = _window_key(raw, offset, limit, column) if windowed else raw
         rel = to_rel(self.ws.root, raw)
         if rel is None:
             self.preset(
@@ -226,14 +235,22 @@ class _Resolver:
                     raw, key, Status.ERROR, Code.NOT_A_FILE, f"{raw} is not a regular file", rel=rel
                 )
                 return
-            self.explicit(raw, key, rel, offset, limit)
+            self.explicit(raw, key, rel, offset, limit, column)
             return
         if has_magic(raw):
             self.expand(raw, key, "glob", rel)
             return
         self.preset(raw, key, Status.ERROR, Code.NOT_FOUND, f"File not found: {raw}")
 
-    def explicit(self, raw: str, key: str, rel: str, offset: int | None, limit: int | None) -> None:
+    def explicit(
+        self,
+        raw: str,
+        key: str,
+        rel: str,
+        offset: int | None,
+        limit: int | None,
+        column: int | None = None,
+    ) -> None:
         ws, f = self.ws, self.filters
         deny = ws.explain(rel, False, Filters(False, False, False))
         if deny is not None:
@@ -272,6 +289,7 @@ class _Resolver:
                 rel=rel,
                 offset=offset,
                 limit=limit,
+                column=column,
                 explicit=True,
                 ignored_by=soft.source if soft else None,
             )
@@ -356,25 +374,27 @@ class _Resolver:
 _UNLISTED_NAMED = 5
 
 
-def _window_key(key: str, offset: int | None, limit: int | None) -> str:
+def _window_key(key: str, offset: int | None, limit: int | None, column: int | None) -> str:
     start = offset or 1
     end = str(start + limit - 1) if limit else ""
-    return f"{key}:{start}-{end}"
+    at = f":{column}" if column is not None else ""
+    return f"{key}:{start}{at}-{end}"
 
 
 def resolve(ws: Workspace, params: ReadManyParams) -> Resolved:
     """Ordered items for ``params``: ``paths``, then ``files``, then ``include``, each in
     request order; a glob or folder contributes its matches sorted by path (byte order);
-    a repeated identical (path, offset, limit) keeps its first position (PROTOCOL §3)."""
+    a repeated identical (path, offset, limit, column) keeps its first position (PROTOCOL
+    §3)."""
     r = _Resolver(ws, params)
     for p in params.paths:
         if isinstance(p, FileSpec):
-            r.entry(p.path, p.offset, p.limit, False)
+            r.entry(p.path, p.offset, p.limit, False, p.column)
         else:
             r.entry(p, None, None, False)
         r.entry_no += 1
     for spec in params.files:
-        r.entry(spec.path, spec.offset, spec.limit, False)
+        r.entry(spec.path, spec.offset, spec.limit, False, spec.column)
         r.entry_no += 1
     for pattern in params.include:
         r.entry(pattern, None, None, True)

@@ -95,6 +95,7 @@ _FILE_SPEC: dict[str, Any] = {
         "path": {"type": "string", "description": "file path, relative to the root"},
         "offset": _int("1-based first line to read"),
         "limit": _int("number of lines to read (replaces perFileMaxLines for this file)"),
+        "column": _int("1-based character of line offset where reading starts (a cut line)"),
     },
     "required": ["path"],
 }

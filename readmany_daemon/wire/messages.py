@@ -53,12 +53,15 @@ class FileSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     """One file with an optional line window (the pi ``read_many`` shape, seed 001).
 
     ``offset`` is the 1-based first line; ``limit`` a count of lines. A window with
-    ``limit`` replaces ``perFileMaxLines`` for this file.
+    ``limit`` replaces ``perFileMaxLines`` for this file. ``column`` is the 1-based
+    character of line ``offset`` where the window starts (a cut long line's
+    ``nextColumn``).
     """
 
     path: Pattern
     offset: Positive | None = None
     limit: Positive | None = None
+    column: Positive | None = None
 
 
 class FileFilteringOptions(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
@@ -116,7 +119,10 @@ class FileResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=Tru
 
     ``source`` and ``chars`` have no default so that they are always on the wire (the
     protocol has them in every entry; ``omit_defaults`` drops a field equal to its
-    default): ``"disk"`` and ``0`` for an entry that was not read."""
+    default): ``"disk"`` and ``0`` for an entry that was not read. ``replaced_bytes`` is
+    set only when some bytes of UTF-8 text were invalid (each shown as U+FFFD).
+    ``next_column`` is set when line ``line_end`` was cut short: its rest starts at that
+    1-based character (ask ``offset=line_end, column=next_column``)."""
 
     path: str
     status: str
@@ -128,7 +134,9 @@ class FileResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=Tru
     line_end: int | None = None
     total_lines: int | None = None
     next_offset: int | None = None
+    next_column: int | None = None
     encoding: str | None = None
+    replaced_bytes: int | None = None
     mime_type: str | None = None
     ignored_by: str | None = None
     sha256: str | None = None

@@ -698,8 +698,16 @@ def test_complete_decode_is_utf8_exactly_when_the_bytes_are(data: bytes) -> None
         text = None
     plain_utf8 = text is not None and b"\x00" not in data and not data.startswith(b"\xef\xbb\xbf")
     assert (got == Decoded("text", text, "utf-8")) == plain_utf8
-    if text is None and got.kind == "text":
-        assert got.encoding != "utf-8"
+    if text is None and got.kind == "text" and got.encoding in ("utf-8", "utf-8-sig"):
+        # Mostly UTF-8 (PROTOCOL §4, encodings): each byte that is not valid UTF-8 is
+        # one U+FFFD, counted; every other character is as a strict decoder reads it.
+        body = data[3:] if got.bom else data
+        escaped = body.decode("utf-8", "surrogateescape")
+        bad = sum(1 for c in escaped if "\udc80" <= c <= "\udcff")
+        assert got.replaced_bytes == bad > 0
+        assert got.text == "".join("\ufffd" if "\udc80" <= c <= "\udcff" else c for c in escaped)
+    else:
+        assert got.replaced_bytes == 0
 
 
 @pytest.mark.parametrize(
@@ -744,9 +752,16 @@ def test_magic_before_legacy_for_invalid_utf8() -> None:
     assert decode(b"%PDF-1.7 valid utf-8\n").kind == "text"  # valid UTF-8 wins over magic
 
 
-@pytest.mark.parametrize("data", [b"caf\xe9", b"caf\xe9\n", b"caf\xe9 na\xefve\n"])
+@pytest.mark.parametrize("data", [b"caf\xe9\n", b"caf\xe9 na\xefve\n", b"\xe9t\xe9"])
 def test_short_latin1_cafe_is_cp1252(data: bytes) -> None:
     assert decode(data) == Decoded("text", data.decode("cp1252"), "cp1252")
+
+
+def test_latin1_ending_in_a_possible_utf8_lead_byte_reads_as_cut_utf8() -> None:
+    # The mostly-UTF-8 rule (PROTOCOL §4, encodings): a file whose only invalid bytes
+    # are an incomplete sequence at its very end is UTF-8, and \xe9 can start one. The
+    # price: a legacy file ending without a newline in such a byte reads as UTF-8.
+    assert decode(b"caf\xe9") == Decoded("text", "caf\ufffd", "utf-8", replaced_bytes=1)
 
 
 # ---------------------------------------------------------------------- the request stage

@@ -17,11 +17,15 @@ export const ERROR_CODES = {
   serverNotInitialized: -32002,
 } as const;
 
-/** One file with an optional line window: `offset` is the 1-based first line, `limit` a line count. */
+/**
+ * One file with an optional line window: `offset` is the 1-based first line, `limit` a line count,
+ * `column` the 1-based character of line `offset` where the window starts (a cut line's `nextColumn`).
+ */
 export interface FileSpec {
   path: string;
   offset?: number;
   limit?: number;
+  column?: number;
 }
 
 export interface FileFilteringOptions {
@@ -97,8 +101,12 @@ export interface FileResult {
   lineEnd?: number;
   totalLines?: number;
   nextOffset?: number;
+  /** Line `lineEnd` was cut short: its rest starts at this 1-based character. */
+  nextColumn?: number;
   chars?: number;
   encoding?: string;
+  /** Bytes of UTF-8 text that were not valid UTF-8, each shown as U+FFFD. */
+  replacedBytes?: number;
   mimeType?: string;
   ignoredBy?: string;
   source?: 'overlay' | 'cache' | 'disk';
