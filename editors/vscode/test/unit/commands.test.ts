@@ -7,6 +7,7 @@ import { createFakeVscode, Uri } from '../fake/vscode';
 function result(n: number, over: Partial<ReadManyResult> = {}): ReadManyResult {
   return {
     llmContent: `--- f${n}.txt ---\ncontent ${n}\n\n--- End of content ---`,
+    attachments: [],
     returnDisplay: '',
     summary: { matched: 1, read: 1, truncated: 0, omitted: 0, skipped: 0, errors: 0, totalChars: 10, estimatedTokens: 3 },
     files: [],

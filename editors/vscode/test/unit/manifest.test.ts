@@ -34,9 +34,10 @@ describe('languageModelTools contribution', () => {
   test('field types, enums and defaults are the protocol’s', () => {
     const p = schema.properties;
     const fileSpec = p.files.items;
-    assert.deepEqual(Object.keys(fileSpec.properties), ['path', 'offset', 'limit']);
+    assert.deepEqual(Object.keys(fileSpec.properties), ['path', 'offset', 'limit', 'column']);
     assert.deepEqual(fileSpec.required, ['path']);
     assert.equal(fileSpec.properties.offset.minimum, 1);
+    assert.equal(fileSpec.properties.column.minimum, 1);
     assert.deepEqual(p.paths.items.anyOf, [{ type: 'string', minLength: 1 }, fileSpec]);
     assert.deepEqual(Object.keys(p.fileFilteringOptions.properties), ['respectGitIgnore', 'respectIgnoreFiles']);
     const expected: Record<string, unknown> = {

@@ -19,6 +19,7 @@ const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3
 function result(over: Partial<ReadManyResult> = {}): ReadManyResult {
   return {
     llmContent: '--- a.txt ---\nhello\n\n--- End of content ---',
+    attachments: [],
     returnDisplay: 'Read **1** file(s)',
     summary: { matched: 1, read: 1, truncated: 0, omitted: 0, skipped: 0, errors: 0, totalChars: 6, estimatedTokens: 2 },
     files: [{ path: 'a.txt', status: 'ok', chars: 6 }],
