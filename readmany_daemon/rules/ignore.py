@@ -146,9 +146,10 @@ class IgnoreRules:
     root-relative POSIX strings (``"pkg/a.py"``; never ``""`` for ``check``). Nothing here
     raises for bad ignore files; problems are appended to ``warnings`` (``"file:line:
     reason"`` strings, plus a line if git failed). Git is asked for two things only, in
-    subprocesses started at construction: ``git config --path --get core.excludesFile``
-    and ``git ls-files -z --cached`` (per nested repository too). The rule engine itself
-    never asks git for a verdict.
+    subprocesses started at construction: ``git config -z --path --get-regexp`` for
+    ``core.excludesFile`` and ``core.ignoreCase`` (the root repository's, applied to nested
+    ones too, as git applies one setting per process), and ``git ls-files -z --cached``
+    (per nested repository too). The rule engine itself never asks git for a verdict.
 
     Attributes: ``repo`` (``RepoLocation`` or ``None``), ``repo_top`` (its working tree
     top or ``None``), ``root_prefix`` (the root relative to ``repo_top``, byte view,
