@@ -1,8 +1,9 @@
-"""Run every benchmark — files, daemon, peers, scale — and rewrite the tables in bench/README.md.
+"""Run every benchmark — files, daemon, peers, scale, exclude — and rewrite the tables in
+bench/README.md.
 
 Usage::
 
-    python bench/run_all.py [--only files,daemon,peers,scale] [--runs N] [--no-readme]
+    python bench/run_all.py [--only files,daemon,peers,scale,exclude] [--runs N] [--no-readme]
     python bench/run_all.py --quick          # smoke: tiny trees, one run, README untouched
 
 Each benchmark runs as its own process (``bench/bench_*.py``), one after the other (never
@@ -29,7 +30,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 README = BENCH / "README.md"
-ORDER = ("files", "daemon", "peers", "scale")
+ORDER = ("files", "daemon", "peers", "scale", "exclude")
 
 
 def command(
@@ -43,6 +44,7 @@ def command(
             "daemon": ["--quick", "--tree", str(tree)],
             "peers": ["--quick", "--tree", str(tree)],
             "scale": ["--quick"],
+            "exclude": ["--quick", "--tree", str(tree)],
         }[name]
     elif runs:
         argv += ["--runs", str(runs)]
@@ -98,7 +100,7 @@ def replace_section(text: str, name: str, body: str) -> tuple[str, bool]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--only", default=",".join(ORDER), help="which benchmarks (files,daemon,peers,scale)"
+        "--only", default=",".join(ORDER), help="which benchmarks (" + ",".join(ORDER) + ")"
     )
     parser.add_argument(
         "--runs", type=int, help="passed on as --runs (each benchmark's own default otherwise)"

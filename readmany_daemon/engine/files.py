@@ -59,7 +59,7 @@ def list_paths(
             ex = GitPatterns(exclude)
         except ValueError as exc:
             raise InvalidParams(f"invalid params: $.exclude: {exc}", "$.exclude") from None
-        paths = [p for p in paths if not ex.match(p)]
+        paths = ex.keep(paths)
     return paths
 
 

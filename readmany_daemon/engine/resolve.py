@@ -308,7 +308,7 @@ class _Resolver:
         if self._unlisted(raw, key, kind, rel, recursive):
             return
         if self.exclude is not None:
-            kept = [m for m in matches if not self.exclude.match(m)]
+            kept = self.exclude.keep(matches)
             if len(kept) != len(matches):
                 hidden["exclude"] += len(matches) - len(kept)
             matches = kept

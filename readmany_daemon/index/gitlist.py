@@ -70,9 +70,10 @@ __all__ = ["FastListing", "start"]
 
 #: an index file that cannot exist (its folder does not): git reads an empty index
 _NO_INDEX = "/nonexistent-readmany-fastlist/index"
-#: ``core.ignoreCase`` off: the rule engine matches case-sensitively; fsmonitor off: the
-#: answer comes from the disk, as the index's does.
-_GIT_CONFIG = ("-c", "core.ignoreCase=false", "-c", "core.fsmonitor=false")
+#: fsmonitor off: the answer comes from the disk, as the index's does. ``core.ignoreCase``
+#: is left to the repository's configuration, which the rule engine reads too
+#: (``IgnoreRules.ignore_case``): both fold the gitignore patterns' case or neither does.
+_GIT_CONFIG = ("-c", "core.fsmonitor=false")
 
 _S_IFMT = 0o170000
 _S_IFDIR = 0o040000

@@ -2,7 +2,8 @@
 wrapper for git subprocesses, and the tracked set (``git ls-files -z --cached``).
 
 Git is asked for three things only, each in a process started early and read later so
-that it runs beside the caller's work: ``core.excludesFile``, the tracked paths (per
+that it runs beside the caller's work: ``core.excludesFile`` with ``core.ignoreCase``
+(one ``git config``), the tracked paths (per
 repository, nested ones too) and, for the cold ``readmany files``, the untracked listing
 (``index/gitlist.py``). The rule engine itself never asks git for a verdict.
 

@@ -80,6 +80,8 @@ __all__ = ["MAX_PATTERN_FILE_BYTES", "MAX_WARNINGS_PER_FILE", "Frame", "IgnoreRu
 _RESCUABLE: Final = GITIGNORE | DEFAULT_EXCLUDE  # kinds that never hide a tracked path
 _K_DENY, _K_IGNORE_FILE, _K_GIT, _K_DEFAULT = 0, 1, 2, 3  # indexes into a state tuple
 
+#: The configuration keys read from git (``git config --get-regexp``: lower-case names).
+_CONFIG_KEYS: Final = r"^core\.(excludesfile|ignorecase)$"
 #: git's ``PATTERN_MAX_FILE_SIZE`` (dir.c): larger pattern files are skipped whole.
 MAX_PATTERN_FILE_BYTES: Final = 100 * 1024 * 1024
 #: Problem lines listed per ignore file (``file:line: reason``); the rest are counted in
@@ -145,9 +147,10 @@ class IgnoreRules:
     root-relative POSIX strings (``"pkg/a.py"``; never ``""`` for ``check``). Nothing here
     raises for bad ignore files; problems are appended to ``warnings`` (``"file:line:
     reason"`` strings, plus a line if git failed). Git is asked for two things only, in
-    subprocesses started at construction: ``git config --path --get core.excludesFile``
-    and ``git ls-files -z --cached`` (per nested repository too). The rule engine itself
-    never asks git for a verdict.
+    subprocesses started at construction: ``git config -z --path --get-regexp`` for
+    ``core.excludesFile`` and ``core.ignoreCase`` (the root repository's, applied to nested
+    ones too, as git applies one setting per process), and ``git ls-files -z --cached``
+    (per nested repository too). The rule engine itself never asks git for a verdict.
 
     Attributes: ``repo`` (``RepoLocation`` or ``None``), ``repo_top`` (its working tree
     top or ``None``), ``root_prefix`` (the root relative to ``repo_top``, byte view,
@@ -172,7 +175,9 @@ class IgnoreRules:
         #: the same as a plain ``str`` (surrogate escapes, not byte view)
         self.root_prefix_str = "" if rel_top == "." else rel_top + "/"
         self._top = top
-        self._config_call = GitCall(["config", "--path", "--get", "core.excludesFile"], root)
+        #: ``core.excludesFile`` and ``core.ignoreCase`` in one process (``_config``)
+        self._config_call = GitCall(["config", "-z", "--path", "--get-regexp", _CONFIG_KEYS], root)
+        self._config_values: dict[str, str] | None = None
         #: the root repository's tracked set (``None`` outside a repository); its
         #: ``stamp`` is git's index file when it was read (see ``tracked_changed``)
         self.tracked: TrackedSet | None = (
@@ -250,13 +255,38 @@ class IgnoreRules:
                 best = d
         return self._nested_tracked[best] if best else self.tracked
 
+    def _config(self) -> dict[str, str]:
+        """The values git's configuration gives the keys of ``_CONFIG_KEYS`` (lower-case
+        names; the last value of a key wins, as ``git config --get`` says; a key written
+        without ``=`` reads ``"true"``); ``{}`` when git failed or is absent."""
+        got = self._config_values
+        if got is None:
+            got = {}
+            rc, out = self._config_call.result()
+            if rc == 0:
+                for entry in out.split(b"\0"):
+                    key, sep, value = entry.partition(b"\n")
+                    if key:  # a key written without "=" is a boolean true
+                        got[os.fsdecode(key).lower()] = os.fsdecode(value) if sep else "true"
+            self._config_values = got
+        return got
+
+    @property
+    def ignore_case(self) -> bool:
+        """git's ``core.ignoreCase`` for this root: when true, the patterns of the
+        ``gitignore`` kind (``.gitignore`` files, ``info/exclude``, ``core.excludesFile``)
+        match without regard to the case of ASCII letters, as git's do. Tool ignore files,
+        default excludes, deny patterns and a request's ``exclude`` stay case-sensitive."""
+        value = self._config().get("core.ignorecase")
+        return value is not None and _git_bool(value)
+
     @property
     def excludes_file(self) -> str | None:
         """The ``core.excludesFile`` path git would use (its default
         ``$XDG_CONFIG_HOME/git/ignore`` or ``~/.config/git/ignore`` when unset)."""
-        rc, out = self._config_call.result()
-        if rc == 0 and out.strip():
-            return os.fsdecode(out.strip().splitlines()[0])
+        value = self._config().get("core.excludesfile")
+        if value:
+            return value
         xdg = os.environ.get("XDG_CONFIG_HOME")
         if xdg:
             return os.path.join(xdg, "git", "ignore")
@@ -313,7 +343,8 @@ class IgnoreRules:
         finally:
             os.close(fd)
         found: list[str] = []
-        lst = PatternList.from_bytes(data, label, base, kind, found)
+        fold = kind == GITIGNORE and self.ignore_case
+        lst = PatternList.from_bytes(data, label, base, kind, found, fold)
         if len(found) > MAX_WARNINGS_PER_FILE:
             more = len(found) - MAX_WARNINGS_PER_FILE
             found[MAX_WARNINGS_PER_FILE:] = [f"{label}: {more} more problem lines not listed"]
@@ -776,6 +807,19 @@ def _env_marker(folder: str) -> str | None:
     if os.path.isdir(os.path.join(folder, "conda-meta")):
         return "conda-meta/"
     return None
+
+
+def _git_bool(value: str) -> bool:
+    """A configuration value read as git reads a boolean (``git_parse_maybe_bool``):
+    ``true``/``yes``/``on`` or a non-zero number is true; anything else (``false``,
+    ``no``, ``off``, ``0``, ``""``, a value git would refuse) is false."""
+    v = value.strip().lower()
+    if v in ("true", "yes", "on"):
+        return True
+    try:
+        return int(v, 0) != 0
+    except ValueError:
+        return False
 
 
 def _is_regular(mode: int) -> bool:

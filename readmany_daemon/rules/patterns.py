@@ -107,10 +107,13 @@ class Pattern:
         self.name_quick = name_quick
 
 
-def _compile_line(raw: str, line: int, display: str, base: str) -> Pattern | None:
+def _compile_line(
+    raw: str, line: int, display: str, base: str, fold: bool = False
+) -> Pattern | None:
     """Parse one already-trimmed pattern line (byte view) as dir.c ``parse_path_pattern``
     does and translate it; ``base`` is the top-relative folder (``""`` or ``"a/b/"``).
-    ``None`` for a line that can never match (empty pattern)."""
+    ``None`` for a line that can never match (empty pattern). ``fold``: match ASCII
+    letters without regard to case (git's ``core.ignorecase``, see ``translate``)."""
     negated = raw.startswith("!")
     body = raw[1:] if negated else raw
     dir_only = body.endswith("/")
@@ -122,8 +125,8 @@ def _compile_line(raw: str, line: int, display: str, base: str) -> Pattern | Non
     quick: str | None = None
     name_quick: str | None = None
     if nodir:
-        full_n = translate(body, pathname=False, blob=False)
-        quick_n = translate(body, pathname=False, blob=True)
+        full_n = translate(body, pathname=False, blob=False, fold=fold)
+        quick_n = translate(body, pathname=False, blob=True, fold=fold)
         if full_n is None or quick_n is None:
             return Pattern(line, display, negated, dir_only, nodir, NEVER, None, None)
         full, name_quick = full_n, quick_n
@@ -136,9 +139,9 @@ def _compile_line(raw: str, line: int, display: str, base: str) -> Pattern | Non
         k = 0
         while k < len(body) and body[k] not in GLOB_SPECIAL:
             k += 1
-        prefix = "".join(literal(ch) for ch in body[:k])
-        rest_full = translate(body[k:], pathname=True, blob=False)
-        rest_quick = translate(body[k:], pathname=True, blob=True)
+        prefix = "".join(literal(ch, fold) for ch in body[:k])
+        rest_full = translate(body[k:], pathname=True, blob=False, fold=fold)
+        rest_quick = translate(body[k:], pathname=True, blob=True, fold=fold)
         if rest_full is None or rest_quick is None:
             return Pattern(line, display, negated, dir_only, nodir, NEVER, None, None)
         full = prefix + rest_full
@@ -148,7 +151,7 @@ def _compile_line(raw: str, line: int, display: str, base: str) -> Pattern | Non
         else:
             # no brackets, escapes or "**" (but a leading "**/"): the basename must match
             # the last segment, so prefilter on that (a superset; classify decides)
-            last = translate(core.rpartition("/")[2], pathname=False, blob=True)
+            last = translate(core.rpartition("/")[2], pathname=False, blob=True, fold=fold)
             assert last is not None
             name_quick = last
     return Pattern(line, display, negated, dir_only, nodir, full, quick, name_quick)
@@ -200,20 +203,28 @@ class PatternList:
             p.name_quick for p in pos if p.name_quick is not None and not p.dir_only
         )
         self.name_quick_dirs = tuple(p.name_quick for p in pos if p.name_quick is not None)
-        self._combined: dict[bool, tuple[list[Any], list[Any]]] = {}
+        self._combined: dict[bool, tuple[list[_Alternation], list[_Alternation]]] = {}
 
     @classmethod
     def from_bytes(
-        cls, data: bytes, source: str, base: str, kind: int, warnings: list[str]
+        cls,
+        data: bytes,
+        source: str,
+        base: str,
+        kind: int,
+        warnings: list[str],
+        fold: bool = False,
     ) -> PatternList:
         """Parse an ignore file's content as dir.c ``add_patterns_from_buffer`` does.
 
         Never raises: a NUL byte ends its line's pattern (as in git) and is reported; a
         pattern that can never match (unterminated ``[``, unknown ``[:class:]``, trailing
         ``\\``) is kept (git keeps it too) and reported. Warnings are
-        ``"{source}:{line}: {reason}"`` strings appended to ``warnings``.
+        ``"{source}:{line}: {reason}"`` strings appended to ``warnings``. ``fold``: match
+        without regard to case (git's ``core.ignorecase``); it is part of ``digest``, so
+        a snapshot made under the other setting does not count as current.
         """
-        digest = _digest(data)
+        digest = _digest(data) + ("-i" if fold else "")
         text = data.decode("latin-1")
         if text.startswith("\xef\xbb\xbf"):
             text = text[3:]
@@ -229,7 +240,7 @@ class PatternList:
                 warnings.append(f"{source}:{lineno}: binary content (NUL byte); pattern cut there")
                 entry = entry[:nul]
             trimmed = _trim_trailing_spaces(entry)
-            pat = _compile_line(trimmed, lineno, display, base)
+            pat = _compile_line(trimmed, lineno, display, base, fold)
             if pat is None:
                 continue
             if pat.full == NEVER:
@@ -262,19 +273,19 @@ class PatternList:
             patterns.append(pat)
         return cls(source, base, kind, patterns, digest, False)
 
-    def _combine(self, is_dir: bool) -> tuple[list[Any], list[Any]]:
-        """``(basename regexes, path regexes)``: the list's patterns as alternations of at
-        most ``_ALTERNATION_CHUNK`` each, last line first, so the first alternative that
-        matches is git's last match (see :func:`_compile_alternation`)."""
+    def _combine(self, is_dir: bool) -> tuple[list[_Alternation], list[_Alternation]]:
+        """``(basename matchers, path matchers)``: the list's patterns compiled together
+        in chunks of at most ``_ALTERNATION_CHUNK``, last line first, so the first chunk
+        that matches holds git's last match (see :func:`_compile_alternation`)."""
         got = self._combined.get(is_dir)
         if got is None:
-            name_alts: list[str] = []
-            path_alts: list[str] = []
+            name_alts: list[tuple[int, str]] = []
+            path_alts: list[tuple[int, str]] = []
             for idx in range(len(self.patterns) - 1, -1, -1):
                 pat = self.patterns[idx]
                 if (pat.dir_only and not is_dir) or pat.full == NEVER:
                     continue
-                (name_alts if pat.nodir else path_alts).append(f"(?P<g{idx}>{pat.full})")
+                (name_alts if pat.nodir else path_alts).append((idx, pat.full))
             got = (_compile_alternation(name_alts), _compile_alternation(path_alts))
             self._combined[is_dir] = got
         return got
@@ -285,14 +296,13 @@ class PatternList:
         name_rxs, path_rxs = self._combine(is_dir)
         best = -1
         for rx in name_rxs:  # chunks hold later lines first: the first hit is the last line
-            m = rx.fullmatch(name)
-            if m is not None:
-                best = int(m.lastgroup[1:])
+            best = rx.last(name, 0)
+            if best >= 0:
                 break
         for rx in path_rxs:
-            m = rx.fullmatch(path, len(self.base))
-            if m is not None:
-                best = max(best, int(m.lastgroup[1:]))
+            got = rx.last(path, len(self.base))
+            if got >= 0:
+                best = max(best, got)
                 break
         return self.patterns[best] if best >= 0 else None
 
@@ -317,7 +327,8 @@ class GitPatterns:
 
     def match(self, path: str, is_dir: bool = False) -> bool:
         """Whether ``path`` (root-relative POSIX) is excluded: itself, or a folder above
-        it (checked top-down as git's ``prep_exclude`` does)."""
+        it (checked top-down as git's ``prep_exclude`` does). One path at a time: for a
+        list of files, ``keep`` gives the same answer in one pass."""
         parts = byte_view(path.strip("/")).split("/")
         cur = ""
         for i, part in enumerate(parts):
@@ -327,6 +338,61 @@ class GitPatterns:
             if pat is not None and not pat.negated:
                 return True
         return False
+
+    def keep(self, paths: Sequence[str]) -> list[str]:
+        """The files of ``paths`` (root-relative POSIX) that ``match`` keeps, in order:
+        ``[p for p in paths if not self.match(p)]``, computed in one pass.
+
+        Only a positive pattern excludes, and each one has a prefilter regex that every
+        name or path it matches also matches (``Pattern.name_quick``, ``Pattern.quick``).
+        So the distinct basenames go through ``NameMatcher`` and the distinct paths
+        through the path prefilter, each an alternation run over newline-joined strings
+        (RE2 for long lists: one linear pass whatever the number of patterns), and git's
+        last matching line is asked only for their hits. Each folder is judged once, top
+        down; nothing below an excluded folder is judged."""
+        lst = self._list
+        if not lst.name_quick_dirs and not lst.quick_dirs:
+            return list(paths)  # only negations, or patterns that can never match
+        joined = "\n".join(paths)
+        clean: Sequence[str] = paths
+        if joined[:1] == "/" or joined[-1:] == "/" or "\n/" in joined or "/\n" in joined:
+            clean = [p.strip("/") for p in paths]
+        splits = [p.rpartition("/") for p in clean]
+        parent: dict[str, str] = {}  # folder -> its parent ("" at the top)
+        for d in {t[0] for t in splits}:
+            while d and d not in parent:
+                up = d.rpartition("/")[0]
+                parent[d] = up
+                d = up
+        hit_dirs = self._hits(parent.keys(), {d.rpartition("/")[2] for d in parent}, True)
+        excluded: dict[str, bool] = {"": False}
+        for d in sorted(parent, key=len):  # a parent is shorter than its children
+            excluded[d] = excluded[parent[d]] or (d in hit_dirs and self._positive(d, True))
+        hit_files = self._hits(clean, {t[2] for t in splits}, False)
+        positive = self._positive
+        return [
+            path
+            for path, p, (d, _, _) in zip(paths, clean, splits, strict=True)
+            if not excluded[d] and (p not in hit_files or not positive(p, False))
+        ]
+
+    def _hits(self, paths: Collection[str], names: set[str], is_dir: bool) -> set[str]:
+        """The ``paths`` (with basenames ``names``) some positive pattern may match (a
+        superset: the prefilters)."""
+        lst = self._list
+        name_hits = NameMatcher((lst,)).hits(names, is_dir)
+        hits = {p for p in paths if p.rpartition("/")[2] in name_hits} if name_hits else set()
+        quick = compile_quick(lst.quick_dirs if is_dir else lst.quick_files)
+        if quick is not None:
+            hits |= _match_names(quick, paths)
+        return hits
+
+    def _positive(self, path: str, is_dir: bool) -> bool:
+        """Whether ``path`` itself (not its folders) is excluded: its last matching
+        pattern is a positive one."""
+        b = byte_view(path)
+        pat = self._list.last_match(b, b.rpartition("/")[2], is_dir)
+        return pat is not None and not pat.negated
 
 
 # --------------------------------------------------------------------------------------
@@ -404,47 +470,98 @@ def _risky(source: str) -> bool:
     return source.count("*") + source.count("+") >= 3
 
 
-def _compile_alternation(alts: list[str]) -> list[Any]:
-    """``alts`` (named groups, in priority order) compiled as chunks of at most
-    ``_ALTERNATION_CHUNK``, in the same order; each matches with ``.fullmatch(s[, pos])``
-    and reports its alternative in ``.lastgroup``.
+class _Alternation:
+    """Patterns (regex bodies) compiled together; ``last(s, pos)`` is the index of the
+    last pattern that matches ``s[pos:]`` whole, or -1.
 
-    A chunk holding a risky alternative (:func:`_risky`), and every chunk of a list over
-    ``_ALTERNATION_CHUNK`` alternatives (Python's ``re`` compiles ~7,000 patterns a
-    second), is compiled with RE2 when it is installed (linear time, the same
-    leftmost-first priority); otherwise, or when RE2 lacks a construct, with ``re``
-    (cheaper per call for the few ordinary patterns of a usual ignore file)."""
-    out: list[Any] = []
-    many = len(alts) > _ALTERNATION_CHUNK
+    Either an RE2 ``Set`` (every pattern that matches, in one linear pass; the highest
+    index wins) or Python ``re`` alternation of named groups, later patterns first (the
+    first alternative that matches is the last pattern)."""
+
+    __slots__ = ("_indexes", "_rx", "_set")
+
+    def __init__(self, rx: Any, rset: Any, indexes: list[int]) -> None:
+        self._rx = rx
+        self._set = rset
+        self._indexes = indexes
+
+    def last(self, s: str, pos: int) -> int:
+        if self._set is not None:
+            hits = self._set.Match(s[pos:] if pos else s)
+            return max(self._indexes[h] for h in hits) if hits else -1
+        m = self._rx.fullmatch(s, pos)
+        return -1 if m is None else int(m.lastgroup[1:])
+
+
+def _compile_alternation(alts: list[tuple[int, str]]) -> list[_Alternation]:
+    """``alts`` (``(pattern index, regex body)``, in priority order) compiled as chunks of
+    at most ``_ALTERNATION_CHUNK``, in the same order.
+
+    A chunk of more than ``_RE2_MIN_PARTS`` patterns, or holding a risky one
+    (:func:`_risky`), is an RE2 ``Set`` when RE2 is installed (linear time whatever the
+    number of patterns; Python's ``re`` tries the alternatives one by one, and compiles
+    ~7,000 patterns a second); otherwise, or when RE2 lacks a construct, an ``re``
+    alternation (cheaper per call for the few ordinary patterns of a usual ignore file)."""
+    out: list[_Alternation] = []
     for at in range(0, len(alts), _ALTERNATION_CHUNK):
         chunk = alts[at : at + _ALTERNATION_CHUNK]
-        src = "|".join(chunk)
-        mod = _re2() if many or any(_risky(a) for a in chunk) else None
+        many = len(chunk) > _RE2_MIN_PARTS
+        mod = _re2() if many or any(_risky(body) for _, body in chunk) else None
         if mod is not None:
             options = mod.Options()
             options.dot_nl = True  # re.DOTALL
             options.log_errors = False
             try:
-                out.append(mod.compile(src, options))
+                rset = mod.Set.FullMatchSet(options)
+                for _, body in chunk:
+                    rset.Add(body)
+                rset.Compile()
+                out.append(_Alternation(None, rset, [idx for idx, _ in chunk]))
                 continue
             except mod.error:
                 pass
-        out.append(re.compile(src, re.DOTALL))
+        src = "|".join(f"(?P<g{idx}>{body})" for idx, body in chunk)
+        out.append(_Alternation(re.compile(src, re.DOTALL), None, []))
     return out
 
 
+class _Latin1:
+    """An RE2 regex compiled over bytes as Latin-1, matched on byte-view strings: the
+    byte view is exactly Latin-1, and RE2's wrapper matches bytes without mapping UTF-8
+    offsets back to characters for every match (3x faster ``findall`` on long blobs)."""
+
+    __slots__ = ("_rx", "_src")
+
+    def __init__(self, rx: Any, src: str) -> None:
+        self._rx = rx
+        self._src = src
+
+    def findall(self, s: str) -> list[str]:
+        """The whole matches in byte-view ``s``, as byte-view strings."""
+        try:
+            data = s.encode("latin-1")
+        except UnicodeEncodeError:  # not a byte view: match it as text
+            return list(_re2().compile(self._src).findall(s))
+        hits = self._rx.findall(data)
+        return b"\n".join(hits).decode("latin-1").split("\n") if hits else []
+
+
 def compile_quick(parts: Sequence[str]) -> Any:
-    """One multi-line regex over newline-joined top-relative paths matching any of
-    ``parts``: RE2 (linear time, one pass) when installed, else Python re."""
+    """One multi-line regex over newline-joined top-relative paths (byte view) matching
+    any of ``parts``, with ``findall``: RE2 (linear time, one pass) when installed, else
+    Python re."""
     if not parts:
         return None
     src = "(?m)^(?:" + "|".join(parts) + ")$"
     # few alternatives: Python re (cheaper per call); many: RE2 (one linear pass)
     mod = _re2() if len(parts) > _RE2_MIN_PARTS else None
     if mod is not None:
+        options = mod.Options()
+        options.encoding = mod.Options.Encoding.LATIN1
+        options.log_errors = False
         try:
-            return mod.compile(src)
-        except mod.error:  # a construct RE2 lacks: fall back to Python re
+            return _Latin1(mod.compile(src.encode("latin-1"), options), src)
+        except (mod.error, UnicodeEncodeError):  # a construct RE2 lacks: Python re
             pass
     return re.compile(src)
 

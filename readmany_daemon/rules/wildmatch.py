@@ -62,11 +62,22 @@ _ALL_BYTES: Final = frozenset(range(256))
 GLOB_SPECIAL: Final = frozenset("*?[\\")  # git's is_glob_special()
 
 
-def literal(ch: str) -> str:
-    """One literal byte-view character as a regex atom valid in Python re and RE2."""
+def literal(ch: str, fold: bool = False) -> str:
+    """One literal byte-view character as a regex atom valid in Python re and RE2.
+
+    ``fold``: git's ``core.ignorecase`` (wildmatch's ``WM_CASEFOLD``, dir.c's
+    ``fspathncmp``): an ASCII letter matches either case; other bytes only themselves (git
+    folds with its own ASCII-only ``tolower``, never Latin-1 or Unicode)."""
+    if fold and ch.isascii() and ch.isalpha():
+        return f"[{ch.lower()}{ch.upper()}]"
     if ch.isascii() and ch.isalnum():
         return ch
     return f"\\x{ord(ch):02x}"
+
+
+def _lower(b: int) -> int:
+    """git's ``tolower`` on a byte: ASCII only."""
+    return b + 32 if 65 <= b <= 90 else b
 
 
 def _class_regex(members: Collection[int], blob: bool) -> str:
@@ -85,12 +96,17 @@ def _class_regex(members: Collection[int], blob: bool) -> str:
     return "[" + "".join(parts) + "]"
 
 
-def _parse_bracket(pat: str, i: int) -> tuple[frozenset[int] | None, int]:
+def _parse_bracket(pat: str, i: int, fold: bool = False) -> tuple[frozenset[int] | None, int]:
     """Parse the bracket expression starting at ``pat[i] == '['`` as wildmatch.c does.
 
     Returns ``(bytes matched, index after the closing ']')``; ``None`` when wildmatch would
     return ``WM_ABORT_ALL`` (no closing ``]``, a trailing ``\\``, an unknown ``[:class:]``),
     which makes the whole pattern match nothing.
+
+    ``fold`` (``WM_CASEFOLD``): wildmatch lowers the text byte, not the bracket's members,
+    so a byte matches when its lower case is a member; a range also matches a lower-case
+    byte whose upper case lies in it, and ``[:upper:]`` every letter. Hence git's quirk:
+    an upper-case single member (``[A]``, ``[\\A]``) matches no letter at all.
     """
     n = len(pat)
     p = i + 1
@@ -98,6 +114,7 @@ def _parse_bracket(pat: str, i: int) -> tuple[frozenset[int] | None, int]:
     if negated:
         p += 1
     members: set[int] = set()
+    extra: set[int] = set()  # with fold: lower-case bytes a range or [:upper:] adds
     prev: str | None = None  # wildmatch's prev_ch (None for 0)
     while True:
         if p >= n:
@@ -117,7 +134,9 @@ def _parse_bracket(pat: str, i: int) -> tuple[frozenset[int] | None, int]:
                 if p >= n:
                     return None, n
                 hi = pat[p]
-            members.update(range(ord(prev), ord(hi) + 1))  # empty when reversed, as in git
+            span = range(ord(prev), ord(hi) + 1)  # empty when reversed, as in git
+            members.update(span)
+            extra.update(b + 32 for b in span if 65 <= b <= 90)
             ch = None
         elif ch == "[" and p + 1 < n and pat[p + 1] == ":":
             s = p + 2
@@ -135,6 +154,8 @@ def _parse_bracket(pat: str, i: int) -> tuple[frozenset[int] | None, int]:
                 if cls is None:
                     return None, n
                 members.update(cls)
+                if pat[s : q - 1] == "upper":
+                    extra.update(_CLASSES["lower"])
                 ch = None
                 p = q
         else:
@@ -144,17 +165,25 @@ def _parse_bracket(pat: str, i: int) -> tuple[frozenset[int] | None, int]:
         p += 1
         if p < n and pat[p] == "]":
             break
+    if fold:
+        members.update(extra)
+        members = {b for b in range(256) if _lower(b) in members}
     result = (_ALL_BYTES - members) if negated else frozenset(members)
     return result, p + 1
 
 
-def translate(pat: str, pathname: bool, blob: bool) -> str | None:
+def translate(pat: str, pathname: bool, blob: bool, fold: bool = False) -> str | None:
     """Translate a wildmatch pattern (byte view) to a regex body, or ``None`` if it can
     never match.
 
     ``pathname``: git's ``WM_PATHNAME`` (``*``, ``?`` and classes never match ``/``, ``**``
     between slashes crosses them); off for basename patterns. ``blob``: the variant used on
-    newline-joined paths (``\\n`` never matched). Where git differs from pathspec 1.1.1's
+    newline-joined paths (``\\n`` never matched). ``fold``: ``WM_CASEFOLD`` (git's
+    ``core.ignorecase``), compiled into the regex: ASCII letters match either case (see
+    ``literal``, ``_parse_bracket``); an escaped upper-case letter (``\\A``) matches nothing,
+    as wildmatch compares it with the lowered text byte. Not a regex engine's
+    case-insensitive flag: that folds Latin-1 letters of the byte view too, and misses
+    git's bracket rules. Where git differs from pathspec 1.1.1's
     ``GitIgnoreSpecPattern`` (found by tests/unit/test_git_differential.py):
 
     * ``[...]`` follows wildmatch: ``[!x]`` and ``[^x]``, ``]`` first is a member,
@@ -200,16 +229,20 @@ def translate(pat: str, pathname: bool, blob: bool) -> str | None:
         elif c == "\\":
             if i + 1 >= n:
                 return None
-            out.append(literal(pat[i + 1]))
+            esc = pat[i + 1]
+            if fold and esc.isascii() and esc.isupper():
+                out.append(NEVER)  # wildmatch: lowered text byte != raw 'A'
+            else:
+                out.append(literal(esc, fold))
             i += 2
         elif c == "[":
-            members, i = _parse_bracket(pat, i)
+            members, i = _parse_bracket(pat, i, fold)
             if members is None:
                 return None
             if pathname:
                 members = members - {47}
             out.append(_class_regex(members, blob))
         else:
-            out.append(literal(c))
+            out.append(literal(c, fold))
             i += 1
     return "".join(out)

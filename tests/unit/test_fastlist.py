@@ -357,6 +357,25 @@ def test_gitignore_deny_default_and_ignore_files(repo: Path) -> None:
     compare(repo)
 
 
+def test_core_ignorecase(repo: Path) -> None:
+    """git's listing and the rule engine both fold the case of gitignore patterns when the
+    repository sets core.ignorecase; tool ignore files stay case-sensitive."""
+    write_tree(
+        repo,
+        {
+            ".gitignore": "*.LOG\nBuild/\n[A]y\n", ".readmanyignore": "*.TMP\n",
+            "a.log": "", "B.Log": "", "build/x.py": "", "ay": "", "Ay": "", "s.tmp": "",
+            "S.TMP": "", "src/m.py": "",
+        },
+    )  # fmt: skip
+    git(repo, "add", ".gitignore", "src/m.py")
+    git(repo, "config", "core.ignorecase", "true")
+    got, why = fast(repo)
+    assert why is None
+    assert got == [".gitignore", ".readmanyignore", "Ay", "ay", "s.tmp", "src/m.py"]
+    compare(repo)
+
+
 def test_tracked_changes_after_add(repo: Path) -> None:
     write_tree(repo, {"a.txt": "", "gone.txt": "", "was_file": "", "d/x.txt": "", "fifo": ""})
     git(repo, "add", "-A")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -61,12 +62,22 @@ NAMES = [
     "build",
     "node",
     "tab\tx",
+    "A.LOG",
+    "KEEP.txt",
+    "\u00c9t\u00c9",
 ]
-DIRNAMES = ["a", "b", "sub", "build", "ab", "x.d", "Deep", "\u00e9", "n m"]
+DIRNAMES = ["a", "b", "sub", "build", "ab", "x.d", "Deep", "\u00e9", "n m", "Build", "SUB"]
 
-LITERALS = ["a", "b", "ab", "log", "txt", "build", "sub", "d", "x", "keep", "B", "1", "\u00e9"]
+LITERALS = [
+    *("a", "b", "ab", "log", "txt", "build", "sub", "d", "x", "keep", "B", "1", "\u00e9"),
+    *("A", "LOG", "Build", "\u00c9"),
+]
 CLASSES = [
     "[ab]",
+    "[AB]",
+    "[A-C]",
+    "[!B]",
+    "[[:lower:]]",
     "[!a]",
     "[^b]",
     "[a-c]",
@@ -104,7 +115,7 @@ def _segment(rng: random.Random) -> str:
         elif k < 0.85:
             parts.append(rng.choice(CLASSES))
         elif k < 0.9:
-            parts.append(rng.choice(["\\#", "\\!", "\\*", "\\a", "\\ ", "#", "!", " "]))
+            parts.append(rng.choice(["\\#", "\\!", "\\*", "\\a", "\\A", "\\ ", "#", "!", " "]))
         elif k < 0.95:
             parts.append("**")
         else:
@@ -157,8 +168,9 @@ def _ignore_text(rng: random.Random, names: list[str]) -> bytes:
     return data
 
 
-def make_case(seed: int, base: Path) -> tuple[Path, Path, str]:
-    """Build case ``seed`` under ``base``: returns ``(repo, root, description)``."""
+def make_case(seed: int, base: Path, ignorecase: bool = False) -> tuple[Path, Path, str]:
+    """Build case ``seed`` under ``base``: returns ``(repo, root, description)``.
+    ``ignorecase``: ``core.ignorecase true`` in the repository's config."""
     rng = random.Random(seed)
     repo = base / "repo"
     home = base / "home"
@@ -218,6 +230,9 @@ def make_case(seed: int, base: Path) -> tuple[Path, Path, str]:
     if tracked:
         git(repo, "add", "-f", "--", *tracked)
         desc.append(f"tracked: {tracked}")
+    if ignorecase:  # after "git add": it refuses two paths that differ only in case
+        git(repo, "config", "core.ignorecase", "true")
+        desc.append("core.ignorecase true")
     root = repo
     if rng.random() < 0.2 and len(dirs) > 1:
         sub = rng.choice(dirs[1:])
@@ -226,20 +241,49 @@ def make_case(seed: int, base: Path) -> tuple[Path, Path, str]:
     return repo, root, "\n".join(desc)
 
 
-def run_case(seed: int, base: Path) -> str | None:
-    """None if readmany agrees with git on case ``seed``, else a report."""
-    _, root, desc = make_case(seed, base)
+def _ascii_fold(s: str) -> str:
+    """git's case folding: ASCII letters only."""
+    return s.translate(_FOLD)
+
+
+_FOLD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def run_case(seed: int, base: Path, ignorecase: bool = False) -> str | None:
+    """None if readmany agrees with git on case ``seed``, else a report.
+
+    With ``ignorecase``, git on a case-sensitive file system takes an untracked file
+    whose path differs from a tracked one only in case for that tracked file, and lists
+    neither it nor its content (``index_file_exists`` with ``ignore_case``); readmany
+    lists it when no pattern hides it, as ``git check-ignore --no-index`` judges it."""
+    _, root, desc = make_case(seed, base, ignorecase)
     out = git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     want = {p for p in os.fsdecode(out).split("\0") if p and os.path.lexists(root / p)}
     ix = Index.build(str(root), Settings(default_excludes=[], deny_patterns=[]))
     got = set(ix.files(Filters(use_default_excludes=False)))
+    twins_ignored: set[str] = set()  # twins git calls ignored (it lists none as ignored)
+    if ignorecase:
+        tracked = set(os.fsdecode(git(root, "ls-files", "-z", "--cached")).split("\0"))
+        folded = {_ascii_fold(t) for t in tracked}
+        twins = [p for p in got - want if p not in tracked and _ascii_fold(p) in folded]
+        if twins:
+            proc = subprocess.run(
+                ["git", "check-ignore", "--no-index", "-z", "--stdin"],
+                cwd=root,
+                input=os.fsencode("\0".join(twins)),
+                capture_output=True,
+                check=False,
+            )
+            ignored = {p for p in os.fsdecode(proc.stdout).split("\0") if p}
+            got -= set(twins) - ignored  # an ignored twin listed stays a difference
+            twins_ignored = ignored
     if got == want:
         return None
     if any("named explicitly" in w for w in ix.rules.warnings):
         # A root inside a folder git ignores is read as named (as ripgrep does): git
         # lists only tracked files there; readmany adds what git calls ignored, no more.
         out = git(root, "ls-files", "-z", "--others", "--ignored", "--exclude-standard")
-        ignored = {p for p in os.fsdecode(out).split("\0") if p}
+        ignored = {p for p in os.fsdecode(out).split("\0") if p} | twins_ignored
         if want <= got <= want | ignored:
             return None
     return (
@@ -248,12 +292,12 @@ def run_case(seed: int, base: Path) -> str | None:
     )
 
 
-def _run_many(seeds: range, base: Path) -> None:
+def _run_many(seeds: range, base: Path, ignorecase: bool = False) -> None:
     failures: list[str] = []
     for seed in seeds:
         case_dir = base / f"c{seed}"
         try:
-            report = run_case(seed, case_dir)
+            report = run_case(seed, case_dir, ignorecase)
         finally:
             shutil.rmtree(case_dir, ignore_errors=True)
         if report is not None:
@@ -266,6 +310,12 @@ def _run_many(seeds: range, base: Path) -> None:
 def test_differential_default(git_env: Path) -> None:
     """300 random cases (seeds 0-299) in the default suite."""
     _run_many(range(300), git_env)
+
+
+def test_differential_ignorecase(git_env: Path) -> None:
+    """200 random cases (seeds 0-199) with ``core.ignorecase true``: ignore patterns match
+    without regard to case, as git's do."""
+    _run_many(range(200), git_env, ignorecase=True)
 
 
 @pytest.mark.slow

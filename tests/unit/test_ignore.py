@@ -4,6 +4,7 @@ warnings."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -167,6 +168,79 @@ def test_core_excludes_file_xdg(repo: Path, git_env: Path, monkeypatch: pytest.M
 
 
 # ---- tracked files ----------------------------------------------------------------------
+
+
+def test_core_ignorecase_folds_gitignore_patterns(repo: Path, git_env: Path) -> None:
+    """With ``core.ignorecase`` set, .gitignore, info/exclude and core.excludesFile match
+    without regard to case, as git does: ASCII letters only, and with wildmatch's rules
+    (the text is lowered, a bracket's members are not: ``[A]`` matches no letter, ranges
+    and ``[:upper:]`` match both cases; an escaped ``\\Q`` matches nothing)."""
+    xf = git_env / "global-ignore"
+    xf.write_text("*.BAK\n")
+    git(repo, "config", "core.excludesFile", str(xf))
+    git(repo, "config", "core.ignorecase", "true")
+    write_tree(
+        repo,
+        {
+            ".gitignore": "*.LOG\nBuild/\n[A-C]x\n[A]y\n\\Qz\n[[:upper:]]u\n\u00c9t\u00e9\n",
+            ".git/info/exclude": "Secret\n",
+        },
+    )
+    r = rules_for(repo)
+    paths = ["a.log", "B.Log", "build/x.py", "bx", "Cx", "Ay", "ay", "qz", "Qz", "au", "Au"]
+    paths += ["\u00e9t\u00e9", "\u00c9t\u00e9", "SECRET", "secret", "x.bak", "X.Bak", "keep.txt"]
+    write_tree(repo, {p: "" for p in paths})
+    proc = subprocess.run(
+        ["git", "check-ignore", "--no-index", "-z", "--stdin"],
+        cwd=repo,
+        input="\0".join(paths).encode(),
+        capture_output=True,
+        check=False,
+    )
+    want = {p for p in proc.stdout.decode().split("\0") if p}
+    assert want == {
+        *("a.log", "B.Log", "build/x.py", "bx", "Cx", "au", "Au", "\u00c9t\u00e9"),
+        *("SECRET", "secret", "x.bak", "X.Bak"),
+    }
+    assert {p for p in paths if r.check(p, False) is not None} == want
+    assert r.check("build", True) == Verdict("gitignore", ".gitignore:2", "Build/")
+    assert r.ignore_case
+
+
+def test_core_ignorecase_leaves_tool_rules_case_sensitive(repo: Path) -> None:
+    """core.ignorecase is git's: tool ignore files, default excludes and deny patterns
+    keep matching case-sensitively; a tracked file stays visible."""
+    git(repo, "config", "core.ignorecase", "yes")
+    write_tree(
+        repo,
+        {
+            ".readmanyignore": "*.TMP\n",
+            ".gitignore": "*.PY\n",
+            "a.tmp": "",
+            "A.TMP": "",
+            "NODE_MODULES/x.js": "",
+            "t.py": "",
+            "u.py": "",
+            "Key.PEM": "",
+        },
+    )
+    git(repo, "add", "-f", "t.py")
+    r = rules_for(repo, default_excludes=["node_modules/"], deny_patterns=["*.pem"])
+    assert r.check("a.tmp", False) is None
+    assert r.check("A.TMP", False) == Verdict("ignore-file", ".readmanyignore:1", "*.TMP")
+    assert r.check("NODE_MODULES/x.js", False) is None
+    assert r.check("Key.PEM", False) is None
+    assert r.check("t.py", False) is None  # tracked
+    assert r.check("u.py", False) == Verdict("gitignore", ".gitignore:1", "*.PY")
+
+
+def test_core_ignorecase_off_or_unset_matches_case(repo: Path) -> None:
+    write_tree(repo, {".gitignore": "*.LOG\n", "a.log": "", "b.LOG": ""})
+    r = rules_for(repo)
+    assert not r.ignore_case
+    assert r.check("a.log", False) is None and r.check("b.LOG", False) is not None
+    git(repo, "config", "core.ignorecase", "false")
+    assert not rules_for(repo).ignore_case
 
 
 def test_tracked_file_in_ignored_folder_is_visible(repo: Path) -> None:
