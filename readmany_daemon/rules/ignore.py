@@ -71,7 +71,8 @@ from readmany_daemon.rules.kinds import (
     Filters,
     Verdict,
 )
-from readmany_daemon.rules.patterns import NameMatcher, Pattern, PatternList, compile_quick
+from readmany_daemon.rules.patterns import NameMatcher, Pattern, PatternList
+from readmany_daemon.rules.regex import compile_quick
 from readmany_daemon.rules.wildmatch import byte_view, from_byte_view
 from readmany_daemon.settings import Settings
 

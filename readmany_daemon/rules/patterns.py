@@ -29,12 +29,17 @@ patterns (linear time); Python's ``re`` otherwise.
 
 from __future__ import annotations
 
-import re
 import zlib
 from collections.abc import Collection, Iterable, Sequence
-from typing import Any, Final
+from typing import Any
 
 from readmany_daemon.rules.kinds import KIND_NAMES, Verdict
+from readmany_daemon.rules.regex import (
+    Alternation,
+    compile_alternation,
+    compile_quick,
+    match_names,
+)
 from readmany_daemon.rules.wildmatch import (
     GLOB_SPECIAL,
     NEVER,
@@ -203,7 +208,7 @@ class PatternList:
             p.name_quick for p in pos if p.name_quick is not None and not p.dir_only
         )
         self.name_quick_dirs = tuple(p.name_quick for p in pos if p.name_quick is not None)
-        self._combined: dict[bool, tuple[list[_Alternation], list[_Alternation]]] = {}
+        self._combined: dict[bool, tuple[list[Alternation], list[Alternation]]] = {}
 
     @classmethod
     def from_bytes(
@@ -273,10 +278,10 @@ class PatternList:
             patterns.append(pat)
         return cls(source, base, kind, patterns, digest, False)
 
-    def _combine(self, is_dir: bool) -> tuple[list[_Alternation], list[_Alternation]]:
+    def _combine(self, is_dir: bool) -> tuple[list[Alternation], list[Alternation]]:
         """``(basename matchers, path matchers)``: the list's patterns compiled together
-        in chunks of at most ``_ALTERNATION_CHUNK``, last line first, so the first chunk
-        that matches holds git's last match (see :func:`_compile_alternation`)."""
+        in chunks of at most ``ALTERNATION_CHUNK``, last line first, so the first chunk
+        that matches holds git's last match (see :func:`compile_alternation`)."""
         got = self._combined.get(is_dir)
         if got is None:
             name_alts: list[tuple[int, str]] = []
@@ -286,7 +291,7 @@ class PatternList:
                 if (pat.dir_only and not is_dir) or pat.full == NEVER:
                     continue
                 (name_alts if pat.nodir else path_alts).append((idx, pat.full))
-            got = (_compile_alternation(name_alts), _compile_alternation(path_alts))
+            got = (compile_alternation(name_alts), compile_alternation(path_alts))
             self._combined[is_dir] = got
         return got
 
@@ -384,7 +389,7 @@ class GitPatterns:
         hits = {p for p in paths if p.rpartition("/")[2] in name_hits} if name_hits else set()
         quick = compile_quick(lst.quick_dirs if is_dir else lst.quick_files)
         if quick is not None:
-            hits |= _match_names(quick, paths)
+            hits |= match_names(quick, paths)
         return hits
 
     def _positive(self, path: str, is_dir: bool) -> bool:
@@ -393,44 +398,6 @@ class GitPatterns:
         b = byte_view(path)
         pat = self._list.last_match(b, b.rpartition("/")[2], is_dir)
         return pat is not None and not pat.negated
-
-
-# --------------------------------------------------------------------------------------
-# basename prefilter (the re2 seam)
-
-
-_RE2: Any = None
-_RE2_TRIED = False
-_RE2_MIN_PARTS: Final = 12
-
-
-def _re2() -> Any:
-    global _RE2, _RE2_TRIED
-    if not _RE2_TRIED:
-        _RE2_TRIED = True
-        try:
-            import re2  # type: ignore[import-untyped, unused-ignore]
-
-            _RE2 = re2
-        except ImportError:
-            _RE2 = None
-    return _RE2
-
-
-def _match_names(rx: Any, names: Collection[str]) -> set[str]:
-    """The names (as given) that multi-line regex ``rx`` matches whole, in one pass over
-    their newline-joined byte views; names containing a newline always count."""
-    plain = [n for n in names if "\n" not in n]
-    blob = "\n".join(plain)
-    hits: set[str]
-    if blob.isascii():
-        hits = set(rx.findall(blob))
-    else:
-        back = {byte_view(n): n for n in plain}
-        hits = {back[h] for h in rx.findall("\n".join(back))}
-    if len(plain) != len(names):
-        hits.update(n for n in names if "\n" in n)
-    return hits
 
 
 class NameMatcher:
@@ -454,116 +421,8 @@ class NameMatcher:
             new = names - seen
             if new:
                 seen |= new
-                hits |= _match_names(rx, new)
+                hits |= match_names(rx, new)
         return hits
-
-
-#: Alternatives per compiled regex of one ignore file: a file of 200,000 patterns is
-#: compiled as 400 regexes, not one alternation whose compile time is superlinear.
-_ALTERNATION_CHUNK: Final = 500
-
-
-def _risky(source: str) -> bool:
-    """Whether a translated pattern can make a backtracking engine take exponential time:
-    several unbounded repetitions (``a*a*a*…b``, ``**/**/…``) against a name that almost
-    matches. git's wildmatch is linear there; so is RE2."""
-    return source.count("*") + source.count("+") >= 3
-
-
-class _Alternation:
-    """Patterns (regex bodies) compiled together; ``last(s, pos)`` is the index of the
-    last pattern that matches ``s[pos:]`` whole, or -1.
-
-    Either an RE2 ``Set`` (every pattern that matches, in one linear pass; the highest
-    index wins) or Python ``re`` alternation of named groups, later patterns first (the
-    first alternative that matches is the last pattern)."""
-
-    __slots__ = ("_indexes", "_rx", "_set")
-
-    def __init__(self, rx: Any, rset: Any, indexes: list[int]) -> None:
-        self._rx = rx
-        self._set = rset
-        self._indexes = indexes
-
-    def last(self, s: str, pos: int) -> int:
-        if self._set is not None:
-            hits = self._set.Match(s[pos:] if pos else s)
-            return max(self._indexes[h] for h in hits) if hits else -1
-        m = self._rx.fullmatch(s, pos)
-        return -1 if m is None else int(m.lastgroup[1:])
-
-
-def _compile_alternation(alts: list[tuple[int, str]]) -> list[_Alternation]:
-    """``alts`` (``(pattern index, regex body)``, in priority order) compiled as chunks of
-    at most ``_ALTERNATION_CHUNK``, in the same order.
-
-    A chunk of more than ``_RE2_MIN_PARTS`` patterns, or holding a risky one
-    (:func:`_risky`), is an RE2 ``Set`` when RE2 is installed (linear time whatever the
-    number of patterns; Python's ``re`` tries the alternatives one by one, and compiles
-    ~7,000 patterns a second); otherwise, or when RE2 lacks a construct, an ``re``
-    alternation (cheaper per call for the few ordinary patterns of a usual ignore file)."""
-    out: list[_Alternation] = []
-    for at in range(0, len(alts), _ALTERNATION_CHUNK):
-        chunk = alts[at : at + _ALTERNATION_CHUNK]
-        many = len(chunk) > _RE2_MIN_PARTS
-        mod = _re2() if many or any(_risky(body) for _, body in chunk) else None
-        if mod is not None:
-            options = mod.Options()
-            options.dot_nl = True  # re.DOTALL
-            options.log_errors = False
-            try:
-                rset = mod.Set.FullMatchSet(options)
-                for _, body in chunk:
-                    rset.Add(body)
-                rset.Compile()
-                out.append(_Alternation(None, rset, [idx for idx, _ in chunk]))
-                continue
-            except mod.error:
-                pass
-        src = "|".join(f"(?P<g{idx}>{body})" for idx, body in chunk)
-        out.append(_Alternation(re.compile(src, re.DOTALL), None, []))
-    return out
-
-
-class _Latin1:
-    """An RE2 regex compiled over bytes as Latin-1, matched on byte-view strings: the
-    byte view is exactly Latin-1, and RE2's wrapper matches bytes without mapping UTF-8
-    offsets back to characters for every match (3x faster ``findall`` on long blobs)."""
-
-    __slots__ = ("_rx", "_src")
-
-    def __init__(self, rx: Any, src: str) -> None:
-        self._rx = rx
-        self._src = src
-
-    def findall(self, s: str) -> list[str]:
-        """The whole matches in byte-view ``s``, as byte-view strings."""
-        try:
-            data = s.encode("latin-1")
-        except UnicodeEncodeError:  # not a byte view: match it as text
-            return list(_re2().compile(self._src).findall(s))
-        hits = self._rx.findall(data)
-        return b"\n".join(hits).decode("latin-1").split("\n") if hits else []
-
-
-def compile_quick(parts: Sequence[str]) -> Any:
-    """One multi-line regex over newline-joined top-relative paths (byte view) matching
-    any of ``parts``, with ``findall``: RE2 (linear time, one pass) when installed, else
-    Python re."""
-    if not parts:
-        return None
-    src = "(?m)^(?:" + "|".join(parts) + ")$"
-    # few alternatives: Python re (cheaper per call); many: RE2 (one linear pass)
-    mod = _re2() if len(parts) > _RE2_MIN_PARTS else None
-    if mod is not None:
-        options = mod.Options()
-        options.encoding = mod.Options.Encoding.LATIN1
-        options.log_errors = False
-        try:
-            return _Latin1(mod.compile(src.encode("latin-1"), options), src)
-        except (mod.error, UnicodeEncodeError):  # a construct RE2 lacks: Python re
-            pass
-    return re.compile(src)
 
 
 def _digest(data: bytes) -> str:
