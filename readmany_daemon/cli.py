@@ -12,6 +12,7 @@ This module stays light: the one-shot path imports neither pygls nor watchdog.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -460,8 +461,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
     except BrokenPipeError:
         # The reader went away (``| head``): not an error of ours.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _drop_stdout()
         return EXIT_OK
     except _OutputError as exc:
         print(f"readmany: cannot write the answer: {exc}", file=sys.stderr)
+        _drop_stdout()
         return EXIT_FAILED
+
+
+def _drop_stdout() -> None:
+    """Point standard output at /dev/null: what its buffer still holds would fail again
+    when the interpreter flushes it on exit (exit 120 and a second message)."""
+    if sys.stdout is not None:
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -331,15 +331,23 @@ def test_files_null_separated_and_sorted_by_bytes(tmp_path: Path, readmany: Any)
     assert "line\nbreak.txt" in names
 
 
+@pytest.mark.parametrize("buffered", [True, False])
 @pytest.mark.parametrize("stdout", ["full", "closed"])
 @pytest.mark.parametrize("command", ["read", "files"])
 def test_unwritable_output_is_one_line_and_exit_1(
-    tmp_path: Path, env: dict[str, str], stdout: str, command: str
+    tmp_path: Path, env: dict[str, str], stdout: str, command: str, buffered: bool
 ) -> None:
     """Standard output that cannot be written (a full device, a closed descriptor): one
-    line on stderr naming why, exit 1, no traceback."""
+    line on stderr naming why, exit 1, no traceback; also with Python's default buffered
+    stdout, whose leftover bytes would fail again at exit (``PYTHONUNBUFFERED`` unset)."""
     import subprocess
     import sys
+
+    env = dict(env)
+    if buffered:
+        env.pop("PYTHONUNBUFFERED", None)
+    else:
+        env["PYTHONUNBUFFERED"] = "1"
 
     write_tree(tmp_path, {"a.txt": "a\n"})
     args = [sys.executable, "-m", "readmany_daemon", command, "--no-daemon"]
