@@ -163,14 +163,29 @@ class Index(IndexSnapshots):
         """Walk folder ``rel`` (entered from ``frame``) on demand with the kinds in
         ``mask`` and emit its files; nothing is kept."""
         self._forget_unwatched(rel)
+        self._walk_emit(rel, frame, excl_bits & mask, mask, True, out, counter, keep)
+
+    def _walk_emit(
+        self,
+        rel: str,
+        frame: Frame,
+        bits: int,
+        mask: int,
+        recursive: bool,
+        out: list[str],
+        counter: Counter[str] | None,
+        keep: Callable[[str], bool] | None,
+    ) -> None:
+        """Walk folder ``rel`` into temporary records (entered from ``frame`` with the
+        excluded kinds ``bits``) and emit its files; a folder hidden itself is counted."""
         temp: dict[str, DirRecord] = {}
-        hidden_self = self._walk([(rel, frame, excl_bits & mask, 0, None)], temp)
+        hidden_self = self._walk([(rel, frame, bits, 0, None)], temp)
         rec = temp.get(rel)
         if rec is None:
             if counter is not None and hidden_self & mask:
                 counter[_first_kind(hidden_self & mask)] += 1
             return
-        self._emit(temp, rel, rec, mask, True, out, counter, keep)
+        self._emit(temp, rel, rec, mask, recursive, out, counter, keep)
 
     # ---- queries ------------------------------------------------------------------------
 
@@ -226,14 +241,7 @@ class Index(IndexSnapshots):
             if counter is not None:
                 counter[_first_kind(h & mask)] += 1
             return
-        temp: dict[str, DirRecord] = {}
-        hidden_self = self._walk([(rel_dir, pframe, r & mask, 0, None)], temp)
-        rec = temp.get(rel_dir)
-        if rec is None:
-            if counter is not None and hidden_self & mask:
-                counter[_first_kind(hidden_self & mask)] += 1
-            return
-        self._emit(temp, rel_dir, rec, mask, recursive, out, counter, keep)
+        self._walk_emit(rel_dir, pframe, r & mask, mask, recursive, out, counter, keep)
 
     def _forget_unwatched(self, rel: str) -> None:
         """Drop the rules' cached ignore files at and below the first folder on the way
