@@ -364,3 +364,18 @@ def test_the_checks_flag_a_synthetic_graph(fake: Path) -> None:
 def test_an_unmapped_top_level_module_is_an_error() -> None:
     with pytest.raises(AssertionError, match="no layer"):
         layer(f"{NAME}.newthing")
+
+
+def test_the_architecture_map_names_every_module() -> None:
+    """docs/architecture.md's module table names each module of the package once, with
+    its one concept, and nothing that is gone."""
+    doc = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = doc[doc.index("| module | its one concept |") :].split("\n\n", 1)[0]
+    named = [line.split("](", 1)[0].removeprefix("| [") for line in table.splitlines()[2:]]
+    modules = sorted(
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if p.name != "__init__.py" or p.parent == PACKAGE  # subpackages' are empty
+    )
+    assert sorted(named) == modules
+    assert len(named) == len(set(named))
