@@ -35,10 +35,12 @@ class _UsageLine(UsageError):
 
 class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of printing usage and exiting, so every usage error
-    becomes one line on stderr (``readmany read: argument …``) and exit code 2."""
+    becomes one line on stderr (``readmany: read: argument …``) and exit code 2."""
 
     def error(self, message: str) -> NoReturn:
-        raise _UsageLine(f"{self.prog}: {message}")
+        # Every line starts "readmany: " (scripts match it); a command's own errors name it.
+        command = self.prog.partition(" ")[2]
+        raise _UsageLine(f"readmany: {command}: {message}" if command else f"readmany: {message}")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

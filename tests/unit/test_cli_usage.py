@@ -16,7 +16,7 @@ from readmany_daemon.cli import EXIT_USAGE, main
         ([], "readmany: a command is required: one of read, files, serve, lsp, mcp, status, stop"),
         (
             ["read", "--max-total-files", "x"],
-            "readmany read: argument --max-total-files: invalid int value: 'x'",
+            "readmany: read: argument --max-total-files: invalid int value: 'x'",
         ),
     ],
 )
