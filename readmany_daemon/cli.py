@@ -129,6 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--cursor", metavar="TOKEN", help="continue an answer whose budget omitted files"
     )
+    r.add_argument(
+        "--known",
+        metavar="FILE",
+        help="receipts: a JSON file ('-': stdin) holding [{path, sha256}] or an earlier"
+        " --json answer; files whose bytes are the same come back unchanged",
+    )
 
     f = sub.add_parser("files", help="list the visible files, sorted by bytes")
     f.add_argument(
@@ -190,6 +196,8 @@ def _read_params(args: argparse.Namespace) -> dict[str, Any]:
         params = fold_read_params(raw)
     if args.paths:
         params["paths"] = list(params.get("paths", [])) + list(args.paths)
+    if args.known is not None:
+        params["known"] = _known_file(args.known)
     flags: dict[str, Any] = {
         "include": args.include,
         "exclude": args.exclude,
@@ -224,6 +232,36 @@ def _read_params(args: argparse.Namespace) -> dict[str, Any]:
     if ffo:
         params["fileFilteringOptions"] = ffo
     return params
+
+
+def _known_file(name: str) -> list[Any]:
+    """The receipts in JSON file ``name`` (``-``: standard input): a list of ``{path,
+    sha256}``, or an earlier ``--json`` answer, whose whole ``ok`` entries (no line
+    window) are taken. Raises ``InvalidParams`` naming ``--known`` when it cannot be
+    read or holds neither; the receipts themselves are checked with the request."""
+    try:
+        if name == "-":
+            raw = json.load(sys.stdin)
+        else:
+            with open(name, encoding="utf-8") as f:
+                raw = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise InvalidParams(f"invalid params: --known {name}: {exc}", "--known") from None
+    if isinstance(raw, dict) and isinstance(raw.get("files"), list):
+        return [
+            {"path": f["path"], "sha256": f["sha256"]}
+            for f in raw["files"]
+            if isinstance(f, dict)
+            and f.get("status") == "ok"
+            and isinstance(f.get("sha256"), str)
+            and "lineStart" not in f
+        ]
+    if isinstance(raw, list):
+        return raw
+    raise InvalidParams(
+        f"invalid params: --known {name}: expected [{{path, sha256}}] or a --json answer",
+        "--known",
+    )
 
 
 def _workspace(root: str) -> Any:

@@ -80,6 +80,8 @@ class Status:
     OMITTED: Final = "omitted"
     SKIPPED: Final = "skipped"
     ERROR: Final = "error"
+    #: The caller's receipt still holds: no content sent (``engine.receipts``).
+    UNCHANGED: Final = "unchanged"
 
 
 class Code:

@@ -22,7 +22,7 @@ from typing import Final, TypeVar, cast
 
 import msgspec
 
-from readmany_daemon.content.reader import FileRead, StatKey, stat_key
+from readmany_daemon.content.reader import FileRead, StatKey, sha256_if_same, stat_key
 from readmany_daemon.racy import RACY_NS, is_racy
 
 __all__ = ["DERIVED_MIN_CHARS", "JSON_BODY_MIN_CHARS", "ContentCache"]
@@ -72,7 +72,12 @@ class ContentCache:
     (:func:`readmany_daemon.racy.is_racy`, after git's
     Documentation/technical/racy-git.txt): a file written within one timestamp tick of
     being read can change again without its stat changing, so an entry whose
-    ``mtime_ns >= cached_at_ns - granularity_ns`` is never trusted. ``cached_at_ns`` is
+    ``mtime_ns >= cached_at_ns - granularity_ns`` is never trusted. The ctime gets the
+    same rule, applied as git applies its own: an entry whose ``ctime_ns`` is racy is
+    stored, but :meth:`get` checks its bytes again (``reader.sha256_if_same``) before
+    trusting it, then moves ``cached_at_ns`` up to that check. An edit that restores the
+    mtime (``os.utime``, ``touch -r``) moves only the ctime, and a second such edit in
+    the same ctime tick would leave the whole stat key unchanged. ``cached_at_ns`` is
     ``FileRead.read_at_ns`` (taken before the read, which is stricter than the time of
     :meth:`put`), or the clock at :meth:`put` if that is 0. ``granularity_ns`` defaults to
     :data:`~readmany_daemon.racy.RACY_NS`, 2 s: FAT's mtime resolution, the coarsest in
@@ -149,6 +154,21 @@ class ContentCache:
             if entry is None:
                 self._misses += 1
                 return None
+            if not is_racy(entry.key[3], entry.cached_at_ns, self.granularity_ns):
+                self._entries.move_to_end(path)
+                self._hits += 1
+                return entry.loaded
+        # Racily clean by its ctime: the bytes decide (outside the lock: a read).
+        checked = sha256_if_same(path, entry.key)
+        with self._lock:
+            if self._entries.get(path) is not entry:
+                self._misses += 1
+                return None
+            if checked is None or checked[0] != entry.loaded.sha256:
+                self._drop(path)
+                self._misses += 1
+                return None
+            entry.cached_at_ns = max(entry.cached_at_ns, checked[1])
             self._entries.move_to_end(path)
             self._hits += 1
             return entry.loaded

@@ -50,6 +50,7 @@ __all__ = [
     "open_beneath",
     "read_file",
     "read_file_at",
+    "sha256_if_same",
     "stat_key",
 ]
 
@@ -211,6 +212,31 @@ def _os_error(exc: OSError) -> FileRead:
     name = errno.errorcode.get(exc.errno or 0, "error")
     reason = exc.strerror or str(exc)
     return FileRead("error", code=Code.FS_ERROR, message=f"File system error: {reason} ({name}).")
+
+
+def sha256_if_same(abs_path: str, key: StatKey) -> tuple[str, int] | None:
+    """``(sha256 hex, read_at_ns)`` of the bytes of ``abs_path`` when the opened file's
+    stat key (``fstat``, before and after the read) is still ``key``, else None (changed,
+    gone, not a regular file, a symbolic link: ``O_NOFOLLOW``). ``read_at_ns`` is
+    ``time.time_ns()`` taken before the ``fstat``. The content check of a racily clean
+    cache entry (:mod:`readmany_daemon.content.cache`)."""
+    read_at = time.time_ns()
+    try:
+        fd = os.open(abs_path, _OPEN_FLAGS)
+    except (OSError, ValueError):
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or stat_key(st) != key:
+            return None
+        data = _read_upto(fd, st.st_size)
+        if len(data) != st.st_size or stat_key(os.fstat(fd)) != key:
+            return None
+        return hashlib.sha256(data).hexdigest(), read_at
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _read_upto(fd: int, n: int) -> bytes:

@@ -406,6 +406,8 @@ def _account(
         lo = loads(i)
         if plan.partial is not None and plan.partial[0] == i and lo.window is not None:
             lo = _cut_partial(acc, i, lo, plan.partial[1], params)
+        elif plan.partial is not None and plan.partial[0] == i and lo.recut is not None:
+            lo = lo.recut(plan.partial[1])  # a notebook: cut at cells
         _add_loaded(acc, lo)
     account_tail(acc, items, positions, budget_from, stopped_at)
     acc.summary.estimated_tokens = math.ceil(acc.summary.total_chars / 4)
@@ -433,6 +435,7 @@ def _add_loaded(acc: Account, lo: LoadedItem) -> None:
     acc.add(Piece(res, item.key, text, item.explicit))
     if lo.attachment is not None:
         acc.attachments.append(lo.attachment)
+    acc.attachments.extend(lo.attachments)
     if res.status == Status.PARTIAL and res.next_column is not None and res.line_end is not None:
         # A line cut short goes on inside that line (nextOffset would skip its rest).
         request = continuation_request(res.path, res.line_end, res.next_column)

@@ -12,7 +12,7 @@ import dataclasses
 import os
 import posixpath
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -27,7 +27,8 @@ class Item:
     """One resolved entry: a file to read, or an entry that already has its answer.
 
     ``rel`` is workspace-relative (POSIX); ``offset``/``limit`` the line window (1-based),
-    ``column`` the 1-based character of line ``offset`` where it starts;
+    ``column`` the 1-based character of line ``offset`` where it starts; ``cells`` a
+    notebook's cell range as asked (``"3-7"``, ``engine.notebook``);
     ``explicit`` marks a named path (as opposed to a glob or folder match); ``tail`` is
     the last component of the pattern that matched (lower-cased), which decides whether an
     image or PDF it reached may be attached. ``result`` is preset for entries decided at
@@ -40,6 +41,7 @@ class Item:
     offset: int | None = None
     limit: int | None = None
     column: int | None = None
+    cells: str | None = None
     explicit: bool = True
     tail: str = ""
     ignored_by: str | None = None
@@ -182,6 +184,11 @@ class LoadedItem:
     window: Window | None = None
     full: str | None = None  # the text the window came from (for a budget re-cut)
     attachment: Attachment | None = None
+    #: More attachments (a notebook's images, in the order its text names them).
+    attachments: list[Attachment] = field(default_factory=list)
+    #: How to cut this entry to fewer characters when it is not a line window (a
+    #: notebook, cut at cells): the budget's cut calls it with the characters allowed.
+    recut: Callable[[int], LoadedItem] | None = None
 
 
 @dataclass

@@ -16,8 +16,10 @@ import stat as stat_mod
 
 from readmany_daemon.content import lines as content_lines
 from readmany_daemon.content import reader
+from readmany_daemon.engine import notebook
 from readmany_daemon.engine.budget import finish
 from readmany_daemon.engine.items import Item, Items, LoadedItem
+from readmany_daemon.engine.receipts import Receipts, text_sha256
 from readmany_daemon.engine.resolve import LOOP_MESSAGE, path_error
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, Status
@@ -237,6 +239,8 @@ def load(
     encoding: str | None
     if overlay_text is not None:
         text, complete, encoding = overlay_text, True, "utf-8"
+        # Of the buffer's UTF-8 bytes; none past maxFileBytes (receipts).
+        base.sha256 = text_sha256(text, ws.settings.max_file_bytes)
     else:
         assert loaded is not None
         if loaded.kind == "error":
@@ -262,9 +266,23 @@ def load(
         text = loaded.text or ""
         complete = loaded.complete_text
         encoding = loaded.encoding
-        base.sha256 = loaded.sha256
+        if (loaded.size or 0) <= ws.settings.max_file_bytes:
+            base.sha256 = loaded.sha256  # files over maxFileBytes have none (receipts)
         base.replaced_bytes = loaded.replaced_bytes or None
     base.encoding = encoding
+    if item.cells is not None or (
+        notebook.is_notebook(item.rel)
+        and item.offset is None
+        and item.limit is None
+        and item.column is None
+    ):
+        nb = notebook.view(text, item.label, item.explicit, item.cells) if complete else None
+        if nb is not None:
+            return notebook.finish(item, base, nb, params)
+        if item.cells is not None:
+            base.status, base.code, base.sha256 = Status.ERROR, Code.OUT_OF_RANGE, None
+            base.message = f"cells applies to a Jupyter notebook's JSON; {item.label} is not one"
+            return LoadedItem(item, base)
     if not complete and loaded is not None and loaded.window is not None:
         # A prefix read of a file over maxFileBytes: the reader's window is exact over
         # the whole file (total lines counted without decoding the rest).
@@ -289,11 +307,15 @@ class Loads:
         self._params = params
         self._paths = paths
         self._loaded: dict[int, LoadedItem] = {}
+        self._receipts = Receipts(ws, params.known)
 
     def __call__(self, i: int) -> LoadedItem:
-        """Item ``i`` loaded."""
+        """Item ``i`` loaded (``unchanged`` when the request's receipt for it holds)."""
         if i not in self._loaded:
-            self._loaded[i] = load(self._ws, self._items[i], self._params, self._paths)
+            lo = load(self._ws, self._items[i], self._params, self._paths)
+            if self._receipts:
+                lo = self._receipts.settle(lo)
+            self._loaded[i] = lo
         return self._loaded[i]
 
     def peek(self, i: int) -> LoadedItem | None:

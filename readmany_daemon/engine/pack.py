@@ -189,6 +189,8 @@ class Account:
                 self.omitted_labels.append(result.path)
         elif st == Status.SKIPPED:
             self.summary.skipped += 1
+        elif st == Status.UNCHANGED:
+            self.summary.unchanged += 1  # no content: no characters (engine.receipts)
         else:
             self.summary.errors += 1
 

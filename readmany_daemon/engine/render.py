@@ -177,7 +177,30 @@ def _notice_lines(pieces: Sequence[Piece], notices: Notices, framed_errors: bool
 
 def _framed(pieces: Sequence[Piece], with_errors: bool) -> list[Piece]:
     keep = {Status.OK, Status.PARTIAL} | ({Status.ERROR} if with_errors else set())
-    return [p for p in pieces if p.result.status in keep and (p.content is not None or with_errors)]
+    return [
+        p
+        for p in pieces
+        if (p.result.status in keep and (p.content is not None or with_errors))
+        or p.result.status == Status.UNCHANGED
+    ]
+
+
+def unchanged_text(r: FileResult) -> str:
+    """The framed body of an ``unchanged`` entry (``engine.receipts``), e.g.
+    ``[Unchanged: the same bytes as the copy you hold (sha256 1a2b3c4d…); not sent
+    again.]``."""
+    short = (r.sha256 or "")[:8]
+    return f"[Unchanged: the same bytes as the copy you hold (sha256 {short}…); not sent again.]"
+
+
+def _body(p: Piece) -> str:
+    """What a framed entry shows: its content, or the line of an unchanged or failed one."""
+    r = p.result
+    if r.status == Status.UNCHANGED:
+        return unchanged_text(r) + "\n"
+    if r.status == Status.ERROR or p.content is None:
+        return _error_text(r)
+    return p.content
 
 
 def separator_parts(pieces: Sequence[Piece], notices: Notices) -> list[str]:
@@ -186,7 +209,7 @@ def separator_parts(pieces: Sequence[Piece], notices: Notices) -> list[str]:
     encoded and sent part by part)."""
     out: list[str] = []
     for p in _framed(pieces, with_errors=False):
-        content = p.content or ""
+        content = _body(p)
         out.append(f"--- {p.result.path} ---\n")
         out.append(content)
         out.append("\n" if content.endswith("\n") else "\n\n")
@@ -212,7 +235,7 @@ def render_heredoc(pieces: Sequence[Piece], notices: Notices) -> str:
     blocks: list[str] = []
     for index, p in enumerate(_framed(pieces, with_errors=True), start=1):
         r = p.result
-        body = p.content if r.status != Status.ERROR and p.content is not None else _error_text(r)
+        body = _body(p)
         if body.endswith("\n"):
             body = body[:-1]
         base = f"{HEREDOC_WORDS[(index - 1) % len(HEREDOC_WORDS)]}_{index}_{djb2_hex6(r.path)}"
@@ -277,7 +300,7 @@ def render_xml(pieces: Sequence[Piece], notices: Notices) -> str:
     out = ["<documents>"]
     for index, p in enumerate(_framed(pieces, with_errors=True), start=1):
         r = p.result
-        body = p.content if r.status != Status.ERROR and p.content is not None else _error_text(r)
+        body = _body(p)
         out.append(
             f'<document index="{index}"><source>{xml_escape(r.path)}</source>'
             f"<document_content>{xml_content(body)}</document_content></document>"
@@ -303,8 +326,9 @@ def _json_key(key: str, taken: dict[str, dict[str, str]]) -> str:
 
 def render_json(pieces: Sequence[Piece], notices: Notices) -> str:
     """``{"results": {key: {"status": "ok", "content": …} | {"status": "error", "code": …,
-    "message": …}}}`` (PROTOCOL §5, seed 000); ``ok`` for ok and partial, ``error`` for
-    every other status. A ``notices`` list is added only when there is something to say.
+    "message": …}}}`` (PROTOCOL §5, seed 000); ``ok`` for ok and partial,
+    ``{"status": "unchanged", "sha256", "message"}`` for unchanged, ``error`` for every
+    other status. A ``notices`` list is added only when there is something to say.
     Valid JSON always: every key is unique (:func:`_json_key`)."""
     results: dict[str, dict[str, str]] = {}
     for p in pieces:
@@ -312,6 +336,12 @@ def render_json(pieces: Sequence[Piece], notices: Notices) -> str:
         key = _json_key(p.key, results)
         if r.status in (Status.OK, Status.PARTIAL) and p.content is not None:
             results[key] = {"status": "ok", "content": p.content}
+        elif r.status == Status.UNCHANGED:
+            results[key] = {
+                "status": "unchanged",
+                "sha256": r.sha256 or "",
+                "message": unchanged_text(r),
+            }
         else:
             results[key] = {
                 "status": "error",
@@ -356,6 +386,7 @@ def return_display(summary: Summary, pieces: Sequence[Piece]) -> str:
         (summary.omitted, "omitted"),
         (summary.skipped, "skipped"),
         (summary.errors, "error(s)"),
+        (summary.unchanged, "unchanged"),
     ):
         if n:
             parts.append(f"{n} {word}")

@@ -98,7 +98,7 @@ class _Resolver:
         self.params = params
         self.filters = filters_for(params)
         self.out = Resolved(items=Items(ws, params.absolute_paths))
-        self.seen: set[tuple[str, int | None, int | None, int | None]] = set()
+        self.seen: set[tuple[str, int | None, int | None, int | None, str | None]] = set()
         self.unseen: list[Expansion] = []  # expansions not yet in ``seen``
         self.entry_no = 0  # the request entry being resolved (its index in the request)
         try:
@@ -111,14 +111,14 @@ class _Resolver:
 
     def _flush(self) -> None:
         for expansion in self.unseen:
-            self.seen.update((m, None, None, None) for m in expansion.matches)
+            self.seen.update((m, None, None, None, None) for m in expansion.matches)
         self.unseen.clear()
 
     def add(self, item: Item) -> None:
         """Append ``item`` unless an identical (path, offset, limit, column) came before."""
         self._flush()
         path = item.rel if item.rel is not None else "\0" + item.label
-        ident = (path, item.offset, item.limit, item.column)
+        ident = (path, item.offset, item.limit, item.column, item.cells)
         if ident in self.seen:
             return
         self.seen.add(ident)
@@ -129,7 +129,7 @@ class _Resolver:
         de-duplication set is only built when a later entry needs it."""
         self._flush()
         if self.seen:
-            matches = [m for m in matches if (m, None, None, None) not in self.seen]
+            matches = [m for m in matches if (m, None, None, None, None) not in self.seen]
         expansion = Expansion(matches, tail)
         self.unseen.append(expansion)
         self.out.items.append(expansion, self.entry_no)
@@ -169,9 +169,12 @@ class _Resolver:
         limit: int | None,
         from_include: bool,
         column: int | None = None,
+        cells: str | None = None,
     ) -> None:
         windowed = offset is not None or limit is not None or column is not None
         key = _window_key(raw, offset, limit, column) if windowed else raw
+        if cells is not None:
+            key = f"{key}#cells={cells}"
         rel = to_rel(self.ws.root, raw)
         if rel is None:
             self.preset(
@@ -235,7 +238,7 @@ class _Resolver:
                     raw, key, Status.ERROR, Code.NOT_A_FILE, f"{raw} is not a regular file", rel=rel
                 )
                 return
-            self.explicit(raw, key, rel, offset, limit, column)
+            self.explicit(raw, key, rel, offset, limit, column, cells)
             return
         if has_magic(raw):
             self.expand(raw, key, "glob", rel)
@@ -250,6 +253,7 @@ class _Resolver:
         offset: int | None,
         limit: int | None,
         column: int | None = None,
+        cells: str | None = None,
     ) -> None:
         ws, f = self.ws, self.filters
         deny = ws.explain(rel, False, Filters(False, False, False))
@@ -290,6 +294,7 @@ class _Resolver:
                 offset=offset,
                 limit=limit,
                 column=column,
+                cells=cells,
                 explicit=True,
                 ignored_by=soft.source if soft else None,
             )
@@ -389,12 +394,12 @@ def resolve(ws: Workspace, params: ReadManyParams) -> Resolved:
     r = _Resolver(ws, params)
     for p in params.paths:
         if isinstance(p, FileSpec):
-            r.entry(p.path, p.offset, p.limit, False, p.column)
+            r.entry(p.path, p.offset, p.limit, False, p.column, p.cells)
         else:
             r.entry(p, None, None, False)
         r.entry_no += 1
     for spec in params.files:
-        r.entry(spec.path, spec.offset, spec.limit, False, spec.column)
+        r.entry(spec.path, spec.offset, spec.limit, False, spec.column, spec.cells)
         r.entry_no += 1
     for pattern in params.include:
         r.entry(pattern, None, None, True)

@@ -96,6 +96,10 @@ _FILE_SPEC: dict[str, Any] = {
         "offset": _int("1-based first line to read"),
         "limit": _int("number of lines to read (replaces perFileMaxLines for this file)"),
         "column": _int("1-based character of line offset where reading starts (a cut line)"),
+        "cells": {
+            "type": "string",
+            "description": 'a notebook\'s cells, 1-based inclusive: "3-7" or "4"',
+        },
     },
     "required": ["path"],
 }
@@ -191,6 +195,18 @@ READ_INPUT_SCHEMA: dict[str, Any] = {
             "description": (
                 "the nextCursor of an earlier answer: continue that request where its "
                 "budget stopped"
+            ),
+        },
+        "known": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "sha256": {"type": "string"}},
+                "required": ["path", "sha256"],
+            },
+            "description": (
+                "receipts: the sha256 of files you already hold whole, from earlier answers; "
+                "a file whose bytes are the same comes back unchanged, without content"
             ),
         },
         # The reference tools' spellings (seed 003); any snake_case name is folded too.

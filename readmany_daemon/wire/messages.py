@@ -43,6 +43,10 @@ STOP_DAEMON = "readMany/stopDaemon"
 Positive = Annotated[int, msgspec.Meta(ge=1)]
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 Pattern = Annotated[str, msgspec.Meta(min_length=1)]
+#: A SHA-256 digest as 64 hex digits (either case).
+Sha256 = Annotated[str, msgspec.Meta(pattern="^[0-9a-fA-F]{64}$")]
+#: A 1-based inclusive cell range of a notebook: ``"4"`` or ``"3-7"``.
+CellRange = Annotated[str, msgspec.Meta(pattern="^[1-9][0-9]{0,8}(-[1-9][0-9]{0,8})?$")]
 
 Packing = Literal["auto", "request-order", "smallest-first"]
 Format = Literal["separator", "heredoc", "xml", "json"]
@@ -55,13 +59,23 @@ class FileSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     ``offset`` is the 1-based first line; ``limit`` a count of lines. A window with
     ``limit`` replaces ``perFileMaxLines`` for this file. ``column`` is the 1-based
     character of line ``offset`` where the window starts (a cut long line's
-    ``nextColumn``).
+    ``nextColumn``). ``cells`` (a ``.ipynb`` only) is a 1-based inclusive range of its
+    cells, ``"3-7"`` or ``"4"`` (``engine.notebook``).
     """
 
     path: Pattern
     offset: Positive | None = None
     limit: Positive | None = None
     column: Positive | None = None
+    cells: CellRange | None = None
+
+
+class Known(msgspec.Struct, forbid_unknown_fields=True):
+    """A receipt the caller holds (``engine.receipts``): a path as an answer labelled it
+    (or any spelling of it a request accepts) and the ``sha256`` that answer gave."""
+
+    path: Pattern
+    sha256: Sha256
 
 
 class FileFilteringOptions(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
@@ -96,6 +110,7 @@ class ReadManyParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True,
     root: str | None = None
     sync: Sync = "auto"
     cursor: str | None = None
+    known: list[Known] = msgspec.field(default_factory=list)
 
 
 class FilesParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
@@ -160,6 +175,7 @@ class Summary(msgspec.Struct, rename="camel", kw_only=True):
     omitted: int = 0
     skipped: int = 0
     errors: int = 0
+    unchanged: int = 0
     total_chars: int = 0
     estimated_tokens: int = 0
     hidden: dict[str, int] = msgspec.field(default_factory=dict)
@@ -319,6 +335,7 @@ _CONTAINERS: tuple[tuple[str, type, str], ...] = (
     ("include", list, "array"),
     ("exclude", list, "array"),
     ("fileFilteringOptions", dict, "object"),
+    ("known", list, "array"),
 )
 
 
@@ -361,14 +378,26 @@ def _check_name(value: str, field: str) -> None:
         ) from None
 
 
+def _check_cells(spec: FileSpec, field: str) -> None:
+    """A ``cells`` range whose start comes after its end (``"7-3"``) is -32602."""
+    if spec.cells is not None and "-" in spec.cells:
+        a, b = spec.cells.split("-")
+        if int(a) > int(b):
+            raise InvalidParams(
+                f"invalid params: {field}: {spec.cells!r} starts after it ends", field
+            )
+
+
 def _check_read_names(params: ReadManyParams) -> None:
     for i, entry in enumerate(params.paths):
         if isinstance(entry, str):
             _check_name(entry, f"$.paths[{i}]")
         else:
             _check_name(entry.path, f"$.paths[{i}].path")
+            _check_cells(entry, f"$.paths[{i}].cells")
     for i, spec in enumerate(params.files):
         _check_name(spec.path, f"$.files[{i}].path")
+        _check_cells(spec, f"$.files[{i}].cells")
     for name in ("include", "exclude"):
         for i, pattern in enumerate(getattr(params, name)):
             _check_name(pattern, f"$.{name}[{i}]")

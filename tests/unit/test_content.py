@@ -754,6 +754,27 @@ def test_cache_same_size_rewrite_with_old_mtime_is_caught_by_ctime(tmp_path: Pat
     assert cache.get(path, os.stat(path)) is None
 
 
+def test_cache_checks_the_bytes_of_an_entry_racy_by_its_ctime(tmp_path: Path) -> None:
+    """An edit that restores the mtime moves only the ctime; two in one ctime tick leave
+    the whole stat key as it was. An entry whose ctime is that recent is trusted only
+    after its bytes are checked again (git's racily clean entries)."""
+    cache = ContentCache(MiB)
+    path, loaded = cached_file(tmp_path, "a", "hello\n")  # mtime old, ctime now
+    assert cache.put(path, loaded)
+    assert cache.get(path, os.stat(path)) is loaded  # the bytes are the same: a hit
+    # The same stat key, other bytes: what a second edit in the same tick leaves.
+    from msgspec.structs import replace
+
+    stale = replace(loaded, text="HELLO\n", sha256=hashlib.sha256(b"HELLO\n").hexdigest())
+    assert cache.put(path, stale)
+    assert cache.get(path, os.stat(path)) is None
+    assert path not in cache
+    # Once the check is more than one tick after the ctime, the stat key is enough.
+    aged = ContentCache(MiB, granularity_ns=0)
+    assert aged.put(path, replace(stale, read_at_ns=time.time_ns()))
+    assert aged.get(path, os.stat(path)) is not None
+
+
 def test_cache_refuses_racy_entries(tmp_path: Path) -> None:
     cache = ContentCache(MiB)
     path = write(tmp_path / "fresh", b"just written\n")

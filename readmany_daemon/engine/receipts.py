@@ -1,0 +1,126 @@
+"""Receipts: a file the caller already holds comes back ``unchanged``, only when it is.
+
+A request's ``known: [{path, sha256}]`` lists the hashes the caller holds (each the
+``sha256`` of an earlier answer's ``ok`` entry). An entry is answered
+``status: "unchanged"`` (no content, no characters, ``sha256`` set) only when all of
+these hold (PROTOCOL §4, "Receipts"):
+
+- the entry was loaded now, after the freshness barrier, as ``ok`` (the whole file,
+  no window: no ``offset``, ``limit``, ``column`` or ``cells``, nothing cut);
+- its current ``sha256`` equals the receipt's (compared case-insensitively). The hash
+  is that of the bytes read now, or of a content-cache entry validated by the file's
+  stat key ``(size, mtime_ns, ino, ctime_ns)`` and the racy rule
+  (``content.cache``), so an edit that keeps the size and restores the mtime is seen
+  (its ``ctime`` moves);
+- when it came from an open buffer (an overlay), the buffer's text equals the disk's
+  bytes: an unsaved buffer always sends content.
+
+Files over ``maxFileBytes`` have no ``sha256`` and never come back unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from typing import Final
+
+from readmany_daemon.content import reader
+from readmany_daemon.engine.items import LoadedItem
+from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.errors import Status
+from readmany_daemon.paths import to_rel
+from readmany_daemon.wire.messages import Known
+
+__all__ = ["Receipts", "text_sha256"]
+
+#: Open-buffer texts whose hash is remembered (by identity: a buffer's text object lives
+#: until the buffer changes).
+_TEXT_HASHES_KEPT: Final = 64
+_text_hashes: OrderedDict[int, tuple[str, str, int]] = OrderedDict()
+_text_lock = threading.Lock()
+
+
+def text_sha256(text: str, max_bytes: int | None = None) -> str | None:
+    """SHA-256 (64 lower-case hex digits) of ``text`` encoded as UTF-8 (lone surrogates
+    as the bytes they stand for, PEP 383): the ``sha256`` of an open buffer; None when
+    those bytes pass ``max_bytes``. The hash of the same ``str`` object is computed once
+    (the last 64 are remembered)."""
+    with _text_lock:
+        hit = _text_hashes.get(id(text))
+        if hit is not None and hit[0] is text:
+            _text_hashes.move_to_end(id(text))
+            digest, size = hit[1], hit[2]
+            return None if max_bytes is not None and size > max_bytes else digest
+    data = text.encode("utf-8", "surrogateescape")
+    digest = hashlib.sha256(data).hexdigest()
+    with _text_lock:
+        _text_hashes[id(text)] = (text, digest, len(data))
+        while len(_text_hashes) > _TEXT_HASHES_KEPT:
+            _text_hashes.popitem(last=False)
+    return None if max_bytes is not None and len(data) > max_bytes else digest
+
+
+class Receipts:
+    """The receipts of one request, by workspace-relative path.
+
+    ``known`` paths are read as request paths are (relative to the root, absolute inside
+    it, or ``file:`` URIs), lexically normalized; those outside the root are ignored.
+    When one path is given twice, the last receipt counts."""
+
+    def __init__(self, ws: Workspace, known: list[Known]) -> None:
+        self._ws = ws
+        self._by_rel: dict[str, str] = {}
+        for receipt in known:
+            rel = to_rel(ws.root, receipt.path)
+            if rel:
+                self._by_rel[rel] = receipt.sha256.lower()
+
+    def __bool__(self) -> bool:
+        return bool(self._by_rel)
+
+    def settle(self, lo: LoadedItem) -> LoadedItem:
+        """``lo`` as ``unchanged`` when its receipt holds (the rules above), else ``lo``."""
+        item, res = lo.item, lo.result
+        if item.rel is None or item.result is not None:
+            return lo
+        want = self._by_rel.get(item.rel)
+        if want is None or res.status != Status.OK or res.sha256 != want:
+            return lo
+        if any(v is not None for v in (item.offset, item.limit, item.column, item.cells)):
+            return lo  # a window: the caller may hold only another part
+        if res.line_start is not None or res.next_offset is not None:
+            return lo
+        if res.source == "overlay" and self._disk_sha256(item.rel) != want:
+            return lo  # an unsaved buffer: its text always goes out
+        res.status = Status.UNCHANGED
+        res.chars = 0
+        res.message = "unchanged: the same bytes as the caller's receipt; content not sent"
+        res.encoding = None
+        res.replaced_bytes = None
+        res.mime_type = None
+        return LoadedItem(item, res)
+
+    def _disk_sha256(self, rel: str) -> str | None:
+        """SHA-256 of the file's bytes on disk now (a stat-validated cache entry, else a
+        confined read), or None when it cannot be read whole."""
+        ws = self._ws
+        real = os.path.realpath(ws.abspath(rel))
+        if ws.relpath(real) is None:
+            return None
+        try:
+            st = os.stat(real)
+        except OSError:
+            return None
+        if ws.cache is not None:
+            hit = ws.cache.get(real, st)
+            if hit is not None:
+                return hit.sha256
+        got = reader.read_file(
+            real,
+            beneath=ws.root,
+            max_file_bytes=ws.settings.max_file_bytes,
+            want_full=True,
+        )
+        return got.sha256

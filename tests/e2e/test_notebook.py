@@ -1,0 +1,55 @@
+"""Notebooks as cells through the real CLI and the daemon (PROTOCOL §4, "Notebooks")."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from readmany_daemon.client import RpcError
+from tests.e2e.daemon_helpers import Daemon, cli
+from tests.helpers import make_env
+from tests.notebooks import notebook_text
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    d = Daemon(make_env(tmp_path_factory.mktemp("home"))).start()
+    yield d
+    d.cleanup()
+
+
+def test_daemon_reads_a_notebook_as_cells(daemon: Daemon, tmp_path: Path) -> None:
+    raw = notebook_text(plots=4)
+    (tmp_path / "nb.ipynb").write_text(raw)
+    with daemon.session(tmp_path) as client:
+        got = client.request("readMany/read", {"paths": ["nb.ipynb"]})
+        assert "### cell 1 · markdown · id=intro" in got["llmContent"]
+        assert len(got["llmContent"]) <= 0.1 * len(raw)
+        assert [a["mimeType"] for a in got["attachments"]] == ["image/png"] * 4
+        glob = client.request("readMany/read", {"paths": ["**/*.ipynb"]})
+        assert glob["attachments"] == [] and "[image/png: " in glob["llmContent"]
+        cells = client.request("readMany/read", {"files": [{"path": "nb.ipynb", "cells": "2-3"}]})
+        assert "### cell 2 " in cells["llmContent"] and "### cell 4 " not in cells["llmContent"]
+        with pytest.raises(RpcError) as bad:
+            client.request("readMany/read", {"files": [{"path": "nb.ipynb", "cells": "3-x"}]})
+        assert bad.value.code == -32602 and "$.files[0].cells" in bad.value.message
+
+
+def test_cli_reads_cells_and_raw_json(daemon: Daemon, tmp_path: Path) -> None:
+    (tmp_path / "nb.ipynb").write_text(notebook_text(plots=1))
+    root = str(tmp_path)
+    whole = cli(daemon.env, "read", "--root", root, "nb.ipynb")
+    assert whole.returncode == 0 and "#### output 1 · error ZeroDivisionError" in whole.stdout
+    raw = cli(
+        daemon.env, "read", "--root", root, "--params",
+        json.dumps({"files": [{"path": "nb.ipynb", "offset": 2, "limit": 2}]}),
+    )  # fmt: skip
+    assert raw.returncode == 0 and raw.stdout.startswith('--- nb.ipynb ---\n "cells": [\n')
+    bad = cli(
+        daemon.env, "read", "--root", root, "--params",
+        json.dumps({"files": [{"path": "nb.ipynb", "cells": "0"}]}),
+    )  # fmt: skip
+    assert bad.returncode == 2 and "$.files[0].cells" in bad.stderr
