@@ -11,6 +11,9 @@ compiled on the first outline in its language, once per process (thread-safe).
 * Code: the queries of :mod:`readmany_daemon.content.outline_queries` pick the definition
   nodes; nesting comes from their ranges (a ``function`` directly inside a ``class`` or
   ``interface`` is a ``method``). Decorators and ``export`` belong to their definition.
+  What a function or method defines in its body is left out: local to it, and a tenth
+  of the outline's tokens over the standard library (8.4 % of the files' tokens in all,
+  against 10.1 % with them).
 * Markdown: ATX and setext headings from tree-sitter-markdown's block grammar, which
   follows CommonMark (fenced and indented code, HTML blocks, multi-line setext headings),
   outside block quotes and lists. A heading runs to the line before the next heading of
@@ -132,6 +135,8 @@ _WRAPPERS: Final = frozenset(
 _MULTI: Final = frozenset({"lexical_declaration", "variable_declaration"})
 #: Nodes before a definition that belong to it (Rust's ``#[…]`` attributes).
 _ATTRIBUTES: Final = frozenset({"attribute_item"})
+#: Kinds whose bodies are not outlined (what a function defines inside is local to it).
+_BODIES: Final = frozenset({"function", "method"})
 #: Kinds whose direct ``function`` children are methods.
 _METHOD_HOSTS: Final = frozenset({"class", "interface"})
 
@@ -300,8 +305,8 @@ def _make(lang: str, data: bytes, text: str) -> Outline:
         return Outline(lang, reason=reason, lines=lines)
     matches = tree_sitter.QueryCursor(grammar.query).matches(tree.root_node)
     if lang == "markdown":
-        return Outline(lang, _headings(matches, lines), lines=lines)
-    return Outline(lang, _symbols(matches), lines=lines)
+        return Outline(lang, _headings(data, matches, lines), lines=lines)
+    return Outline(lang, _symbols(data, matches), lines=lines)
 
 
 def _widest_error(root: Node) -> int:
@@ -325,14 +330,17 @@ def _line_end(node: Node) -> int:
     return max(node.start_point[0] + 1, row + 1 if col else row)
 
 
-def _text(node: Node | None) -> str:
+def _text(data: bytes, node: Node | None) -> str:
+    """The text of ``node`` in ``data``, whitespace folded, cut to a name's length (sliced
+    here: a tree parsed from a callback reads ``node.text`` through it, 1 MiB a call)."""
     if node is None:
         return ""
-    name = " ".join((node.text or b"").decode("utf-8", "replace").split())
+    raw = data[node.start_byte : min(node.end_byte, node.start_byte + 4 * MAX_NAME_CHARS)]
+    name = " ".join(raw.decode("utf-8", "replace").split())
     return name[:MAX_NAME_CHARS]
 
 
-def _name(kind: str, caps: dict[str, list[Node]]) -> str:
+def _name(data: bytes, kind: str, caps: dict[str, list[Node]]) -> str:
     """The shown name of a match's symbol (see :class:`Symbol`)."""
     node = caps["name"][0]
     # C/C++: the name is inside the declarator chain (pointers, references, parameters)
@@ -340,18 +348,18 @@ def _name(kind: str, caps: dict[str, list[Node]]) -> str:
         node = node.child_by_field_name("declarator") or node.named_children[0]
     if node.type == "function_declarator":
         node = node.child_by_field_name("declarator") or node
-    name = _text(node)
+    name = _text(data, node)
     if "receiver" in caps:
-        recv = _text(caps["receiver"][0])
+        recv = _text(data, caps["receiver"][0])
         name = f"{recv}.{name}" if kind == "method" and recv == "self" else f"({recv}).{name}"
     if "trait" in caps:
-        name = f"impl {_text(caps['trait'][0])} for {name}"
+        name = f"impl {_text(data, caps['trait'][0])} for {name}"
     elif caps["name"][0].parent is not None and caps["name"][0].parent.type == "impl_item":
         name = f"impl {name}"
     return name
 
 
-def _symbols(matches: list[tuple[int, dict[str, list[Node]]]]) -> tuple[Symbol, ...]:
+def _symbols(data: bytes, matches: list[tuple[int, dict[str, list[Node]]]]) -> tuple[Symbol, ...]:
     found: dict[tuple[int, int], tuple[int, int, str, str]] = {}
     for _, caps in matches:
         if "name" not in caps:
@@ -371,7 +379,7 @@ def _symbols(matches: list[tuple[int, dict[str, list[Node]]]]) -> tuple[Symbol, 
                 while (prev := first.prev_named_sibling) is not None and prev.type in _ATTRIBUTES:
                     first = prev
                 start = first.start_point[0] + 1
-                found[key] = (start, _line_end(outer), kind, _name(kind, caps))
+                found[key] = (start, _line_end(outer), kind, _name(data, kind, caps))
     # depth from containment of line ranges, a parent before its children
     order = sorted(found.items(), key=lambda kv: (kv[0][0], -kv[0][1]))
     stack: list[tuple[int, str]] = []  # (end byte, kind) of the open symbols
@@ -379,6 +387,8 @@ def _symbols(matches: list[tuple[int, dict[str, list[Node]]]]) -> tuple[Symbol, 
     for (_, end_b), (start, end, kind, name) in order:
         while stack and stack[-1][0] < end_b:
             stack.pop()
+        if any(k in _BODIES for _, k in stack):
+            continue  # local to a function's body: the body's business, not the outline's
         if kind == "function" and stack and stack[-1][1] in _METHOD_HOSTS:
             kind = "method"
         out.append(Symbol(name, kind, start, end, len(stack)))
@@ -389,7 +399,9 @@ def _symbols(matches: list[tuple[int, dict[str, list[Node]]]]) -> tuple[Symbol, 
 _CLOSING_HASHES: Final = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 
 
-def _headings(matches: list[tuple[int, dict[str, list[Node]]]], lines: int) -> tuple[Symbol, ...]:
+def _headings(
+    data: bytes, matches: list[tuple[int, dict[str, list[Node]]]], lines: int
+) -> tuple[Symbol, ...]:
     found = []
     for _, caps in matches:
         node = caps["heading"][0]
@@ -403,9 +415,9 @@ def _headings(matches: list[tuple[int, dict[str, list[Node]]]], lines: int) -> t
         if node.type == "atx_heading":
             level = int(marker.type[5])  # atx_h<level>_marker
             content = node.child_by_field_name("heading_content")
-            name = _CLOSING_HASHES.sub("", _text(content)).strip()
+            name = _CLOSING_HASHES.sub("", _text(data, content)).strip()
         else:
-            name = _text(node.child_by_field_name("heading_content") or node.children[0])
+            name = _text(data, node.child_by_field_name("heading_content") or node.children[0])
         found.append((node.start_point[0] + 1, level, name))
     out: list[Symbol] = []
     stack: list[tuple[int, int]] = []  # (level, index in out) of the open headings

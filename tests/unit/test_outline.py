@@ -73,7 +73,6 @@ def test_python() -> None:
         constant _DEFAULT_NAME L5
         class Foo L8-23
           method __init__ L14-16
-            function inner L15-16
           method size L18-20
           class Inner L22-23
             method run L23
@@ -139,7 +138,6 @@ def test_typescript() -> None:
           method constructor L28
           method label L30-32
         function main L35-37
-          function nested L36
         module "lib" L39-41
           function f L40
     """)
@@ -501,7 +499,7 @@ def test_symbols_overlapping_a_range() -> None:
         "top",
         "atop",
     ]
-    assert [s.name for s in got.overlapping(15, 15)] == ["Foo", "__init__", "inner"]
+    assert [s.name for s in got.overlapping(15, 15)] == ["Foo", "__init__"]  # not inner
     assert got.overlapping(5, 4) == ()
 
 
