@@ -597,7 +597,15 @@ HEAVY_FILES = (
     "lsp/",
     "mcp/",
 )
-HEAVY_PACKAGES = ("pygls", "lsprotocol", "watchdog", "mcp", "wcmatch", "charset_normalizer")
+HEAVY_PACKAGES = (
+    "pygls",
+    "lsprotocol",
+    "watchdog",
+    "mcp",
+    "wcmatch",
+    "charset_normalizer",
+    "tree_sitter",
+)
 
 
 def test_cli_imports_stay_light(repo: Path) -> None:
