@@ -43,6 +43,10 @@ STOP_DAEMON = "readMany/stopDaemon"
 Positive = Annotated[int, msgspec.Meta(ge=1)]
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 Pattern = Annotated[str, msgspec.Meta(min_length=1)]
+#: The smallest accepted ``maxTotalTokens``: below it no answer could carry its own
+#: framing and notices (PROTOCOL §3).
+MIN_TOTAL_TOKENS = 1000
+TotalTokens = Annotated[int, msgspec.Meta(ge=MIN_TOTAL_TOKENS)]
 
 Packing = Literal["auto", "request-order", "smallest-first"]
 Format = Literal["separator", "heredoc", "xml", "json"]
@@ -87,6 +91,8 @@ class ReadManyParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True,
     per_file_max_chars: Positive = 20000
     max_total_files: Positive = 20
     max_total_chars: Positive = 200000
+    max_total_tokens: TotalTokens | None = None
+    per_file_max_tokens: Positive | None = None
     prefer_full_read: bool = False
     packing: Packing = "auto"
     stop_on_error: bool = False
