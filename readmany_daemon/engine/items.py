@@ -182,6 +182,7 @@ class LoadedItem:
     window: Window | None = None
     full: str | None = None  # the text the window came from (for a budget re-cut)
     attachment: Attachment | None = None
+    tokens: int | None = None  # o200k tokens of ``text`` as the format writes it, once known
 
 
 @dataclass
