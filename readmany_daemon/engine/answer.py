@@ -158,15 +158,15 @@ def _shrink(
     """After an answer of ``total`` tokens, over ``limit`` (``maxTotalTokens``): when its
     framing and notices take over half of the limit (names of omitted files, framed
     errors) or no content is left, name fewer entries; else leave out as many more
-    tokens of content as it was over (at least 16, more on each later ``attempt``: a
-    cut file does not shrink token by token). Returns whether anything was left out, and the
-    new ``room`` of :class:`Notices`."""
+    tokens of content as it was over (at least 16, doubled on each later ``attempt``:
+    the packing changes only when a whole file no longer fits). Returns whether
+    anything was left out, and the new ``room`` of :class:`Notices`."""
     other = total - sum(p.tokens or 0 for p in acc.pieces)
     if room != 0 and (budget.limit <= 0 or other > limit // 2):
         return True, 0 if room is not None and room <= _ROOM_STEP else _ROOM_STEP
     if budget.limit <= 0:
         return False, room
-    budget.limit = max(0, budget.limit - max(total - limit, 16) * (1 + attempt // 3))
+    budget.limit = max(0, budget.limit - max(total - limit, 16) * 2**attempt)
     return True, room
 
 

@@ -185,7 +185,7 @@ def token_cut(
     low = best.result.chars
     high = chars
     for _ in range(12):
-        if high - low <= max(chars // 200, 16):
+        if high - low <= max(chars // 64, 32):
             break
         mid = (low + high) // 2
         trial = budget_cut(lo, mid, params, budget)

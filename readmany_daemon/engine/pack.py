@@ -85,6 +85,9 @@ class TokenBudget:
 
     limit: int
     cost: Callable[[LoadedItem], int]
+    #: The smallest-first order, made once per request: the next packings (after an
+    #: answer over the limit) reuse it instead of sorting every match again.
+    by_size: list[int] | None = None
 
 
 def choose_plan(
@@ -106,7 +109,11 @@ def choose_plan(
     if params.packing == "smallest-first" or (
         params.packing == "auto" and could_gain and not params.stop_on_error
     ):
-        by_size = sorted(active, key=lambda i: (_size_hint(ws, items[i], loads.peek(i)), i))
+        by_size = tokens.by_size if tokens is not None else None
+        if by_size is None:
+            by_size = sorted(active, key=lambda i: (_size_hint(ws, items[i], loads.peek(i)), i))
+            if tokens is not None:
+                tokens.by_size = by_size
         alt = _pack(by_size, loads, *totals, "smallest-first", tokens)
         if params.packing == "smallest-first" or alt.full_success > plan.full_success:
             switched = params.packing == "auto"
