@@ -113,6 +113,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-total-files", type=int, metavar="N")
     r.add_argument("--max-total-chars", type=int, metavar="N")
     r.add_argument(
+        "--max-total-tokens",
+        type=int,
+        metavar="N",
+        help="o200k tokens of the whole answer, framing and notices included (>= 1000)",
+    )
+    r.add_argument(
+        "--per-file-max-tokens", type=int, metavar="N", help="o200k tokens of one file's content"
+    )
+    r.add_argument(
         "--prefer-full-read",
         action="store_true",
         help="lift the per-file limits (the totals still hold)",
@@ -205,6 +214,8 @@ def _read_params(args: argparse.Namespace) -> dict[str, Any]:
         "perFileMaxChars": args.per_file_max_chars,
         "maxTotalFiles": args.max_total_files,
         "maxTotalChars": args.max_total_chars,
+        "maxTotalTokens": args.max_total_tokens,
+        "perFileMaxTokens": args.per_file_max_tokens,
         "packing": args.packing,
         "format": args.format,
         "cursor": args.cursor,

@@ -17,14 +17,17 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import msgspec
 
-from readmany_daemon.engine.budget import budget_cut
+from readmany_daemon.content import tokens
+from readmany_daemon.engine.budget import budget_cut, token_cut
 from readmany_daemon.engine.items import Expansion, Items, LoadedItem, Resolved
 from readmany_daemon.engine.load import Loads, RequestPaths
 from readmany_daemon.engine.pack import (
+    FRAME_TOKENS,
     MAX_LISTED,
     Account,
     Flat,
     PackPlan,
+    TokenBudget,
     account_tail,
     choose_plan,
     omitted_piece,
@@ -33,7 +36,7 @@ from readmany_daemon.engine.render import (
     Notices,
     Piece,
     continuation_request,
-    render_parts,
+    render_counted,
     return_display,
 )
 from readmany_daemon.engine.resolve import resolve
@@ -103,20 +106,72 @@ def answer_parts(
     with RequestPaths(ws) as paths:
         loads = Loads(ws, items, params, paths)
         active, stopped_at = _stop_on_error(positions, loads, params)
-        plan, switched = choose_plan(ws, items, active, loads, packing)
-        acc = _account(resolved, positions, len(active), stopped_at, plan, loads, params)
-        cursor = _next_cursor(ws, params, items, positions, cont, since, acc, carry=True)
-        if cursor is not None and len(cursor) > MAX_CURSOR_CHARS:
-            # Too many keys delivered beyond the prefix (a smallest-first page of many
-            # small files): leave the last of them for later pages instead. Only a
-            # request too large to carry is then left out of the cursor.
-            dropped = _overflow(ws, params, items, positions, cont, since, acc)
-            if dropped:
-                plan.drop(dropped)
-                acc = _account(resolved, positions, len(active), stopped_at, plan, loads, params)
-            cursor = _next_cursor(ws, params, items, positions, cont, since, acc)
-        acc.created = [items.label(i) for i in created[:MAX_LISTED]]
-        return _assemble(ws, params, resolved, plan, switched, acc, cursor)
+        budget = _token_budget(params, loads)
+        room: int | None = None
+        for attempt in itertools.count():
+            plan, switched = choose_plan(ws, items, active, loads, packing, budget)
+            acc = _account(resolved, positions, len(active), stopped_at, plan, loads, params)
+            cursor = _next_cursor(ws, params, items, positions, cont, since, acc, carry=True)
+            if cursor is not None and len(cursor) > MAX_CURSOR_CHARS:
+                # Too many keys delivered beyond the prefix (a smallest-first page of many
+                # small files): leave the last of them for later pages instead. Only a
+                # request too large to carry is then left out of the cursor.
+                dropped = _overflow(ws, params, items, positions, cont, since, acc)
+                if dropped:
+                    plan.drop(dropped)
+                    acc = _account(
+                        resolved, positions, len(active), stopped_at, plan, loads, params
+                    )
+                cursor = _next_cursor(ws, params, items, positions, cont, since, acc)
+            acc.created = [items.label(i) for i in created[:MAX_LISTED]]
+            answered = _assemble(ws, params, resolved, plan, switched, acc, cursor, room)
+            limit = params.max_total_tokens
+            if budget is None or limit is None or answered[0].summary.estimated_tokens <= limit:
+                return answered
+            total = answered[0].summary.estimated_tokens
+            more, room = _shrink(budget, room, acc, total, limit, attempt)
+            if not more or attempt >= _MAX_ATTEMPTS:
+                return answered  # nothing left to leave out (see MIN_TOTAL_TOKENS)
+        raise AssertionError("unreachable")
+
+
+#: Packings tried at most to fit ``maxTotalTokens`` (one is nearly always enough: the
+#: next ones leave out what the notices of the first one took).
+_MAX_ATTEMPTS = 24
+
+
+def _token_budget(params: ReadManyParams, loads: Loads) -> TokenBudget | None:
+    """The token budget of the files' contents and framing under ``maxTotalTokens``,
+    at first all of it less the answer's end line; None without ``maxTotalTokens``."""
+    if params.max_total_tokens is None:
+        return None
+
+    def cost(lo: LoadedItem) -> int:
+        return loads.tokens(lo) + tokens.count(lo.result.path) + FRAME_TOKENS
+
+    return TokenBudget(params.max_total_tokens - FRAME_TOKENS, cost)
+
+
+def _shrink(
+    budget: TokenBudget, room: int | None, acc: Account, total: int, limit: int, attempt: int
+) -> tuple[bool, int | None]:
+    """After an answer of ``total`` tokens, over ``limit`` (``maxTotalTokens``): when its
+    framing and notices take over half of the limit (names of omitted files, framed
+    errors) or no content is left, name fewer entries; else leave out as many more
+    tokens of content as it was over (at least 16, doubled on each later ``attempt``:
+    the packing changes only when a whole file no longer fits). Returns whether
+    anything was left out, and the new ``room`` of :class:`Notices`."""
+    other = total - sum(p.tokens or 0 for p in acc.pieces)
+    if room != 0 and (budget.limit <= 0 or other > limit // 2):
+        return True, 0 if room is not None and room <= _ROOM_STEP else _ROOM_STEP
+    if budget.limit <= 0:
+        return False, room
+    budget.limit = max(0, budget.limit - max(total - limit, 16) * 2**attempt)
+    return True, room
+
+
+#: The first ``room`` tried when the notices take too much of a token budget.
+_ROOM_STEP = 10
 
 
 def _as_request(req: ReadRequest | ReadManyParams) -> ReadRequest:
@@ -405,22 +460,30 @@ def _account(
             continue
         lo = loads(i)
         if plan.partial is not None and plan.partial[0] == i and lo.window is not None:
-            lo = _cut_partial(acc, i, lo, plan.partial[1], params)
+            lo = _cut_partial(acc, i, lo, plan.partial[1], plan.partial_tokens, loads, params)
         elif plan.partial is not None and plan.partial[0] == i and lo.recut is not None:
-            lo = lo.recut(plan.partial[1])  # a notebook: cut at cells
-        _add_loaded(acc, lo)
+            lo = _recut(lo, plan.partial[1], plan.partial_tokens, loads)  # a notebook
+        _add_loaded(acc, lo, loads)
     account_tail(acc, items, positions, budget_from, stopped_at)
-    acc.summary.estimated_tokens = math.ceil(acc.summary.total_chars / 4)
     return acc
 
 
 def _cut_partial(
-    acc: Account, i: int, lo: LoadedItem, allowed: int, params: ReadManyParams
+    acc: Account,
+    i: int,
+    lo: LoadedItem,
+    allowed: int,
+    allowed_tokens: int | None,
+    loads: Loads,
+    params: ReadManyParams,
 ) -> LoadedItem:
-    """The plan's partial entry cut to ``allowed`` characters; when it goes on, the
-    cursor resumes it at its next offset (with what is left of its ``limit``)."""
+    """The plan's partial entry cut to ``allowed`` characters (and ``allowed_tokens``
+    tokens when set); when it goes on, the cursor resumes it at its next offset (with
+    what is left of its ``limit``)."""
     item = lo.item
     lo = budget_cut(lo, allowed, params)
+    if allowed_tokens is not None:
+        lo = token_cut(lo, allowed_tokens, params, loads.cache)
     if lo.result.next_offset is not None:
         acc.remaining.append((i, i + 1))
         left = (item.offset or 1) + item.limit - lo.result.next_offset if item.limit else None
@@ -428,11 +491,28 @@ def _cut_partial(
     return lo
 
 
-def _add_loaded(acc: Account, lo: LoadedItem) -> None:
-    """Account for a loaded entry: its piece, its attachment, its continuation."""
+def _recut(lo: LoadedItem, allowed: int, allowed_tokens: int | None, loads: Loads) -> LoadedItem:
+    """An entry that is not a line window (a notebook, cut at cells by ``lo.recut``) cut
+    to ``allowed`` characters and, when set, ``allowed_tokens`` tokens: the character
+    cut shrinks in proportion to the tokens' excess until it fits."""
+    assert lo.recut is not None
+    cut = lo.recut(allowed)
+    while allowed_tokens is not None and allowed > 1:
+        counted = loads.tokens(cut)
+        if counted <= allowed_tokens:
+            break
+        allowed = max(1, min(allowed - 1, allowed * allowed_tokens // counted))
+        cut = lo.recut(allowed)
+    return cut
+
+
+def _add_loaded(acc: Account, lo: LoadedItem, loads: Loads) -> None:
+    """Account for a loaded entry: its piece (with its content's tokens), its
+    attachment, its continuation."""
     item, res = lo.item, lo.result
     text = lo.text if res.status in (Status.OK, Status.PARTIAL) else None
-    acc.add(Piece(res, item.key, text, item.explicit))
+    counted = loads.tokens(lo) if text is not None else None
+    acc.add(Piece(res, item.key, text, item.explicit, tokens=counted))
     if lo.attachment is not None:
         acc.attachments.append(lo.attachment)
     acc.attachments.extend(lo.attachments)
@@ -452,9 +532,12 @@ def _assemble(
     switched: bool,
     acc: Account,
     next_cursor: str | None,
+    room: int | None = None,
 ) -> tuple[ReadManyResult, list[str]]:
     """The result and the ``llmContent`` parts, every label made wire-safe. A cursor
-    comes whenever files were omitted; a budget-cut file alone continues by offset."""
+    comes whenever files were omitted; a budget-cut file alone continues by offset.
+    ``summary.estimatedTokens`` is the counter's upper bound of ``llmContent``'s o200k
+    tokens (``render.render_counted``); ``room``: see ``Notices``."""
     items = resolved.items
     created = [wire_safe(label) for label in acc.created]
     packing = PackingInfo(
@@ -475,6 +558,7 @@ def _assemble(
         unlisted_omitted_names=acc.unlisted_omitted_names,
         unlisted_skipped_names=acc.unlisted_skipped_names,
         created=created,
+        room=room,
     )
     files = [p.result for p in acc.pieces]
     for result in files:
@@ -486,6 +570,8 @@ def _assemble(
     if packing.partial_included_path is not None:
         packing.partial_included_path = wire_safe(packing.partial_included_path)
     packing.omitted_paths = [wire_safe(p) for p in packing.omitted_paths]
+    parts, counted = render_counted(params.format, acc.pieces, notices, tokens.count)
+    acc.summary.estimated_tokens = counted
     answered = ReadManyResult(
         llm_content="",
         return_display=wire_safe(return_display(acc.summary, acc.pieces)),
@@ -497,4 +583,4 @@ def _assemble(
         next_cursor=next_cursor,
         created_paths=created,
     )
-    return answered, [wire_safe(part) for part in render_parts(params.format, acc.pieces, notices)]
+    return answered, [wire_safe(part) for part in parts]

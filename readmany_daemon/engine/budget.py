@@ -2,7 +2,10 @@
 
 ``finish`` fills the line fields and the shown text of a window (``load`` calls it for
 each file); ``budget_cut`` re-cuts the one file an answer includes partially to the
-characters the totals leave (``maxTotalChars``), with code ``budget``.
+characters the totals leave (``maxTotalChars``), with code ``budget``; ``tokens_of``
+counts a file's shown text as the format writes it (o200k, kept with the cache entry)
+and ``token_cut`` cuts a file to a number of those tokens (``perFileMaxTokens``, or
+what ``maxTotalTokens`` leaves).
 """
 
 from __future__ import annotations
@@ -10,8 +13,10 @@ from __future__ import annotations
 import msgspec
 
 from readmany_daemon.content import lines as content_lines
+from readmany_daemon.content import tokens
+from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.engine.items import Item, LoadedItem
-from readmany_daemon.engine.render import cut_notice
+from readmany_daemon.engine.render import content_form, cut_notice
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.wire.messages import FileResult, ReadManyParams
 
@@ -80,9 +85,12 @@ def finish(
     return LoadedItem(item, base, text=shown, window=window, full=source_text)
 
 
-def budget_cut(lo: LoadedItem, allowed: int, params: ReadManyParams) -> LoadedItem:
+def budget_cut(
+    lo: LoadedItem, allowed: int, params: ReadManyParams, budget: bool = True
+) -> LoadedItem:
     """Re-cut the one partial file of an answer to at most ``allowed`` shown characters
-    (line numbers included), status ``partial`` with code ``budget``."""
+    (line numbers included), status ``partial`` with code ``budget`` (no code when
+    ``budget`` is False: a per-file cap)."""
     assert lo.window is not None and lo.full is not None
     item = lo.item
     offset = item.offset or 1
@@ -99,8 +107,90 @@ def budget_cut(lo: LoadedItem, allowed: int, params: ReadManyParams) -> LoadedIt
         base = msgspec.structs.replace(
             lo.result, status=Status.OK, code=None, next_offset=None, next_column=None
         )
-        cut = finish(item, base, window, lo.full, params, budget_cut=True)
+        cut = finish(item, base, window, lo.full, params, budget_cut=budget)
         excess = cut.result.chars - allowed
         if excess <= 0 or raw_allowed <= 1:
             return cut
         raw_allowed -= excess  # line numbers took room: cut more raw text
+
+
+#: Bytes charged to the cache entry for one kept count (the dict slot and the int).
+_COUNT_BYTES = 128
+
+
+def tokens_of(lo: LoadedItem, params: ReadManyParams, cache: ContentCache | None) -> int:
+    """The o200k tokens of ``lo``'s shown text (line numbers and cut notice included) as
+    ``params.format`` writes it (``render.content_form``); 0 without text. Kept on ``lo``
+    and, when its text came from the content cache, with the cache entry, keyed by
+    what decides the shown text (format, first line and column, length of the window,
+    line numbers, status and code): a whole file, or the same window of it, is counted
+    once while the entry holds."""
+    if lo.tokens is not None:
+        return lo.tokens
+    text = lo.text
+    if not text:
+        lo.tokens = 0
+        return 0
+    fmt = params.format
+    counted: int | None = None
+    w = lo.window
+    if cache is not None and w is not None and lo.full is not None:
+        r = lo.result
+        key = (
+            f"tokens {fmt} {w.line_start}:{w.column}+{len(w.text)} "
+            f"{int(params.line_numbers)} {r.status} {r.code}"
+        )
+        counted = cache.derived(
+            lo.full,
+            key,
+            lambda _full: tokens.count(content_form(fmt, text)),
+            size=lambda _n: _COUNT_BYTES,
+        )
+    if counted is None:
+        counted = tokens.count(content_form(fmt, text))
+    lo.tokens = counted
+    return counted
+
+
+def token_cut(
+    lo: LoadedItem,
+    allowed: int,
+    params: ReadManyParams,
+    cache: ContentCache | None,
+    budget: bool = True,
+) -> LoadedItem:
+    """``lo`` cut (as :func:`budget_cut` cuts, at a line end or inside a first line
+    longer than what fits) so that :func:`tokens_of` is at most ``allowed`` tokens when
+    anything can fit (the cut notice alone may be more; then the shortest cut is
+    returned and the caller decides). Returns ``lo`` itself when it fits already."""
+    have = tokens_of(lo, params, cache)
+    if have <= allowed or lo.window is None or lo.full is None:
+        return lo
+    chars = lo.result.chars
+    guess = max(chars * allowed // max(have, 1), 1)
+    best: LoadedItem | None = None
+    for _ in range(40):
+        cut = budget_cut(lo, guess, params, budget)
+        got = tokens_of(cut, params, cache)
+        if got <= allowed:
+            best = cut
+            break
+        if guess <= 1:
+            return cut
+        # Shrink in proportion to the excess, and by at least one character.
+        guess = min(guess - 1, max(guess * allowed // got - 1, 1))
+    if best is None:
+        return budget_cut(lo, 1, params, budget)
+    # Grow back towards the most that fits (the first guess may leave room unused).
+    low = best.result.chars
+    high = chars
+    for _ in range(12):
+        if high - low <= max(chars // 64, 32):
+            break
+        mid = (low + high) // 2
+        trial = budget_cut(lo, mid, params, budget)
+        if tokens_of(trial, params, cache) <= allowed:
+            best, low = trial, max(mid, trial.result.chars)
+        else:
+            high = mid
+    return best

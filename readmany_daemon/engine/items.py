@@ -189,6 +189,7 @@ class LoadedItem:
     #: How to cut this entry to fewer characters when it is not a line window (a
     #: notebook, cut at cells): the budget's cut calls it with the characters allowed.
     recut: Callable[[int], LoadedItem] | None = None
+    tokens: int | None = None  # o200k tokens of ``text`` as the format writes it, once known
 
 
 @dataclass

@@ -16,8 +16,9 @@ import stat as stat_mod
 
 from readmany_daemon.content import lines as content_lines
 from readmany_daemon.content import reader
+from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.engine import notebook
-from readmany_daemon.engine.budget import finish
+from readmany_daemon.engine.budget import finish, token_cut, tokens_of
 from readmany_daemon.engine.items import Item, Items, LoadedItem
 from readmany_daemon.engine.receipts import Receipts, text_sha256
 from readmany_daemon.engine.resolve import LOOP_MESSAGE, path_error
@@ -292,7 +293,11 @@ def load(
         window = content_lines.window(
             text, item.offset or 1, max_lines, max_chars, known, item.column or 1
         )
-    return finish(item, base, window, text, params)
+    done = finish(item, base, window, text, params)
+    if params.per_file_max_tokens is not None and done.window is not None:
+        # perFileMaxTokens: a per-file cap like perFileMaxChars (partial, no code).
+        done = token_cut(done, params.per_file_max_tokens, params, ws.cache, budget=False)
+    return done
 
 
 class Loads:
@@ -317,6 +322,16 @@ class Loads:
                 lo = self._receipts.settle(lo)
             self._loaded[i] = lo
         return self._loaded[i]
+
+    @property
+    def cache(self) -> ContentCache | None:
+        """The workspace's content cache (None for a bare workspace)."""
+        return self._ws.cache
+
+    def tokens(self, lo: LoadedItem) -> int:
+        """The o200k tokens of ``lo``'s shown text as the request's format writes it
+        (``budget.tokens_of``, kept with the cache entry)."""
+        return tokens_of(lo, self._params, self._ws.cache)
 
     def peek(self, i: int) -> LoadedItem | None:
         """Item ``i`` if it has been loaded already, else None."""

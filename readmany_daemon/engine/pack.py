@@ -41,6 +41,8 @@ class PackPlan:
     full_count: int
 
     dropped: set[int] = field(default_factory=set)
+    #: The tokens the partial entry's content may have (``maxTotalTokens``), or None.
+    partial_tokens: int | None = None
 
     def not_loaded(self, active: int) -> tuple[int, set[int] | None]:
         """The entries this plan leaves unloaded, of the ``active`` positions: in request
@@ -68,21 +70,51 @@ class PackPlan:
         self.dropped |= indexes
 
 
+#: A file is included partially under ``maxTotalTokens`` only when at least this many
+#: tokens are left for its content: fewer would show little beyond its cut notice.
+MIN_PARTIAL_TOKENS = 48
+#: Tokens counted for one file's framing while packing (beside the o200k count of its
+#: label); the answer's exact sum is checked after rendering (``answer``).
+FRAME_TOKENS = 12
+
+
+@dataclass
+class TokenBudget:
+    """The tokens the contents and framing of the files may take (``maxTotalTokens``
+    less what the answer found its notices take), and how a file is counted."""
+
+    limit: int
+    cost: Callable[[LoadedItem], int]
+    #: The smallest-first order, made once per request: the next packings (after an
+    #: answer over the limit) reuse it instead of sorting every match again.
+    by_size: list[int] | None = None
+
+
 def choose_plan(
-    ws: Workspace, items: Items, active: Sequence[int], loads: Loads, params: ReadManyParams
+    ws: Workspace,
+    items: Items,
+    active: Sequence[int],
+    loads: Loads,
+    params: ReadManyParams,
+    tokens: TokenBudget | None = None,
 ) -> tuple[PackPlan, bool]:
-    """The packing of the ``active`` item positions under the request's totals, and
-    whether ``packing: "auto"`` switched to smallest first (it does when that includes
-    more whole files; never with ``stopOnError``)."""
+    """The packing of the ``active`` item positions under the request's totals (and
+    ``tokens``, when a token budget applies), and whether ``packing: "auto"`` switched
+    to smallest first (it does when that includes more whole files; never with
+    ``stopOnError``)."""
     totals = (params.max_total_files, params.max_total_chars)
-    plan = _pack(active, loads, *totals, "request-order")
+    plan = _pack(active, loads, *totals, "request-order", tokens)
     switched = False
     could_gain = plan.full_success < params.max_total_files and plan.stop < len(active)
     if params.packing == "smallest-first" or (
         params.packing == "auto" and could_gain and not params.stop_on_error
     ):
-        by_size = sorted(active, key=lambda i: (_size_hint(ws, items[i], loads.peek(i)), i))
-        alt = _pack(by_size, loads, *totals, "smallest-first")
+        by_size = tokens.by_size if tokens is not None else None
+        if by_size is None:
+            by_size = sorted(active, key=lambda i: (_size_hint(ws, items[i], loads.peek(i)), i))
+            if tokens is not None:
+                tokens.by_size = by_size
+        alt = _pack(by_size, loads, *totals, "smallest-first", tokens)
         if params.packing == "smallest-first" or alt.full_success > plan.full_success:
             switched = params.packing == "auto"
             plan = alt
@@ -95,14 +127,16 @@ def _pack(
     max_files: int,
     max_chars: int,
     strategy: str,
+    tokens: TokenBudget | None = None,
 ) -> PackPlan:
-    """Include whole blocks in ``order`` while both totals hold; the first block that does
-    not fit may be included partially (at most one); every file after it is omitted
+    """Include whole blocks in ``order`` while the totals hold (``tokens`` too, when
+    given: each file costs its content's and its framing's tokens); the first block that
+    does not fit may be included partially (at most one); every file after it is omitted
     (block-safe packing, seed 001). Errors and skipped entries cost nothing. Entries
     after the stop are never loaded."""
     included: list[int] = []
     partial: tuple[int, int] | None = None
-    files = chars = 0
+    files = chars = used = 0
     full_success = full_count = 0
     for pos, i in enumerate(order):
         lo = loaded_at(i)
@@ -110,16 +144,27 @@ def _pack(
             full_count += lo.result.status == Status.ERROR
             continue
         cost = lo.result.chars
-        if files < max_files and chars + cost <= max_chars:
+        token_cost = tokens.cost(lo) if tokens is not None else 0
+        if (
+            files < max_files
+            and chars + cost <= max_chars
+            and (tokens is None or used + token_cost <= tokens.limit)
+        ):
             included.append(i)
             files += 1
             chars += cost
+            used += token_cost
             full_success += 1
             full_count += 1
             continue
-        if files < max_files and chars < max_chars:
+        left: int | None = None
+        if tokens is not None:
+            left = tokens.limit - used - (token_cost - (lo.tokens or 0))  # less its framing
+        if files < max_files and chars < max_chars and (left is None or left >= MIN_PARTIAL_TOKENS):
             partial = (i, max_chars - chars)
-        return PackPlan(strategy, order, pos, included, partial, full_success, full_count)
+        plan = PackPlan(strategy, order, pos, included, partial, full_success, full_count)
+        plan.partial_tokens = left if partial is not None else None
+        return plan
     return PackPlan(strategy, order, len(order), included, partial, full_success, full_count)
 
 

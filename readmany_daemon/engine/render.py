@@ -7,11 +7,13 @@ gives it; the shapes come from the reference tools (seed 002/003 ``separator``, 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from readmany_daemon.content.tokens import BOUNDARY_MARGIN
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.wire.messages import FileResult, Summary, wire_safe
 
@@ -40,6 +42,9 @@ class Piece:
     key: str
     content: str | None = None
     explicit: bool = True
+    #: o200k tokens of ``content`` as the format writes it (:func:`content_form`), when
+    #: known (the answer counts each file once, through the content cache).
+    tokens: int | None = None
 
 
 @dataclass
@@ -62,6 +67,9 @@ class Notices:
     unlisted_omitted_names: list[tuple[str, str | None]] = field(default_factory=list)
     unlisted_skipped_names: list[tuple[str, str | None]] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
+    #: When set (a token budget that binds), at most this many omitted, skipped or
+    #: failed entries are named or framed; the others are counted in a notice.
+    room: int | None = None
 
 
 def djb2_hex6(label: str) -> str:
@@ -133,7 +141,7 @@ def _notice_lines(pieces: Sequence[Piece], notices: Notices, framed_errors: bool
     skipped = [p.result for p in pieces if p.result.status == Status.SKIPPED]
     errors = [p.result for p in pieces if p.result.status == Status.ERROR]
     lines: list[str] = []
-    room = MAX_NAMED_IN_CONTENT
+    room = MAX_NAMED_IN_CONTENT if notices.room is None else notices.room
 
     n_omitted = len(omitted) + notices.unlisted_omitted
     if n_omitted:
@@ -155,6 +163,8 @@ def _notice_lines(pieces: Sequence[Piece], notices: Notices, framed_errors: bool
         line, used = _named_line(f"Skipped {n_skipped} file(s)", names, n_skipped, room, True)
         lines.append(line)
         room -= used
+    if errors and framed_errors and notices.room is not None and len(errors) > notices.room:
+        lines.append(f"[{len(errors) - notices.room} more error(s) not named.]")
     if errors and not framed_errors:
         for r in errors[: max(room, 0)]:
             lines.append(f"[Error: {r.path}: {r.message or r.code}]")
@@ -175,14 +185,24 @@ def _notice_lines(pieces: Sequence[Piece], notices: Notices, framed_errors: bool
     return lines
 
 
-def _framed(pieces: Sequence[Piece], with_errors: bool) -> list[Piece]:
+def _framed(pieces: Sequence[Piece], with_errors: bool, room: int | None = None) -> list[Piece]:
+    """The pieces a format frames: files shown, and errors when ``with_errors`` (at most
+    ``room`` of them when it is set)."""
     keep = {Status.OK, Status.PARTIAL} | ({Status.ERROR} if with_errors else set())
-    return [
-        p
-        for p in pieces
-        if (p.result.status in keep and (p.content is not None or with_errors))
-        or p.result.status == Status.UNCHANGED
-    ]
+    out: list[Piece] = []
+    errors = 0
+    for p in pieces:
+        if p.result.status == Status.UNCHANGED:
+            out.append(p)
+            continue
+        if p.result.status not in keep or (p.content is None and not with_errors):
+            continue
+        if p.result.status == Status.ERROR or p.content is None:
+            errors += 1
+            if room is not None and errors > room:
+                continue
+        out.append(p)
+    return out
 
 
 def unchanged_text(r: FileResult) -> str:
@@ -193,30 +213,66 @@ def unchanged_text(r: FileResult) -> str:
     return f"[Unchanged: the same bytes as the copy you hold (sha256 {short}…); not sent again.]"
 
 
+def _shown(p: Piece) -> bool:
+    """Whether ``p``'s content is what its frame holds (not an error or unchanged line)."""
+    return p.result.status in (Status.OK, Status.PARTIAL) and p.content is not None
+
+
 def _body(p: Piece) -> str:
-    """What a framed entry shows: its content, or the line of an unchanged or failed one."""
+    """What a framed entry holds: its content, or the line of an unchanged or failed one."""
     r = p.result
     if r.status == Status.UNCHANGED:
         return unchanged_text(r) + "\n"
-    if r.status == Status.ERROR or p.content is None:
+    if not _shown(p) or p.content is None:
         return _error_text(r)
     return p.content
+
+
+class _Parts:
+    """Strings whose concatenation is an answer, each file's content one of them,
+    with the piece it belongs to (None for framing and notices)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.owners: list[Piece | None] = []
+
+    def add(self, text: str, owner: Piece | None = None) -> None:
+        self.parts.append(text)
+        self.owners.append(owner)
+
+
+def content_form(fmt: str, content: str) -> str:
+    """A file's shown ``content`` as format ``fmt`` writes it in ``llmContent``: as it is
+    (``separator``), without its final newline (``heredoc``), as the text of
+    ``<document_content>`` (``xml``, :func:`xml_content`) or as a JSON string
+    (``json``)."""
+    if fmt == "heredoc":
+        return content[:-1] if content.endswith("\n") else content
+    if fmt == "xml":
+        return xml_content(content)
+    if fmt == "json":
+        return json.dumps(content, ensure_ascii=False)
+    return content
+
+
+def _separator(pieces: Sequence[Piece], notices: Notices) -> _Parts:
+    out = _Parts()
+    for p in _framed(pieces, with_errors=False):
+        content = _body(p)
+        out.add(f"--- {p.result.path} ---\n")
+        out.add(content, p if _shown(p) else None)
+        out.add("\n" if content.endswith("\n") else "\n\n")
+    for line in _notice_lines(pieces, notices, framed_errors=False):
+        out.add(line + "\n")
+    out.add("--- End of content ---")
+    return out
 
 
 def separator_parts(pieces: Sequence[Piece], notices: Notices) -> list[str]:
     """:func:`render_separator` as a list of strings whose concatenation is the answer;
     each file's content is one element, never copied (a full read of a large tree is
     encoded and sent part by part)."""
-    out: list[str] = []
-    for p in _framed(pieces, with_errors=False):
-        content = _body(p)
-        out.append(f"--- {p.result.path} ---\n")
-        out.append(content)
-        out.append("\n" if content.endswith("\n") else "\n\n")
-    for line in _notice_lines(pieces, notices, framed_errors=False):
-        out.append(line + "\n")
-    out.append("--- End of content ---")
-    return out
+    return _separator(pieces, notices).parts
 
 
 def render_separator(pieces: Sequence[Piece], notices: Notices) -> str:
@@ -229,15 +285,12 @@ def _error_text(r: FileResult) -> str:
     return f"[Error: {r.message or r.code}]"
 
 
-def render_heredoc(pieces: Sequence[Piece], notices: Notices) -> str:
-    """``@{label}\\n<<'{WORD}_{INDEX}_{HASH}'\\n{content}\\n{WORD}_{INDEX}_{HASH}`` blocks
-    joined by a blank line (PROTOCOL §5, seed 001). Errors are framed like files."""
-    blocks: list[str] = []
-    for index, p in enumerate(_framed(pieces, with_errors=True), start=1):
+def _heredoc(pieces: Sequence[Piece], notices: Notices) -> _Parts:
+    out = _Parts()
+    for index, p in enumerate(_framed(pieces, True, notices.room), start=1):
         r = p.result
-        body = _body(p)
-        if body.endswith("\n"):
-            body = body[:-1]
+        shown = _shown(p)
+        body = content_form("heredoc", _body(p))
         base = f"{HEREDOC_WORDS[(index - 1) % len(HEREDOC_WORDS)]}_{index}_{djb2_hex6(r.path)}"
         delimiter = base
         lines = set(body.split("\n"))
@@ -245,11 +298,19 @@ def render_heredoc(pieces: Sequence[Piece], notices: Notices) -> str:
         while delimiter in lines:
             suffix += 1
             delimiter = f"{base}_{suffix}"
-        blocks.append(f"@{r.path}\n<<'{delimiter}'\n{body}\n{delimiter}")
+        out.add(("\n\n" if index > 1 else "") + f"@{r.path}\n<<'{delimiter}'\n")
+        out.add(body, p if shown else None)
+        out.add(f"\n{delimiter}")
     tail = _notice_lines(pieces, notices, framed_errors=True)
     if tail:
-        blocks.append("\n".join(tail))
-    return "\n\n".join(blocks)
+        out.add(("\n\n" if out.parts else "") + "\n".join(tail))
+    return out
+
+
+def render_heredoc(pieces: Sequence[Piece], notices: Notices) -> str:
+    """``@{label}\\n<<'{WORD}_{INDEX}_{HASH}'\\n{content}\\n{WORD}_{INDEX}_{HASH}`` blocks
+    joined by a blank line (PROTOCOL §5, seed 001). Errors are framed like files."""
+    return "".join(_heredoc(pieces, notices).parts)
 
 
 #: Characters XML 1.0 cannot carry at all (``Char``, XML 1.0 §2.2), C0 controls aside.
@@ -292,23 +353,30 @@ def xml_content(text: str) -> str:
     return "<![CDATA[" + xml_chars(text).replace("]]>", "]]]]><![CDATA[>") + "]]>"
 
 
+def _xml(pieces: Sequence[Piece], notices: Notices) -> _Parts:
+    out = _Parts()
+    out.add("<documents>")
+    for index, p in enumerate(_framed(pieces, True, notices.room), start=1):
+        r = p.result
+        shown = _shown(p)
+        body = _body(p)
+        out.add(
+            f'<document index="{index}"><source>{xml_escape(r.path)}</source><document_content>'
+        )
+        out.add(xml_content(body), p if shown else None)
+        out.add("</document_content></document>")
+    tail = _notice_lines(pieces, notices, framed_errors=True)
+    out.add("".join(f"\n<notice>{xml_escape(line)}</notice>" for line in tail))
+    out.add("\n</documents>" if tail else "</documents>")
+    return out
+
+
 def render_xml(pieces: Sequence[Piece], notices: Notices) -> str:
     """``<documents><document index="N"><source>…</source><document_content>…
     </document_content></document>…</documents>``, well-formed XML 1.0 whatever the
     names and contents hold; each notice line is a ``<notice>`` on its own line before
     ``</documents>`` (PROTOCOL §5)."""
-    out = ["<documents>"]
-    for index, p in enumerate(_framed(pieces, with_errors=True), start=1):
-        r = p.result
-        body = _body(p)
-        out.append(
-            f'<document index="{index}"><source>{xml_escape(r.path)}</source>'
-            f"<document_content>{xml_content(body)}</document_content></document>"
-        )
-    tail = _notice_lines(pieces, notices, framed_errors=True)
-    out.extend(f"\n<notice>{xml_escape(line)}</notice>" for line in tail)
-    out.append("\n</documents>" if tail else "</documents>")
-    return "".join(out)
+    return "".join(_xml(pieces, notices).parts)
 
 
 def _json_key(key: str, taken: dict[str, dict[str, str]]) -> str:
@@ -324,36 +392,62 @@ def _json_key(key: str, taken: dict[str, dict[str, str]]) -> str:
     return unique
 
 
+def _json(pieces: Sequence[Piece], notices: Notices) -> _Parts:
+    """The parts of ``json.dumps(doc, ensure_ascii=False, indent=2)`` of the document
+    :func:`render_json` describes, written out so that each content is a part."""
+    out = _Parts()
+    taken: dict[str, dict[str, str]] = {}
+    dump = functools.partial(json.dumps, ensure_ascii=False)
+    entries = 0
+    not_shown: dict[str, int] = {}
+    head = '{\n  "results": {'
+    for p in pieces:
+        r = p.result
+        shown = r.status in (Status.OK, Status.PARTIAL) and p.content is not None
+        if not shown and r.status != Status.UNCHANGED and notices.room is not None:
+            not_shown[r.status] = not_shown.get(r.status, 0) + 1
+            if not_shown[r.status] > notices.room:
+                continue
+        key = _json_key(p.key, taken)
+        taken[key] = {}
+        lead = head + ("\n" if not entries else ",\n") + f"    {dump(key)}: {{\n"
+        head = ""
+        entries += 1
+        if shown and p.content is not None:
+            out.add(lead + '      "status": "ok",\n      "content": ')
+            out.add(dump(p.content), p)
+            out.add("\n    }")
+        elif r.status == Status.UNCHANGED:
+            out.add(
+                lead + '      "status": "unchanged",\n'
+                f'      "sha256": {dump(r.sha256 or "")},\n'
+                f'      "message": {dump(unchanged_text(r))}\n    }}'
+            )
+        else:
+            out.add(
+                lead + '      "status": "error",\n      "code": '
+                f"{dump(r.code or r.status)},\n"
+                f'      "message": {dump(r.message or r.status)}\n    }}'
+            )
+    close = (head + "}") if not entries else "\n  }"
+    extra = _notice_lines(pieces, notices, framed_errors=True)
+    if extra:
+        close += ',\n  "notices": [\n' + ",\n".join(f"    {dump(x)}" for x in extra) + "\n  ]"
+    out.add(close + "\n}")
+    return out
+
+
 def render_json(pieces: Sequence[Piece], notices: Notices) -> str:
     """``{"results": {key: {"status": "ok", "content": …} | {"status": "error", "code": …,
     "message": …}}}`` (PROTOCOL §5, seed 000); ``ok`` for ok and partial,
     ``{"status": "unchanged", "sha256", "message"}`` for unchanged, ``error`` for every
     other status. A ``notices`` list is added only when there is something to say.
-    Valid JSON always: every key is unique (:func:`_json_key`)."""
-    results: dict[str, dict[str, str]] = {}
-    for p in pieces:
-        r = p.result
-        key = _json_key(p.key, results)
-        if r.status in (Status.OK, Status.PARTIAL) and p.content is not None:
-            results[key] = {"status": "ok", "content": p.content}
-        elif r.status == Status.UNCHANGED:
-            results[key] = {
-                "status": "unchanged",
-                "sha256": r.sha256 or "",
-                "message": unchanged_text(r),
-            }
-        else:
-            results[key] = {
-                "status": "error",
-                "code": r.code or r.status,
-                "message": r.message or r.status,
-            }
-    doc: dict[str, object] = {"results": results}
-    extra = _notice_lines(pieces, notices, framed_errors=True)
-    if extra:
-        doc["notices"] = extra
-    return json.dumps(doc, ensure_ascii=False, indent=2)
+    Valid JSON always: every key is unique (:func:`_json_key`). Written as
+    ``json.dumps(…, ensure_ascii=False, indent=2)`` writes it."""
+    return "".join(_json(pieces, notices).parts)
 
+
+_PARTS = {"separator": _separator, "heredoc": _heredoc, "xml": _xml, "json": _json}
 
 RENDERERS = {
     "separator": render_separator,
@@ -370,11 +464,35 @@ def render(fmt: str, pieces: Sequence[Piece], notices: Notices) -> str:
 
 def render_parts(fmt: str, pieces: Sequence[Piece], notices: Notices) -> list[str]:
     """``llmContent`` as strings whose concatenation equals :func:`render`'s answer: one
-    element per header, content and separator in the ``separator`` format, the whole
-    text as one element in the others."""
-    if fmt == "separator":
-        return separator_parts(pieces, notices)
-    return [render(fmt, pieces, notices)]
+    element per file content and per stretch of framing between them."""
+    return _PARTS[fmt](pieces, notices).parts
+
+
+def render_counted(
+    fmt: str, pieces: Sequence[Piece], notices: Notices, count: Callable[[str], int]
+) -> tuple[list[str], int]:
+    """:func:`render_parts` and an upper bound of the o200k tokens of their concatenation:
+    each file's content counts ``Piece.tokens`` (its cached count, when known), each
+    stretch of framing between two contents counts ``count`` of it, and each boundary
+    between two of those adds ``tokens.BOUNDARY_MARGIN`` (what joining two texts can add
+    to the sum of their counts)."""
+    made = _PARTS[fmt](pieces, notices)
+    total = stretches = 0
+    framing: list[str] = []
+    for text, owner in zip(made.parts, made.owners, strict=True):
+        if owner is None:
+            framing.append(text)
+            continue
+        if framing:
+            total += count("".join(framing))
+            stretches += 1
+            framing = []
+        total += owner.tokens if owner.tokens is not None else count(text)
+        stretches += 1
+    if framing:
+        total += count("".join(framing))
+        stretches += 1
+    return made.parts, total + BOUNDARY_MARGIN * max(stretches - 1, 0)
 
 
 def return_display(summary: Summary, pieces: Sequence[Piece]) -> str:

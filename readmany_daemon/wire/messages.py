@@ -47,6 +47,10 @@ Pattern = Annotated[str, msgspec.Meta(min_length=1)]
 Sha256 = Annotated[str, msgspec.Meta(pattern="^[0-9a-fA-F]{64}$")]
 #: A 1-based inclusive cell range of a notebook: ``"4"`` or ``"3-7"``.
 CellRange = Annotated[str, msgspec.Meta(pattern="^[1-9][0-9]{0,8}(-[1-9][0-9]{0,8})?$")]
+#: The smallest accepted ``maxTotalTokens``: below it no answer could carry its own
+#: framing and notices (PROTOCOL §3).
+MIN_TOTAL_TOKENS = 1000
+TotalTokens = Annotated[int, msgspec.Meta(ge=MIN_TOTAL_TOKENS)]
 
 Packing = Literal["auto", "request-order", "smallest-first"]
 Format = Literal["separator", "heredoc", "xml", "json"]
@@ -101,6 +105,8 @@ class ReadManyParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True,
     per_file_max_chars: Positive = 20000
     max_total_files: Positive = 20
     max_total_chars: Positive = 200000
+    max_total_tokens: TotalTokens | None = None
+    per_file_max_tokens: Positive | None = None
     prefer_full_read: bool = False
     packing: Packing = "auto"
     stop_on_error: bool = False

@@ -954,7 +954,7 @@ def test_no_descriptor_stays_open_when_the_request_fails(
     def boom(*a: Any, **kw: Any) -> Any:
         raise RuntimeError("render failed")
 
-    monkeypatch.setattr(answer_mod, "render_parts", boom)
+    monkeypatch.setattr(answer_mod, "render_counted", boom)
     before = fd_count()
     with pytest.raises(RuntimeError, match="render failed"):
         ask(ws, paths=["**/*.txt"])
