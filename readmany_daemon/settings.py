@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -61,10 +61,22 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
 )
 
 
+#: The defaults of the agent tools (the MCP read tool, the VS Code Language Model Tool):
+#: an answer's ``llmContent`` stays within what the clients keep in the conversation.
+#: Claude Code refuses an MCP result over 25,000 tokens and moves one whose text is over
+#: 50,000 characters to a file; 20,000 tokens leave room for the structured content.
+TOOL_MAX_TOTAL_TOKENS = 20000
+TOOL_MAX_TOTAL_CHARS = 50000
+
+
 class Settings(msgspec.Struct, rename="camel", forbid_unknown_fields=False, kw_only=True):
     """Every setting, each with its default. Wire names are camelCase.
 
-    Sizes are bytes; ``idle_timeout_seconds`` is seconds.
+    Sizes are bytes; ``idle_timeout_seconds`` is seconds. ``tool_max_total_tokens``
+    (o200k tokens, at least 1000) and ``tool_max_total_chars`` (characters of file
+    content) are the budgets the agent tools give a call that sets none of its own
+    (``maxTotalTokens`` / ``maxTotalChars``); the CLI and the LSP methods keep the
+    protocol's defaults.
     """
 
     ignore_file_names: list[str] = msgspec.field(default_factory=lambda: [".readmanyignore"])
@@ -75,6 +87,8 @@ class Settings(msgspec.Struct, rename="camel", forbid_unknown_fields=False, kw_o
     idle_timeout_seconds: float = 1800.0
     share_overlays: bool = True
     log_level: str = "WARNING"
+    tool_max_total_tokens: Annotated[int, msgspec.Meta(ge=1000)] = TOOL_MAX_TOTAL_TOKENS
+    tool_max_total_chars: Annotated[int, msgspec.Meta(ge=1)] = TOOL_MAX_TOTAL_CHARS
 
     def merged(self, overrides: Mapping[str, Any], source: str, warnings: list[str]) -> Settings:
         """A copy with ``overrides`` (camelCase or snake_case keys) applied one by one.

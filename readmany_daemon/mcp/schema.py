@@ -1,20 +1,34 @@
-"""The MCP tools as ``tools/list`` shows them: names, descriptions, input schemas.
+"""The agent tools as clients show them: names, descriptions, input and output schemas,
+generated from the wire Structs (``wire/messages.py``).
 
-- ``read_many_files`` → ``readMany/read``. Its input schema is ``ReadManyParams``
-  (PROTOCOL §3) *with* the reference tools' spellings (``per_file_max_lines``,
-  ``file_filtering_options.respect_git_ignore``, ``respect_sii_ignore``, …), so a call
-  made for any of the four reference tools works unchanged.
-- ``list_files`` → ``readMany/files``; ``changed_since`` → ``readMany/changedSince``.
+- ``read_many_files`` → ``readMany/read``; ``list_files`` → ``readMany/files``;
+  ``changed_since`` → ``readMany/changedSince`` (MCP ``tools/list``);
+- ``vscode_input_schema``: the VS Code Language Model Tool's ``inputSchema``
+  (``contributes.languageModelTools`` in editors/vscode/package.json, rewritten by
+  ``python -m readmany_daemon.mcp.schema PACKAGE_JSON``; ``--check`` only compares).
 
-The input schemas are written by hand (they repeat the defaults and aliases of
-``wire/messages.py``); the output schemas are generated from the result Structs.
-``tests/unit/test_mcp_schema.py`` pins all of it against a golden file.
+Every client re-sends tool definitions to the model on every turn, so the schemas are
+lean: ``msgspec.json.schema`` of the Structs with references inlined; titles,
+docstrings, ``null`` branches, empty or false defaults and bounds of 1 left out; each
+field described once (``messages.FIELD_DOCS``); each surface's own defaults (the tool
+budgets: ``Settings.tool_max_total_tokens`` / ``tool_max_total_chars``). Only canonical
+camelCase names are advertised; the decoder accepts every alias (PROTOCOL §3). Output
+schemas type the top-level members; nested objects name only their required members.
+``tests/unit/test_mcp_schema.py`` pins the result against a golden file and its sizes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import sys
+import typing
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import msgspec
+
+from readmany_daemon.settings import Settings
+from readmany_daemon.wire import messages
 
 READ_TOOL = "read_many_files"
 FILES_TOOL = "list_files"
@@ -23,52 +37,43 @@ CHANGED_TOOL = "changed_since"
 #: Paths listed by ``list_files`` / ``changed_since`` unless ``limit`` says otherwise.
 DEFAULT_LIST_LIMIT = 1000
 
-_BUDGETS = (
-    "Budgets: each file is cut at perFileMaxLines (200) lines / perFileMaxChars (20000) "
-    "characters unless preferFullRead; the whole answer holds at most maxTotalFiles (20) "
-    "files and maxTotalChars (200000) characters."
+#: ``_meta["anthropic/maxResultSizeChars"]`` of the read tool: Claude Code keeps a tool
+#: result up to this many characters in the conversation instead of moving it to a file
+#: (its own default is 50,000; 500,000 is the most it accepts). A call that raises
+#: ``maxTotalChars`` / ``maxTotalTokens`` gets its answer inline up to this size.
+MAX_RESULT_SIZE_CHARS = 500_000
+
+#: The read tool's ``structuredContent`` members (``ReadManyResult`` without the text:
+#: ``llmContent`` and ``returnDisplay`` are the content block, attachments go without
+#: their data).
+READ_STRUCTURED = (
+    "files",
+    "summary",
+    "packing",
+    "clock",
+    "attachments",
+    "nextCursor",
+    "createdPaths",
 )
 
-READ_DESCRIPTION = f"""\
-Read many files in one call: exact paths, folders (their files) and glob patterns \
-(`src/**/*.ts`, `{{a,b}}/*.md`), relative to the workspace root. Use it instead of \
-several single-file reads: to read a known list of files, a whole folder, or every file \
-a glob matches. Paths can also be given as `files: [{{"path", "offset", "limit"}}]` \
-for a line window (offset is the 1-based first line, limit a line count).
-
-{_BUDGETS} Nothing is dropped silently: the text ends with notices of what was cut, \
-omitted, skipped or failed, and how to ask for the rest:
-- a cut file ends with `[Showing lines 1-200 of 2500. Continue with offset=201.]`: \
-call again with `files: [{{"path": "that/file", "offset": 201}}]`;
-- when the totals left files out, the answer carries a cursor \
-(`structuredContent.nextCursor`, also quoted in the text): call again with only \
-`{{"cursor": "..."}}` for the next page of the same request.
-
-Globs and folders skip git-ignored files, `.readmanyignore`d files, default excludes \
-(node_modules, .venv, build caches…) and binary files; a path named exactly is read \
-even when git-ignored. Images and PDFs named exactly come back as attachments. \
-A missing or unreadable file is reported in the answer (status `error`), not as a \
-failure of the call; invalid arguments fail with a message naming the field. \
-Argument names of other read-many tools are accepted too (`per_file_max_lines`, \
-`file_filtering_options.respect_git_ignore`, …)."""
+READ_DESCRIPTION = """\
+Read many files in one call: paths, folders and globs (`src/**/*.ts`) relative to the \
+workspace root, instead of several single-file reads. Globs and folders skip ignored \
+and binary files; images and PDFs named exactly come back as attachments. Notices at \
+the end say what was cut or omitted and how to get it: \
+`files: [{"path": "a.py", "offset": 201}]` continues a cut file; `{"cursor": "..."}` \
+alone gives the next page. Raise maxTotalTokens for more at once."""
 
 FILES_DESCRIPTION = """\
-List the files of the workspace (what read_many_files' globs and folders would see: \
-.gitignore, .readmanyignore and default excludes applied), optionally only those \
-matching `patterns` (globs, folders or paths). Use it to find which files exist, or what \
-a glob matches, before reading them; it reads no content. The text is one \
-workspace-relative path a line, sorted; the structured content adds each file's size \
-(bytes) and mtime (ms) and a `clock` for changed_since. At most `limit` paths \
-(default 1000) are returned; narrow the patterns when `truncated` is true."""
+List the workspace's files as read_many_files' globs and folders see them (ignore rules \
+and default excludes applied), optionally only those matching `patterns`; no content. \
+The text is one path a line, sorted; structured content adds size (bytes), mtime (ms) \
+and a `clock` for changed_since."""
 
 CHANGED_DESCRIPTION = """\
-Which files were created, modified or deleted since an earlier `clock`. Pass the clock \
-of an earlier changed_since answer (or of list_files / read_many_files); the answer \
-lists the changed and deleted workspace-relative paths and a new clock to pass next \
-time. Use it to re-read only what changed instead of everything. An empty or unknown \
-clock (first call, another server, a restart) answers `isFreshInstance: true` with \
-every visible file as changed: a baseline. At most `limit` paths (default 1000) per \
-list."""
+Files created, modified or deleted since the `clock` of an earlier answer, and a new \
+clock for next time: re-read only what changed. An empty or unknown clock answers \
+`isFreshInstance: true` with every visible file as changed (a baseline)."""
 
 INSTRUCTIONS = """\
 readmany reads many workspace files at once, exactly and within budgets. Use \
@@ -76,260 +81,305 @@ read_many_files to read several files, a folder or a glob in one call (follow it
 offset / cursor notices to continue), list_files to see which files exist, and \
 changed_since to learn what changed since an earlier answer."""
 
-
-def _bool(description: str) -> dict[str, Any]:
-    return {"type": "boolean", "description": description}
-
-
-def _int(description: str) -> dict[str, Any]:
-    return {"type": "integer", "minimum": 1, "description": description}
-
-
-def _strings(description: str) -> dict[str, Any]:
-    return {"type": "array", "items": {"type": "string"}, "description": description}
-
-
-_FILE_SPEC: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string", "description": "file path, relative to the root"},
-        "offset": _int("1-based first line to read"),
-        "limit": _int("number of lines to read (replaces perFileMaxLines for this file)"),
-        "column": _int("1-based character of line offset where reading starts (a cut line)"),
-        "cells": {
-            "type": "string",
-            "description": 'a notebook\'s cells, 1-based inclusive: "3-7" or "4"',
-        },
-    },
-    "required": ["path"],
+_LIMIT = {
+    "type": "integer",
+    "minimum": 1,
+    "default": DEFAULT_LIST_LIMIT,
+    "description": "Most paths in the answer.",
 }
+_CLOCK = {"type": "string", "description": "The clock of an earlier answer; none: a baseline."}
 
-_FILTERS: dict[str, Any] = {
-    "type": "object",
-    "description": "which ignore rules apply to globs and folders",
-    "properties": {
-        "respectGitIgnore": _bool(
-            "apply .gitignore, .git/info/exclude and core.excludesFile (default true)"
-        ),
-        "respectIgnoreFiles": _bool(
-            "apply .readmanyignore and configured ignore files (default true)"
-        ),
-        "respect_git_ignore": _bool("alias of respectGitIgnore"),
-        "respect_sii_ignore": _bool("alias of respectIgnoreFiles"),
-        "respect_gemini_ignore": _bool("alias of respectIgnoreFiles"),
-        "respect_qwen_ignore": _bool("alias of respectIgnoreFiles"),
-    },
-}
-
-#: ``ReadManyParams`` (PROTOCOL §3) with its aliases. No ``required`` and no
-#: ``additionalProperties: false``: at least one of paths/files/include/cursor must hold
-#: an entry, and the engine checks that (naming the field) along with everything else.
-READ_INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "paths": {
-            "type": "array",
-            "items": {"anyOf": [{"type": "string"}, _FILE_SPEC]},
-            "description": (
-                "paths, folders (their files) or glob patterns relative to the root "
-                "(absolute paths inside the root work too), e.g. "
-                '["src/**/*.ts", "README.md", "docs/"]; an entry may also be '
-                '{"path", "offset", "limit"}'
-            ),
-        },
-        "files": {
-            "type": "array",
-            "items": _FILE_SPEC,
-            "description": 'files with optional line windows: [{"path": "a.py", "offset": 201}]',
-        },
-        "include": _strings("more patterns, merged with paths"),
-        "exclude": _strings(
-            "gitignore-syntax patterns removed from glob and folder matches, "
-            'e.g. ["**/*.log", "temp/"]'
-        ),
-        "recursive": _bool(
-            "false: a folder gives only its own files and ** acts as * (default true)"
-        ),
-        "useDefaultExcludes": _bool(
-            "skip node_modules, .venv, __pycache__, build caches… in globs and folders "
-            "(default true)"
-        ),
-        "fileFilteringOptions": _FILTERS,
-        "perFileMaxLines": _int("lines kept per file unless preferFullRead (default 200)"),
-        "perFileMaxChars": _int("characters kept per file unless preferFullRead (default 20000)"),
-        "maxTotalFiles": _int("files whose content is included in the answer (default 20)"),
-        "maxTotalChars": _int("characters of file content in the whole answer (default 200000)"),
-        "preferFullRead": _bool("lift the per-file limits; the totals still hold (default false)"),
-        "packing": {
-            "type": "string",
-            "enum": ["auto", "request-order", "smallest-first"],
-            "description": (
-                "which files the totals keep: auto (request order, switching to smallest-first "
-                "when that includes more whole files), request-order or smallest-first"
-            ),
-        },
-        "stopOnError": _bool("stop at the first file that fails (default false)"),
-        "format": {
-            "type": "string",
-            "enum": ["separator", "heredoc", "xml", "json"],
-            "description": "how files are framed in the text (default separator: --- path ---)",
-        },
-        "lineNumbers": _bool("prefix each line with its 1-based number (default false)"),
-        "absolutePaths": _bool("label files by absolute path (default false)"),
-        "root": {
-            "type": "string",
-            "description": (
-                "which workspace root (name, path or file: URI, or a folder inside one) "
-                "paths resolve against; default the first"
-            ),
-        },
-        "sync": {
-            "type": "string",
-            "enum": ["auto", "stat", "none"],
-            "description": (
-                "freshness: auto (default) reflects every write finished before the call"
-            ),
-        },
-        "cursor": {
-            "type": "string",
-            "description": (
-                "the nextCursor of an earlier answer: continue that request where its "
-                "budget stopped"
-            ),
-        },
-        "known": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"path": {"type": "string"}, "sha256": {"type": "string"}},
-                "required": ["path", "sha256"],
-            },
-            "description": (
-                "receipts: the sha256 of files you already hold whole, from earlier answers; "
-                "a file whose bytes are the same comes back unchanged, without content"
-            ),
-        },
-        # The reference tools' spellings (seed 003); any snake_case name is folded too.
-        "per_file_max_lines": _int("alias of perFileMaxLines"),
-        "per_file_max_chars": _int("alias of perFileMaxChars"),
-        "max_total_files": _int("alias of maxTotalFiles"),
-        "max_total_chars": _int("alias of maxTotalChars"),
-        "prefer_full_read": _bool("alias of preferFullRead"),
-        "file_filtering_options": {**_FILTERS, "description": "alias of fileFilteringOptions"},
-    },
-}
-
-_LIMIT = _int(f"at most this many paths in the answer (default {DEFAULT_LIST_LIMIT})")
-
-FILES_INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "patterns": _strings(
-            "globs, folders or paths relative to the root; none lists every visible file"
-        ),
-        "exclude": _strings("gitignore-syntax patterns to leave out"),
-        "recursive": _bool(
-            "false: a folder gives only its own files and ** acts as * (default true)"
-        ),
-        "useDefaultExcludes": _bool("skip node_modules, .venv, build caches… (default true)"),
-        "fileFilteringOptions": _FILTERS,
-        "file_filtering_options": {**_FILTERS, "description": "alias of fileFilteringOptions"},
-        "root": READ_INPUT_SCHEMA["properties"]["root"],
-        "limit": _LIMIT,
-    },
-}
-
-CHANGED_INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "clock": {
-            "type": "string",
-            "description": "the clock of an earlier answer; empty or omitted for a baseline",
-        },
-        "root": READ_INPUT_SCHEMA["properties"]["root"],
-        "limit": _LIMIT,
-    },
-}
-
-_LISTING_EXTRA: dict[str, Any] = {
-    "total": {"type": "integer", "description": "how many paths matched"},
-    "truncated": {"type": "boolean", "description": "true when limit cut the list"},
-}
-
-CHANGED_OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "clock": {"type": "string"},
-        "isFreshInstance": {"type": "boolean"},
-        "changed": {"type": "array", "items": {"type": "string"}},
-        "deleted": {"type": "array", "items": {"type": "string"}},
-        **_LISTING_EXTRA,
-    },
-    "required": ["clock", "isFreshInstance", "changed", "deleted"],
-}
+# --------------------------------------------------------------------------- generation
 
 
-def _strip_docs(node: Any) -> Any:
-    """A JSON schema without msgspec's titles and docstring descriptions."""
-    if isinstance(node, dict):
-        return {k: _strip_docs(v) for k, v in node.items() if k not in ("title", "description")}
+def _structs(cls: type) -> dict[str, type]:
+    """``cls`` and every Struct its fields name, by class name."""
+    found: dict[str, type] = {}
+
+    def walk(tp: Any) -> None:
+        if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+            if tp.__name__ in found:
+                return
+            found[tp.__name__] = tp
+            for f in msgspec.structs.fields(tp):
+                walk(f.type)
+        for arg in typing.get_args(tp):
+            walk(arg)
+
+    walk(cls)
+    return found
+
+
+def _enums(cls: type) -> dict[str, list[Any]]:
+    """Wire name -> the values of a ``Literal`` field, in declared order (msgspec sorts
+    them)."""
+    return {
+        f.encode_name: list(typing.get_args(f.type))
+        for f in msgspec.structs.fields(cls)
+        if typing.get_origin(f.type) is typing.Literal
+    }
+
+
+def _trivial(node: Any) -> Any:
+    """``node`` without the bounds every client assumes: ``minimum: 1`` of a count and
+    ``minLength: 1`` of a path (the decoder still enforces them, naming the field)."""
     if isinstance(node, list):
-        return [_strip_docs(v) for v in node]
+        return [_trivial(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    return {
+        k: _trivial(v)
+        for k, v in node.items()
+        if not (k in ("minimum", "minLength") and v == 1 and not isinstance(v, bool))
+    }
+
+
+def _non_null(node: dict[str, Any]) -> dict[str, Any]:
+    """``{"anyOf": [X, {"type": "null"}], …}`` → ``X`` with the other keys; a
+    ``null`` default dropped (an absent member means the same)."""
+    branches = node.get("anyOf")
+    if branches and {"type": "null"} in branches:
+        rest = [b for b in branches if b != {"type": "null"}]
+        node = {k: v for k, v in node.items() if k != "anyOf"}
+        node = {**rest[0], **node} if len(rest) == 1 else {"anyOf": rest, **node}
+    if node.get("default", 0) is None:
+        node = {k: v for k, v in node.items() if k != "default"}
     return node
 
 
-def struct_output_schema(struct: type, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The JSON schema of a result Struct as an MCP ``outputSchema``: an object schema at
-    the top (MCP requires ``type: object`` there), its other types under ``$defs``."""
-    import msgspec
+class _Inputs:
+    """One input-schema generation: the Structs' definitions and the surface's choices."""
 
-    raw = _strip_docs(msgspec.json.schema(struct))
-    defs = dict(raw["$defs"])
-    top = dict(defs.pop(struct.__name__))
-    if extra:
-        top["properties"] = {**top["properties"], **extra}
-    if defs:
-        top["$defs"] = defs
-    return top
+    def __init__(self, cls: type, strict: bool) -> None:
+        self.defs = msgspec.json.schema_components([cls])[1]
+        self.classes = _structs(cls)
+        self.strict = strict
+
+    def node(self, node: Any) -> Any:
+        if isinstance(node, list):
+            return [self.node(n) for n in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            return self.struct(ref.rsplit("/", 1)[1])
+        return {k: self.node(v) for k, v in node.items()}
+
+    def struct(self, name: str, defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        raw = self.defs[name]
+        enums = _enums(self.classes[name])
+        props: dict[str, Any] = {}
+        for key, prop in raw["properties"].items():
+            prop = _non_null(_trivial(self.node(prop)))
+            if key in enums:
+                values = enums[key]
+                kind = {"type": "string"} if all(isinstance(v, str) for v in values) else {}
+                prop = {**kind, "enum": values, **{k: v for k, v in prop.items() if k != "enum"}}
+            if prop.get("default") is False or prop.get("default") in ([], {}):
+                prop.pop("default")
+            if "$ref" in raw["properties"][key]:
+                prop.pop("default", None)  # a nested object's: its members have them
+            if defaults and key in defaults:
+                prop["default"] = defaults[key]
+            doc = messages.FIELD_DOCS[key]
+            if doc is not None:
+                prop["description"] = doc
+            props[key] = prop
+        out: dict[str, Any] = {"type": "object", "properties": props}
+        if raw.get("required"):
+            out["required"] = list(raw["required"])
+        if self.strict:
+            out["additionalProperties"] = False
+        return out
 
 
-def tool_definitions() -> list[dict[str, Any]]:
-    """The three tools as ``tools/list`` entries (camelCase, as on the wire)."""
-    from readmany_daemon.wire.messages import FilesResult, ReadManyResult
+def input_schema(
+    cls: type,
+    defaults: Mapping[str, Any] | None = None,
+    *,
+    strict: bool = False,
+    plain: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The input schema of request Struct ``cls`` (``ReadManyParams``, ``FilesParams``).
 
+    ``defaults``: this surface's defaults (canonical names) over the Struct's.
+    ``strict``: ``additionalProperties: false`` on every object (only where the client
+    never sees another spelling). ``plain``: array fields whose items may be a string or
+    an object advertised with strings only (``paths``: its ``{path, offset}`` entries are
+    what ``files`` is for; both are accepted). Raises ``KeyError`` for a field without a
+    description in ``messages.FIELD_DOCS``.
+    """
+    gen = _Inputs(cls, strict)
+    schema = gen.struct(cls.__name__, defaults)
+    for key in plain:
+        items = schema["properties"][key]["items"]
+        schema["properties"][key]["items"] = items["anyOf"][0]
+    return schema
+
+
+def _lean(node: Any, defs: Mapping[str, Any], depth: int) -> Any:
+    """An output-schema node: types only (no titles, docstrings, defaults), references
+    inlined; an object below ``depth`` levels names only its required members (none:
+    ``{"type": "object"}``)."""
+    if isinstance(node, dict) and "$ref" in node:
+        node = defs[node["$ref"].rsplit("/", 1)[1]]
+    if not isinstance(node, dict):
+        return node
+    if "anyOf" in node:
+        types = [b.get("type") for b in node["anyOf"]]
+        if all(isinstance(t, str) for t in types):
+            return {"type": types}
+    if node.get("type") == "object":
+        names = list(node.get("properties", ())) if depth > 0 else node.get("required", [])
+        if not names:
+            return {"type": "object"}
+        props = {k: _lean(node["properties"][k], defs, depth - 1) for k in names}
+        out: dict[str, Any] = {"type": "object", "properties": props}
+        if node.get("required"):
+            out["required"] = node["required"]
+        return out
+    if node.get("type") == "array":
+        return {"type": "array", "items": _lean(node.get("items", {}), defs, depth)}
+    return {k: v for k, v in node.items() if k in ("type", "enum")}
+
+
+def output_schema(
+    cls: type,
+    keep: Sequence[str] | None = None,
+    extra: Mapping[str, Any] | None = None,
+    drop: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, Any]:
+    """The MCP ``outputSchema`` of result Struct ``cls``: an object (MCP requires
+    ``type: object`` at the top) of the members ``keep`` (default all) and ``extra``,
+    typed; a nested object (or array item) names only its required members. ``drop``
+    names members of an item Struct left out (by Struct name)."""
+    defs = dict(msgspec.json.schema_components([cls])[1])
+    for name, members in (drop or {}).items():
+        d = defs[name]
+        props = {k: v for k, v in d["properties"].items() if k not in members}
+        required = [k for k in d.get("required", []) if k not in members]
+        defs[name] = {**d, "properties": props, "required": required}
+    top = defs[cls.__name__]
+    names = list(top["properties"]) if keep is None else list(keep)
+    props = {k: _lean(top["properties"][k], defs, 0) for k in names}
+    out: dict[str, Any] = {"type": "object", "properties": {**props, **(extra or {})}}
+    required = [k for k in top.get("required", []) if k in names]
+    if required:
+        out["required"] = required
+    return out
+
+
+def tool_budgets(settings: Settings | None = None) -> dict[str, int]:
+    """The agent tools' own defaults (canonical names): ``maxTotalTokens`` and
+    ``maxTotalChars`` from the settings (``toolMaxTotalTokens`` / ``toolMaxTotalChars``)."""
+    s = Settings() if settings is None else settings
+    return {"maxTotalTokens": s.tool_max_total_tokens, "maxTotalChars": s.tool_max_total_chars}
+
+
+def read_input_schema(settings: Settings | None = None) -> dict[str, Any]:
+    """``read_many_files``' input schema: ``ReadManyParams`` with the tool budgets."""
+    return input_schema(messages.ReadManyParams, tool_budgets(settings), plain=("paths",))
+
+
+def vscode_input_schema(settings: Settings | None = None) -> dict[str, Any]:
+    """The VS Code tool's ``inputSchema``: ``ReadManyParams`` with the tool budgets, strict
+    (VS Code shows the model no other spelling)."""
+    return input_schema(
+        messages.ReadManyParams, tool_budgets(settings), strict=True, plain=("paths",)
+    )
+
+
+def tool_definitions(settings: Settings | None = None) -> list[dict[str, Any]]:
+    """The three tools as ``tools/list`` entries (camelCase, as on the wire), with the
+    budgets of ``settings`` (default: the defaults) as the read tool's defaults."""
     hints = {
         "readOnlyHint": True,
         "destructiveHint": False,
         "idempotentHint": True,
         "openWorldHint": False,
     }
+    listing = {"total": {"type": "integer"}, "truncated": {"type": "boolean"}}
+    files_input = input_schema(messages.FilesParams)
+    files_input["properties"]["limit"] = _LIMIT
+    changed_input = {
+        "type": "object",
+        "properties": {"clock": _CLOCK, "root": files_input["properties"]["root"], "limit": _LIMIT},
+    }
+    strings = {"type": "array", "items": {"type": "string"}}
+    changed_output = {
+        "type": "object",
+        "properties": {
+            "clock": {"type": "string"},
+            "isFreshInstance": {"type": "boolean"},
+            "changed": strings,
+            "deleted": strings,
+            **listing,
+        },
+        "required": ["clock", "isFreshInstance", "changed", "deleted"],
+    }
     return [
         {
             "name": READ_TOOL,
             "title": "Read many files",
             "description": READ_DESCRIPTION,
-            "inputSchema": READ_INPUT_SCHEMA,
-            "outputSchema": struct_output_schema(ReadManyResult),
-            "annotations": {"title": "Read many files", **hints},
+            "inputSchema": read_input_schema(settings),
+            "outputSchema": output_schema(
+                messages.ReadManyResult, READ_STRUCTURED, drop={"Attachment": ("data",)}
+            ),
+            "annotations": hints,
+            "_meta": {"anthropic/maxResultSizeChars": MAX_RESULT_SIZE_CHARS},
         },
         {
             "name": FILES_TOOL,
             "title": "List files",
             "description": FILES_DESCRIPTION,
-            "inputSchema": FILES_INPUT_SCHEMA,
-            "outputSchema": struct_output_schema(FilesResult, _LISTING_EXTRA),
-            "annotations": {"title": "List files", **hints},
+            "inputSchema": files_input,
+            "outputSchema": output_schema(messages.FilesResult, extra=listing),
+            "annotations": hints,
         },
         {
             "name": CHANGED_TOOL,
             "title": "Files changed since a clock",
             "description": CHANGED_DESCRIPTION,
-            "inputSchema": CHANGED_INPUT_SCHEMA,
-            "outputSchema": CHANGED_OUTPUT_SCHEMA,
-            "annotations": {
-                "title": "Files changed since a clock",
-                **hints,
-                "idempotentHint": False,
-            },
+            "inputSchema": changed_input,
+            "outputSchema": changed_output,
+            "annotations": {**hints, "idempotentHint": False},
         },
     ]
+
+
+# ------------------------------------------------------------------ the VS Code manifest
+
+
+def vscode_manifest(text: str, settings: Settings | None = None) -> str:
+    """package.json ``text`` with its ``languageModelTools[0].inputSchema`` generated
+    (2-space JSON, as npm writes it)."""
+    manifest = json.loads(text)
+    manifest["contributes"]["languageModelTools"][0]["inputSchema"] = vscode_input_schema(settings)
+    return json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m readmany_daemon.mcp.schema [--check] PACKAGE_JSON``: rewrite the VS Code
+    tool's input schema in place, or (``--check``) exit 1 when it differs."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    check = "--check" in args
+    paths = [a for a in args if a != "--check"]
+    if len(paths) != 1:
+        print("usage: python -m readmany_daemon.mcp.schema [--check] PACKAGE_JSON", file=sys.stderr)
+        return 2
+    with open(paths[0], encoding="utf-8") as f:
+        text = f.read()
+    wanted = vscode_manifest(text)
+    if wanted == text:
+        return 0
+    if check:
+        print(f"{paths[0]}: the tool's inputSchema is not the generated one", file=sys.stderr)
+        return 1
+    with open(paths[0], "w", encoding="utf-8") as f:
+        f.write(wanted)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

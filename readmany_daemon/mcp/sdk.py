@@ -67,7 +67,7 @@ def build_server(app: ReadManyMcp) -> Any:
     import mcp.types as types
     from mcp.server.lowlevel import Server
 
-    tools = [types.Tool.model_validate(t) for t in tool_definitions()]
+    tools = [types.Tool.model_validate(t) for t in tool_definitions(app.local.settings)]
 
     if _sdk_major() >= 2:
 

@@ -1,9 +1,11 @@
 """The MCP tools, independent of the SDK: roots, the three tools, results as content.
 
 ``ReadManyMcp.call_tool`` answers one ``tools/call`` as a ``CallToolResult``
-(camelCase dict). ``read_many_files``' result is ``llmContent`` as text, image
-attachments as image content, PDFs as embedded blob resources, and the whole
-``ReadManyResult`` as structured content.
+(camelCase dict). ``read_many_files`` gives a call that sets no ``maxTotalTokens`` /
+``maxTotalChars`` of its own the tool budgets (``Settings.tool_max_total_tokens`` /
+``tool_max_total_chars``); its result is ``llmContent`` as text, attachments as image
+or resource blocks and the rest of the ``ReadManyResult`` as structured content, the
+whole within the client's limits (``mcp/result.py``).
 
 The workspace root is ``--root``, else the client's MCP roots (``roots/list``, when the
 client declares the roots capability), else the current directory. A request's ``root``
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import os
-import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -26,11 +27,18 @@ from readmany_daemon import roots as roots_
 from readmany_daemon.errors import InvalidParams, ReadManyError
 from readmany_daemon.mcp.backend import DaemonBackend
 from readmany_daemon.mcp.local import LocalBackend
-from readmany_daemon.mcp.schema import CHANGED_TOOL, DEFAULT_LIST_LIMIT, FILES_TOOL, READ_TOOL
-from readmany_daemon.paths import path_to_uri, uri_to_path
+from readmany_daemon.mcp.result import read_result, result_ceiling
+from readmany_daemon.mcp.schema import (
+    CHANGED_TOOL,
+    DEFAULT_LIST_LIMIT,
+    FILES_TOOL,
+    READ_TOOL,
+    tool_budgets,
+)
+from readmany_daemon.paths import uri_to_path
 from readmany_daemon.roots import Root, make_root
 from readmany_daemon.route import daemon_off
-from readmany_daemon.wire.messages import CHANGED_SINCE, FILES, READ
+from readmany_daemon.wire.messages import CHANGED_SINCE, FILES, READ, fold_read_params
 
 log = logging.getLogger("readmany.mcp")
 
@@ -54,26 +62,6 @@ def resolve_root(raw: Any, roots: Sequence[Root]) -> str:
 
 def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
-
-
-def read_content(answer: Mapping[str, Any], root: str) -> list[dict[str, Any]]:
-    """``llmContent`` as text; image attachments as image content; other attachments
-    (PDFs) as embedded blob resources with a ``file:`` URI."""
-    content = [_text(answer.get("llmContent", ""))]
-    for att in answer.get("attachments") or []:
-        mime = att.get("mimeType", "application/octet-stream")
-        if mime.startswith("image/"):
-            content.append({"type": "image", "data": att["data"], "mimeType": mime})
-        else:
-            path = att.get("path", "")
-            full = path if os.path.isabs(path) else posixpath.join(root, path)
-            content.append(
-                {
-                    "type": "resource",
-                    "resource": {"uri": path_to_uri(full), "mimeType": mime, "blob": att["data"]},
-                }
-            )
-    return content
 
 
 def _cap(items: list[str], limit: int) -> tuple[list[str], bool]:
@@ -206,15 +194,20 @@ class ReadManyMcp:
         roots = await self.roots(ask)
         backend = self.backend
         if name == READ_TOOL:
+            # The tool budgets under the call's own (any spelling: folded first). Beside
+            # a cursor they change nothing: the cursor's request is answered, with the
+            # budgets its first page had.
+            args = {**tool_budgets(self.local.settings), **fold_read_params(args)}
             # Decoded once, here: a bad argument or cursor is refused before any backend
             # is asked, and a cursor's root is read from the decoded request.
             req = decode_read_request(args)
             root = resolve_root(req.params.root, roots)
             # The backends take wire params (the daemon is asked over its socket): the
-            # arguments as sent, with the root resolved.
+            # arguments, folded, with the budgets and the root resolved.
             params = {**args, "root": root}
             answer = await anyio.to_thread.run_sync(backend.call, READ, params, root, req)
-            return read_content(answer, root), answer
+            ceiling = result_ceiling(req.params.max_total_tokens)
+            return await anyio.to_thread.run_sync(read_result, answer, root, ceiling)
         if name == FILES_TOOL:
             limit = _limit(args)
             root = resolve_root(args.get("root"), roots)

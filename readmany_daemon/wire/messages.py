@@ -132,6 +132,47 @@ class FilesParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw
     )
 
 
+#: One short description per request field (canonical camelCase names, every field of
+#: ``FileSpec``, ``FileFilteringOptions``, ``ReadManyParams`` and ``FilesParams``): the
+#: tool schemas (``mcp/schema.py``: MCP ``tools/list`` and the VS Code tool) are generated
+#: from these Structs and take their descriptions from here. ``None``: the name says it
+#: all (every client re-sends the schemas to the model on every turn).
+FIELD_DOCS: dict[str, str | None] = {
+    "path": None,
+    "offset": "1-based first line.",
+    "limit": "Line count.",
+    "column": "1-based start character (a cut line's nextColumn).",
+    "cells": 'Notebook cells, 1-based: "3-7".',
+    "sha256": None,
+    "respectGitIgnore": "Apply .gitignore.",
+    "respectIgnoreFiles": "Apply .readmanyignore.",
+    "paths": "Files, folders or globs.",
+    "files": "Files with line windows.",
+    "include": "More globs.",
+    "exclude": "Gitignore-style patterns to leave out.",
+    "recursive": "false: folders give only their own files.",
+    "useDefaultExcludes": "Skip node_modules, .venv, caches.",
+    "fileFilteringOptions": "Ignore rules to apply.",
+    "perFileMaxLines": None,
+    "perFileMaxChars": None,
+    "maxTotalFiles": "Files with content; the rest get a cursor.",
+    "maxTotalChars": "Characters of content in all.",
+    "maxTotalTokens": "o200k tokens of the whole text.",
+    "perFileMaxTokens": "o200k tokens per file.",
+    "preferFullRead": "Lift the per-file limits.",
+    "packing": "auto: smallest-first if that fits more files.",
+    "stopOnError": None,
+    "format": "How files are framed.",
+    "lineNumbers": None,
+    "absolutePaths": None,
+    "root": "A root (name, path, URI) or folder in one.",
+    "sync": "auto: see writes made before the call.",
+    "cursor": "An answer's nextCursor; send it alone.",
+    "known": "Hashes you hold: unchanged files are not resent.",
+    "patterns": "Globs, folders or paths; none: every file.",
+}
+
+
 # ---------------------------------------------------------------------------- results
 
 

@@ -164,23 +164,12 @@ async def test_tools_are_listed_with_schemas(env: dict[str, str], tree: Path) ->
         "fileFilteringOptions",
     ):
         assert name in props, name
-    # the reference tools' spellings are part of the schema, and nothing rejects them
-    for alias in (
-        "per_file_max_lines",
-        "per_file_max_chars",
-        "max_total_files",
-        "max_total_chars",
-        "prefer_full_read",
-        "file_filtering_options",
-    ):
-        assert alias in props, alias
-    ffo = props["file_filtering_options"]["properties"]
-    assert {
-        "respect_git_ignore",
-        "respect_sii_ignore",
-        "respect_gemini_ignore",
-        "respect_qwen_ignore",
-    } <= set(ffo)
+    # only canonical names are advertised (the aliases are accepted, see the next test)
+    for alias in ("per_file_max_lines", "max_total_chars", "file_filtering_options"):
+        assert alias not in props, alias
+    assert props["maxTotalTokens"]["default"] == 20000
+    assert props["maxTotalChars"]["default"] == 50000
+    assert tools["read_many_files"]["_meta"] == {"anthropic/maxResultSizeChars": 500000}
     assert schema.get("additionalProperties", True) is not False
     assert "required" not in schema
     # every ReadManyParams field is described
@@ -194,7 +183,7 @@ async def test_tools_are_listed_with_schemas(env: dict[str, str], tree: Path) ->
         assert tool["outputSchema"]["type"] == "object"
         assert tool["annotations"]["readOnlyHint"] is True
     desc = tools["read_many_files"]["description"]
-    assert "cursor" in desc and "offset" in desc and "maxTotalFiles" in desc
+    assert "cursor" in desc and "offset" in desc and "maxTotalTokens" in desc
     assert "clock" in tools["changed_since"]["description"]
     assert tools["list_files"]["inputSchema"]["properties"]["patterns"]["type"] == "array"
 
@@ -214,7 +203,8 @@ async def test_reads_a_real_tree_in_every_reference_shape(env: dict[str, str], t
             "src/pkg/c.py",
             "README.md",
         ]
-        assert s["summary"]["read"] == 4 and s["llmContent"] == body
+        assert s["summary"]["read"] == 4
+        assert "llmContent" not in s and "returnDisplay" not in s  # the text is sent once
 
         # 003: snake_case budgets and filter aliases, passed through unchanged
         r = await read(
@@ -299,6 +289,82 @@ async def test_images_and_pdfs_come_back_as_content(env: dict[str, str], tree: P
     assert base64.b64decode(resource["blob"]) == PDF
     atts = r["structuredContent"]["attachments"]
     assert [a["path"] for a in atts] == ["img/logo.png", "doc.pdf"]
+    assert all("data" not in a for a in atts)  # the bytes are sent once, as content
+
+
+def _tokens(obj: Any) -> int:
+    """The o200k count of ``obj`` as compact JSON (how a client sizes a result)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # bpe_openai's own import
+        import bpe_openai
+
+    enc = bpe_openai.get_encoding("o200k_base")
+    return len(enc.encode_ordinary(json.dumps(obj, separators=(",", ":"), ensure_ascii=False)))
+
+
+def _code(i: int) -> str:
+    """About 8,000 characters of Python-like text (about 4 characters a token)."""
+    return "".join(
+        f"def handler_{i}_{n}(request, value={n}):\n    return value * {n}\n\n" for n in range(160)
+    )
+
+
+async def test_the_default_answer_fits_the_clients(env: dict[str, str], tree: Path) -> None:
+    """With no budget of its own a broad read answers within the tool budgets (50,000
+    characters of content, 20,000 tokens) and the whole result within 25,000 tokens;
+    a call's own maxTotalChars wins."""
+    write_tree(tree, {f"lib/m{i:02}.py": _code(i) for i in range(40)})
+    async with mcp_session(env, "--root", str(tree)) as session:
+        r = await read(session, paths=["lib/*.py"], maxTotalFiles=40)
+        s = r["structuredContent"]
+        assert s["summary"]["totalChars"] <= 50000 < 40 * len(_code(0))
+        assert s["summary"]["omitted"] > 0 and s["nextCursor"]
+        assert "llmContent" not in s
+        assert _tokens(text(r)) <= 20000
+        assert _tokens(r) <= 25000
+        # omitted files are named once, in packing.omittedPaths, not as entries
+        assert all(f["status"] != "omitted" for f in s["files"])
+        assert len(s["packing"]["omittedPaths"]) == s["summary"]["omitted"]
+        # the call asks for more: its own budgets win (snake_case spelling too)
+        more = await read(
+            session,
+            paths=["lib/*.py"],
+            max_total_files=40,
+            max_total_chars=400000,
+            maxTotalTokens=200000,
+        )
+        assert more["structuredContent"]["summary"]["read"] == 40
+        assert len(text(more)) > 50000
+
+
+async def test_attachments_that_do_not_fit_are_named_not_dropped(
+    env: dict[str, str], tree: Path
+) -> None:
+    """An image whose base64 would push the result past 25,000 tokens is left out with a
+    notice naming it and the call that gets it; that call brings it."""
+    import random
+
+    rng = random.Random(7)
+    big = _png() + bytes(rng.randrange(256) for _ in range(90_000))  # ~120k base64 chars
+    write_tree(tree, {"img/big.png": big, "img/small.png": _png()})
+    async with mcp_session(env, "--root", str(tree)) as session:
+        r = await read(session, paths=["img/small.png", "img/big.png", "src/a.py"])
+        assert [c["type"] for c in r["content"]] == ["text", "image"]
+        assert _tokens(r) <= 25000
+        body = text(r)
+        assert "img/big.png (image/png" in body and "left out" in body
+        atts = r["structuredContent"]["attachments"]
+        assert [(a["path"], a.get("omitted", False)) for a in atts] == [
+            ("img/small.png", False),
+            ("img/big.png", True),
+        ]
+        ask = json.loads(body[body.index('{"paths"') : body.rindex("}") + 1])
+        assert ask["paths"] == ["img/big.png"]
+        got = await read(session, **ask)
+        (image,) = [c for c in got["content"] if c["type"] == "image"]
+        assert base64.b64decode(image["data"]) == big
 
 
 async def test_bad_arguments_are_tool_errors_naming_the_field(

@@ -34,3 +34,75 @@ def test_answers_through_a_service_without_watcher_or_snapshots(tmp_path: Path) 
     backend.clear()
     assert service.roots() == []
     service.close()
+
+
+# ---- the read tool's CallToolResult (mcp/result.py) --------------------------------------
+
+
+def _answer(attachments: list[dict[str, str]]) -> dict[str, object]:
+    return {
+        "llmContent": "--- a.py ---\nx = 1\n",
+        "returnDisplay": "Read 1 file",
+        "summary": {"matched": 3, "read": 1, "omitted": 2},
+        "files": [
+            {"path": "a.py", "status": "ok", "source": "disk", "chars": 6},
+            {"path": "b.py", "status": "omitted", "source": "disk", "chars": 0, "code": "budget"},
+        ],
+        "packing": {"omittedPaths": ["b.py", "c.py"], "omittedTruncated": False},
+        "clock": "1:2",
+        "attachments": attachments,
+    }
+
+
+def test_structured_content_does_not_repeat_the_text() -> None:
+    import base64
+
+    from readmany_daemon.mcp.result import read_result
+
+    data = base64.b64encode(b"\x89PNG tiny").decode()
+    content, structured = read_result(
+        _answer([{"path": "i.png", "mimeType": "image/png", "data": data}]), "/r"
+    )
+    assert content == [
+        {"type": "text", "text": "--- a.py ---\nx = 1\n"},
+        {"type": "image", "data": data, "mimeType": "image/png"},
+    ]
+    assert "llmContent" not in structured and "returnDisplay" not in structured
+    assert structured["attachments"] == [{"path": "i.png", "mimeType": "image/png"}]
+    assert [f["path"] for f in structured["files"]] == ["a.py"]  # b.py: packing names it
+    assert structured["packing"]["omittedPaths"] == ["b.py", "c.py"]
+
+
+def test_an_attachment_over_the_ceiling_is_named_with_the_call_that_gets_it() -> None:
+    import base64
+    import json
+    import random
+
+    from readmany_daemon.mcp.result import count_tokens, read_result, result_ceiling
+
+    rng = random.Random(3)
+    big = base64.b64encode(bytes(rng.randrange(256) for _ in range(60_000))).decode()
+    small = base64.b64encode(b"GIF89a").decode()
+    answer = _answer(
+        [
+            {"path": "big.png", "mimeType": "image/png", "data": big},
+            {"path": "s.gif", "mimeType": "image/gif", "data": small},
+            {"path": "d.pdf", "mimeType": "application/pdf", "data": small},
+        ]
+    )
+    ceiling = result_ceiling(20000)
+    assert ceiling == 25000 and result_ceiling(60000) == 65000
+    content, structured = read_result(answer, "/r", ceiling)
+    whole = {"content": content, "structuredContent": structured, "isError": False}
+    assert count_tokens(json.dumps(whole, separators=(",", ":"), ensure_ascii=False)) <= ceiling
+    assert [c["type"] for c in content] == ["text", "image", "resource"]  # later ones still fit
+    assert content[2]["resource"]["uri"] == "file:///r/d.pdf"
+    text = content[0]["text"]
+    assert "big.png (image/png, 60000 bytes, about" in text and "within 25000 tokens" in text
+    ask = json.loads(text[text.index('{"paths"') : text.rindex("}") + 1])
+    assert ask["paths"] == ["big.png"] and result_ceiling(ask["maxTotalTokens"]) > count_tokens(big)
+    assert [a.get("omitted", False) for a in structured["attachments"]] == [True, False, False]
+    # with that budget it comes back
+    content, structured = read_result(answer, "/r", result_ceiling(ask["maxTotalTokens"]))
+    assert [c["type"] for c in content] == ["text", "image", "image", "resource"]
+    assert not any(a.get("omitted") for a in structured["attachments"])

@@ -1,24 +1,56 @@
-"""The MCP tools as ``tools/list`` shows them, pinned.
+"""The agent tools' schemas: generated from the wire Structs, pinned, small.
 
-``golden/mcp_tools_list.json`` was generated once from the hand-written schemas (before
-the MCP adapter was split into ``readmany_daemon/mcp/``); it holds every tool's name,
-title, description, input and output schema and annotations, plus the server's
-instructions. Schemas generated from the wire Structs must reproduce it.
+``golden/mcp_tools_list.json`` holds every tool's name, title, description, input and
+output schema, annotations and ``_meta``, plus the server's instructions, as
+``tools/list`` shows them with the default settings. Regenerate it after a deliberate
+change with ``python -m tests.unit.test_mcp_schema`` and review the diff.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+import msgspec
+import pytest
+
+from readmany_daemon.mcp import schema
 from readmany_daemon.mcp.schema import INSTRUCTIONS, tool_definitions
+from readmany_daemon.settings import Settings
+from readmany_daemon.wire import messages
 
 GOLDEN = Path(__file__).parent / "golden" / "mcp_tools_list.json"
+PACKAGE_JSON = Path(__file__).resolve().parents[2] / "editors" / "vscode" / "package.json"
+
+#: Issue targets (compact JSON): the whole ``tools/list`` result, and the read tool's
+#: description plus input schema. Measured with the next issue's fields added (receipts,
+#: redaction, notebook cells: about 450 characters more), both still hold.
+TOOLS_LIST_MAX = 8000
+READ_TOOL_MAX = 3500
 
 
 def _listed() -> dict[str, Any]:
     return {"instructions": INSTRUCTIONS, "tools": tool_definitions()}
+
+
+def _golden_text() -> str:
+    return json.dumps(_listed(), indent=2, ensure_ascii=False) + "\n"
+
+
+def _compact(obj: Any) -> int:
+    return len(json.dumps(obj, separators=(",", ":")))
+
+
+def _walk(node: Any) -> Any:
+    if isinstance(node, dict):
+        yield node
+        for v in node.values():
+            yield from _walk(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _walk(v)
 
 
 def test_tools_list_matches_the_golden_file() -> None:
@@ -32,12 +64,76 @@ def test_tools_list_matches_the_golden_file() -> None:
 
 def test_tools_list_keeps_the_golden_key_order() -> None:
     """Byte for byte, key order included (what a client shows the model)."""
-    text = json.dumps(_listed(), indent=2, ensure_ascii=False) + "\n"
-    assert text == GOLDEN.read_text(encoding="utf-8")
+    assert _golden_text() == GOLDEN.read_text(encoding="utf-8")
+
+
+def test_sizes_hold() -> None:
+    tools = tool_definitions()
+    assert _compact({"tools": tools}) <= TOOLS_LIST_MAX
+    read = tools[0]
+    assert read["name"] == schema.READ_TOOL
+    assert len(read["description"]) + _compact(read["inputSchema"]) <= READ_TOOL_MAX
+
+
+def test_only_canonical_names_are_advertised() -> None:
+    """Every property name is camelCase (no alias spelling), and the read tool's are
+    exactly ``ReadManyParams``' fields, in order."""
+    for tool in tool_definitions():
+        for node in _walk(tool["inputSchema"]):
+            for name in node.get("properties", {}):
+                assert re.fullmatch(r"[a-z][A-Za-z0-9]*", name), (tool["name"], name)
+    fields = [f.encode_name for f in msgspec.structs.fields(messages.ReadManyParams)]
+    assert list(tool_definitions()[0]["inputSchema"]["properties"]) == fields
+
+
+def test_every_request_field_is_described_once() -> None:
+    """Each field of the request Structs has its entry in ``FIELD_DOCS`` (``None``: the
+    name says it), and no entry names a field that does not exist."""
+    names: set[str] = set()
+    for cls in (
+        messages.FileSpec,
+        messages.FileFilteringOptions,
+        messages.Known,
+        messages.ReadManyParams,
+        messages.FilesParams,
+    ):
+        names |= {f.encode_name for f in msgspec.structs.fields(cls)}
+    assert names == set(messages.FIELD_DOCS)
+    for doc in messages.FIELD_DOCS.values():
+        assert doc is None or (doc.endswith(".") and len(doc) <= 80), doc
+
+
+def test_the_tool_budgets_are_the_read_tools_defaults() -> None:
+    props = tool_definitions()[0]["inputSchema"]["properties"]
+    assert props["maxTotalTokens"]["default"] == 20000
+    assert props["maxTotalTokens"]["minimum"] == messages.MIN_TOTAL_TOKENS
+    assert props["maxTotalChars"]["default"] == 50000
+    assert props["perFileMaxLines"]["default"] == 200  # the protocol's, unchanged
+    mine = Settings(tool_max_total_tokens=30000, tool_max_total_chars=90000)
+    props = tool_definitions(mine)[0]["inputSchema"]["properties"]
+    assert (props["maxTotalTokens"]["default"], props["maxTotalChars"]["default"]) == (
+        30000,
+        90000,
+    )
+
+
+def test_enums_keep_their_declared_order() -> None:
+    props = tool_definitions()[0]["inputSchema"]["properties"]
+    assert props["format"]["enum"] == ["separator", "heredoc", "xml", "json"]
+    assert props["packing"]["enum"] == ["auto", "request-order", "smallest-first"]
+
+
+def test_the_read_tool_declares_its_result_size() -> None:
+    read = tool_definitions()[0]
+    assert read["_meta"] == {"anthropic/maxResultSizeChars": schema.MAX_RESULT_SIZE_CHARS}
+    out = read["outputSchema"]["properties"]
+    assert "llmContent" not in out and "returnDisplay" not in out
+    assert "data" not in out["attachments"]["items"]["properties"]
 
 
 def test_the_sdk_passes_the_tools_through_unchanged() -> None:
-    """``mcp.types.Tool`` neither drops nor adds a field of the definitions."""
+    """``mcp.types.Tool`` neither drops nor adds a field of the definitions (``_meta``
+    included)."""
     import mcp.types as types
 
     for tool in tool_definitions():
@@ -45,3 +141,37 @@ def test_the_sdk_passes_the_tools_through_unchanged() -> None:
             by_alias=True, exclude_none=True, mode="json"
         )
         assert dumped == tool
+
+
+def test_the_vscode_manifest_holds_the_generated_schema() -> None:
+    """editors/vscode/package.json's tool ``inputSchema`` is the generated one (rewrite it
+    with ``python -m readmany_daemon.mcp.schema editors/vscode/package.json``)."""
+    text = PACKAGE_JSON.read_text(encoding="utf-8")
+    assert schema.vscode_manifest(text) == text
+    assert schema.main(["--check", str(PACKAGE_JSON)]) == 0
+    manifest = json.loads(text)
+    props = manifest["contributes"]["languageModelTools"][0]["inputSchema"]["properties"]
+    mcp_props = tool_definitions()[0]["inputSchema"]["properties"]
+    assert list(props) == list(mcp_props)
+    assert props["maxTotalChars"]["default"] == 50000
+
+
+def test_main_rewrites_a_stale_manifest(tmp_path: Path) -> None:
+    stale = json.loads(PACKAGE_JSON.read_text(encoding="utf-8"))
+    stale["contributes"]["languageModelTools"][0]["inputSchema"] = {"type": "object"}
+    path = tmp_path / "package.json"
+    path.write_text(json.dumps(stale, indent=2) + "\n", encoding="utf-8")
+    assert schema.main(["--check", str(path)]) == 1
+    assert schema.main([str(path)]) == 0
+    assert schema.main(["--check", str(path)]) == 0
+    assert schema.main([]) == 2
+
+
+@pytest.mark.parametrize("name", ["paths", "files", "maxTotalTokens", "cursor"])
+def test_generated_fields_carry_their_description(name: str) -> None:
+    prop = tool_definitions()[0]["inputSchema"]["properties"][name]
+    assert prop["description"] == messages.FIELD_DOCS[name]
+
+
+if __name__ == "__main__":
+    GOLDEN.write_text(_golden_text(), encoding="utf-8")

@@ -41,6 +41,8 @@ def test_defaults() -> None:
     assert s.idle_timeout_seconds == 1800.0
     assert s.share_overlays is True
     assert s.log_level == "WARNING"
+    assert s.tool_max_total_tokens == 20000
+    assert s.tool_max_total_chars == 50000
 
 
 def test_no_environment_no_options_gives_the_defaults() -> None:
@@ -65,6 +67,8 @@ def test_wire_names_are_camel_case() -> None:
         "logLevel",
         "maxFileBytes",
         "shareOverlays",
+        "toolMaxTotalChars",
+        "toolMaxTotalTokens",
     ]
 
 
@@ -81,6 +85,9 @@ def test_wire_names_are_camel_case() -> None:
         ("READMANY_SHARE_OVERLAYS", "false", {"share_overlays": False}),
         ("READMANY_LOG_LEVEL", "DEBUG", {"log_level": "DEBUG"}),  # not JSON: a string
         ("READMANY_LOG_LEVEL", '"INFO"', {"log_level": "INFO"}),  # JSON string
+        ("READMANY_TOOL_MAX_TOTAL_TOKENS", "60000", {"tool_max_total_tokens": 60000}),
+        ("READMANY_TOOL_MAX_TOTAL_TOKENS", "1000", {"tool_max_total_tokens": 1000}),
+        ("READMANY_TOOL_MAX_TOTAL_CHARS", "120000", {"tool_max_total_chars": 120000}),
     ],
 )
 def test_environment_overrides(variable: str, raw: str, expected: dict[str, Any]) -> None:
@@ -110,6 +117,14 @@ def test_list_settings_from_the_environment() -> None:
         ("READMANY_SHARE_OVERLAYS", "1", "shareOverlays: Expected `bool`, got `int`"),
         ("READMANY_LOG_LEVEL", "3", "logLevel: Expected `str`, got `int`"),
         ("READMANY_DENY_PATTERNS", '{"a": 1}', "denyPatterns: Expected `array`, got `object`"),
+        # below maxTotalTokens' smallest accepted value: no answer could carry its notices
+        (
+            "READMANY_TOOL_MAX_TOTAL_TOKENS",
+            "999",
+            "toolMaxTotalTokens: Expected `int` >= 1000 - at `$.toolMaxTotalTokens`",
+        ),
+        ("READMANY_TOOL_MAX_TOTAL_CHARS", "0", "toolMaxTotalChars: Expected `int` >= 1 - at"),
+        ("READMANY_TOOL_MAX_TOTAL_CHARS", "lots", "toolMaxTotalChars: Expected `int`, got `str`"),
     ],
 )
 def test_a_bad_environment_value_warns_and_keeps_the_default(

@@ -104,6 +104,7 @@ export class ReadManyController implements vscode.Disposable {
       };
       const tool = createReadManyTool(toolApi, {
         read: (params, token) => this.read(params, token),
+        budgets: () => this.settings.tool,
         workspaceFolders: () => api.workspace.workspaceFolders ?? [],
       });
       this.disposables.push(api.lm.registerTool(TOOL_NAME, tool));

@@ -51,6 +51,8 @@ export interface ReadManyParams {
   perFileMaxChars?: number;
   maxTotalFiles?: number;
   maxTotalChars?: number;
+  maxTotalTokens?: number;
+  perFileMaxTokens?: number;
   preferFullRead?: boolean;
   packing?: Packing;
   stopOnError?: boolean;
@@ -75,6 +77,8 @@ export const READ_MANY_PARAM_FIELDS = [
   'perFileMaxChars',
   'maxTotalFiles',
   'maxTotalChars',
+  'maxTotalTokens',
+  'perFileMaxTokens',
   'preferFullRead',
   'packing',
   'stopOnError',

@@ -10,9 +10,12 @@
  *   `maxFileBytes`, `shareOverlays`) and read defaults (`readmany.read.*`: budgets and
  *   format for every read of this window) — sent as `initializationOptions` and, on
  *   change, as `workspace/didChangeConfiguration`;
+ * - the agent tool's budgets (`toolMaxTotalTokens`, `toolMaxTotalChars`): applied by the
+ *   tool to each call that sets none of its own (the commands use `readmany.read.*`);
  * - UI settings (`statusRefreshSeconds`).
  */
 import type { Format } from './protocol';
+import type { ToolBudgets } from './tool';
 
 export const SECTION = 'readmany';
 
@@ -52,6 +55,8 @@ export interface Settings {
   statusRefreshSeconds: number;
   server: ServerSettings;
   read: ReadDefaults;
+  /** The agent tool's budgets (`toolMaxTotalTokens`, `toolMaxTotalChars`). */
+  tool: ToolBudgets;
 }
 
 export const FORMATS: readonly Format[] = ['separator', 'heredoc', 'xml', 'json'];
@@ -76,6 +81,7 @@ export const DEFAULTS: Settings = {
     format: 'separator',
     lineNumbers: false,
   },
+  tool: { maxTotalTokens: 20000, maxTotalChars: 50000 },
 };
 
 type Check<T> = (value: unknown) => value is T;
@@ -85,6 +91,7 @@ const isStrings: Check<string[]> = (v): v is string[] =>
   Array.isArray(v) && v.every((s) => typeof s === 'string');
 const isPositiveInt: Check<number> = (v): v is number =>
   typeof v === 'number' && Number.isInteger(v) && v >= 1;
+const isTokenBudget: Check<number> = (v): v is number => isPositiveInt(v) && v >= 1000;
 const isNonNegative: Check<number> = (v): v is number =>
   typeof v === 'number' && Number.isFinite(v) && v >= 0;
 const isFormat: Check<Format> = (v): v is Format =>
@@ -122,6 +129,10 @@ export function readSettings(config: ConfigurationLike, warn: (message: string) 
       maxTotalChars: get('read.maxTotalChars', isPositiveInt, d.read.maxTotalChars, 'an integer >= 1'),
       format: get('read.format', isFormat, d.read.format, FORMATS.join(' | ')),
       lineNumbers: get('read.lineNumbers', isBool, d.read.lineNumbers, 'true or false'),
+    },
+    tool: {
+      maxTotalTokens: get('toolMaxTotalTokens', isTokenBudget, d.tool.maxTotalTokens, 'an integer >= 1000'),
+      maxTotalChars: get('toolMaxTotalChars', isPositiveInt, d.tool.maxTotalChars, 'an integer >= 1'),
     },
   };
 }

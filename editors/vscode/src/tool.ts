@@ -27,11 +27,9 @@ const ENTRY_FIELDS = ['paths', 'files', 'include'] as const;
  * Tool input → `readMany/read` params. Canonical fields (and any alias) pass through for
  * the server to validate (an unknown field comes back as -32602 naming it, for the model
  * to fix). Small slips are mended: null fields dropped, a single string where a list
- * goes, `files` entries given as plain paths. With a token budget from the caller and no
- * `maxTotalChars` (or cursor) of the model's own, the answer is capped at ~3 characters
- * a token.
+ * goes, `files` entries given as plain paths.
  */
-export function toReadManyParams(input: unknown, tokenBudget?: number): ReadManyParams {
+export function toReadManyParams(input: unknown): ReadManyParams {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     throw new ToolInputError('the input must be an object with at least one of paths, files, include, cursor');
   }
@@ -50,11 +48,35 @@ export function toReadManyParams(input: unknown, tokenBudget?: number): ReadMany
   if (!hasEntries && !hasCursor) {
     throw new ToolInputError('nothing to read: give at least one of paths, files, include (or the cursor of an earlier answer)');
   }
-  const ownBudget = 'maxTotalChars' in params || 'max_total_chars' in params;
-  if (tokenBudget !== undefined && tokenBudget > 0 && !ownBudget && !hasCursor) {
-    params.maxTotalChars = Math.max(1000, Math.floor(tokenBudget * 3));
-  }
   return params as ReadManyParams;
+}
+
+/** The tool's own budgets (settings `readmany.toolMaxTotalTokens` / `toolMaxTotalChars`):
+ * o200k tokens of the whole answer text, characters of file content. */
+export interface ToolBudgets {
+  maxTotalTokens: number;
+  maxTotalChars: number;
+}
+
+/** The smallest `maxTotalTokens` the server accepts (PROTOCOL §3). */
+export const MIN_TOTAL_TOKENS = 1000;
+
+/**
+ * `params` with the tool's budgets where the model set none of its own (any spelling):
+ * `maxTotalTokens` is VS Code's `tokenBudget` for this call when it gives one (the server
+ * counts with the same o200k counter; at least `MIN_TOTAL_TOKENS`), else
+ * `budgets.maxTotalTokens`; `maxTotalChars` is `budgets.maxTotalChars`. Beside a cursor
+ * they change nothing (the server answers the cursor's request with its first page's
+ * budgets), and they keep a request sent with its cursor the same request.
+ */
+export function withToolBudgets(params: ReadManyParams, budgets: ToolBudgets, tokenBudget?: number): ReadManyParams {
+  const out: Record<string, unknown> = { ...params };
+  if (!('maxTotalTokens' in out) && !('max_total_tokens' in out)) {
+    const fromHost = tokenBudget !== undefined && Number.isFinite(tokenBudget) && tokenBudget > 0;
+    out.maxTotalTokens = fromHost ? Math.max(MIN_TOTAL_TOKENS, Math.floor(tokenBudget)) : budgets.maxTotalTokens;
+  }
+  if (!('maxTotalChars' in out) && !('max_total_chars' in out)) out.maxTotalChars = budgets.maxTotalChars;
+  return out as ReadManyParams;
 }
 
 /** The constructors of the parts a tool result holds (a subset of the `vscode` API).
@@ -144,8 +166,13 @@ export function describeRequest(params: ReadManyParams): string {
   return entries.length > 3 ? `${shown} and ${entries.length - 3} more` : shown;
 }
 
+/** The tool budgets when no setting says otherwise (the server's `toolMaxTotal*`). */
+export const DEFAULT_TOOL_BUDGETS: ToolBudgets = { maxTotalTokens: 20000, maxTotalChars: 50000 };
+
 export interface ReadManyToolDeps {
   read(params: ReadManyParams, token?: vscode.CancellationToken): Promise<ReadManyResult>;
+  /** the current tool budgets (settings); default `DEFAULT_TOOL_BUDGETS` */
+  budgets?(): ToolBudgets;
   workspaceFolders(): readonly WorkspaceFolderLike[];
   /** called after each answer (the status bar refreshes) */
   onDidRead?(result: ReadManyResult): void;
@@ -181,7 +208,8 @@ export function createReadManyTool(api: ToolApi, deps: ReadManyToolDeps): vscode
     async invoke(options, token) {
       let params: ReadManyParams;
       try {
-        params = toReadManyParams(options.input, options.tokenizationOptions?.tokenBudget);
+        const budgets = deps.budgets?.() ?? DEFAULT_TOOL_BUDGETS;
+        params = withToolBudgets(toReadManyParams(options.input), budgets, options.tokenizationOptions?.tokenBudget);
       } catch (error) {
         throw new Error(`invalid input for ${TOOL_NAME}: ${(error as Error).message}`);
       }

@@ -188,6 +188,11 @@ describe('the real server over vscode-jsonrpc', { timeout: 60000 }, () => {
       exclude: ['**/*.log'],
       fileFilteringOptions: { respectGitIgnore: true, respectIgnoreFiles: true },
       root: path.basename(ws.dir),
+      perFileMaxTokens: 5000,
+      preferFullRead: false,
+      stopOnError: false,
+      lineNumbers: false,
+      absolutePaths: false,
     });
     for (const name of Object.keys(schema.properties)) if (name !== 'cursor') assert.ok(name in input, name);
     await withServer(ws, DEFAULTS, async (c) => {

@@ -27,8 +27,10 @@ describe('languageModelTools contribution', () => {
     assert.deepEqual(Object.keys(schema.properties), [...READ_MANY_PARAM_FIELDS]);
     assert.equal(schema.required, undefined, 'no field is required on its own');
     for (const [name, prop] of Object.entries<Json>(schema.properties)) {
-      assert.ok(typeof prop.description === 'string' && prop.description.length > 10, `${name} has a description`);
+      // generated from the wire Structs: a description where the name does not say it all
+      if ('description' in prop) assert.ok(typeof prop.description === 'string' && prop.description.length > 8, `${name} has a description`);
     }
+    for (const name of ['paths', 'files', 'maxTotalTokens', 'cursor', 'root']) assert.ok(schema.properties[name].description, name);
   });
 
   test('field types, enums and defaults are the protocol’s', () => {
@@ -36,9 +38,9 @@ describe('languageModelTools contribution', () => {
     const fileSpec = p.files.items;
     assert.deepEqual(Object.keys(fileSpec.properties), ['path', 'offset', 'limit', 'column']);
     assert.deepEqual(fileSpec.required, ['path']);
-    assert.equal(fileSpec.properties.offset.minimum, 1);
-    assert.equal(fileSpec.properties.column.minimum, 1);
-    assert.deepEqual(p.paths.items.anyOf, [{ type: 'string', minLength: 1 }, fileSpec]);
+    assert.equal(fileSpec.properties.offset.type, 'integer');
+    assert.equal(fileSpec.properties.column.type, 'integer');
+    assert.deepEqual(p.paths.items, { type: 'string' }, 'a {path, offset} entry is what files is for');
     assert.deepEqual(Object.keys(p.fileFilteringOptions.properties), ['respectGitIgnore', 'respectIgnoreFiles']);
     const expected: Record<string, unknown> = {
       recursive: true,
@@ -46,23 +48,23 @@ describe('languageModelTools contribution', () => {
       perFileMaxLines: 200,
       perFileMaxChars: 20000,
       maxTotalFiles: 20,
-      maxTotalChars: 200000,
-      preferFullRead: false,
+      maxTotalChars: 50000, // the tool's budget (readmany.toolMaxTotalChars), not the protocol's
+      maxTotalTokens: 20000, // readmany.toolMaxTotalTokens
       packing: 'auto',
-      stopOnError: false,
       format: 'separator',
-      lineNumbers: false,
-      absolutePaths: false,
       sync: 'auto',
     };
+    for (const name of ['preferFullRead', 'stopOnError', 'lineNumbers', 'absolutePaths']) assert.equal(p[name].type, 'boolean', name);
     for (const [name, value] of Object.entries(expected)) assert.equal(p[name].default, value, name);
     assert.deepEqual(p.format.enum, FORMATS);
     assert.deepEqual(p.packing.enum, ['auto', 'request-order', 'smallest-first']);
     assert.deepEqual(p.sync.enum, ['auto', 'stat', 'none']);
-    for (const name of ['perFileMaxLines', 'perFileMaxChars', 'maxTotalFiles', 'maxTotalChars']) {
+    for (const name of ['perFileMaxLines', 'perFileMaxChars', 'maxTotalFiles', 'maxTotalChars', 'perFileMaxTokens']) {
       assert.equal(p[name].type, 'integer', name);
-      assert.equal(p[name].minimum, 1, name);
     }
+    assert.equal(p.maxTotalTokens.minimum, 1000);
+    assert.equal(p.maxTotalTokens.default, DEFAULTS.tool.maxTotalTokens);
+    assert.equal(p.maxTotalChars.default, DEFAULTS.tool.maxTotalChars);
   });
 
   test('the model description says when to use it and how budgets, offsets and cursors continue', () => {

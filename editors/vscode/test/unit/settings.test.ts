@@ -31,6 +31,8 @@ describe('readSettings', () => {
         'read.maxTotalChars': 9999,
         'read.format': 'xml',
         'read.lineNumbers': true,
+        toolMaxTotalTokens: 8000,
+        toolMaxTotalChars: 30000,
       }),
     );
     assert.deepEqual(s, {
@@ -40,7 +42,16 @@ describe('readSettings', () => {
       statusRefreshSeconds: 0,
       server: { ignoreFileNames: ['.aiignore'], denyPatterns: ['*.secret'], defaultExcludes: [], maxFileBytes: 1000, shareOverlays: false },
       read: { perFileMaxLines: 50, perFileMaxChars: 5000, maxTotalFiles: 100, maxTotalChars: 9999, format: 'xml', lineNumbers: true },
+      tool: { maxTotalTokens: 8000, maxTotalChars: 30000 },
     });
+  });
+
+  test("the tool budgets: toolMaxTotalTokens below the server's 1000 is refused with a warning", () => {
+    const warnings: string[] = [];
+    const s = readSettings(config({ toolMaxTotalTokens: 999, toolMaxTotalChars: 0 }), (w) => warnings.push(w));
+    assert.deepEqual(s.tool, { maxTotalTokens: 20000, maxTotalChars: 50000 });
+    assert.equal(warnings.length, 2);
+    assert.ok(warnings[0]?.includes('readmany.toolMaxTotalTokens') && warnings[0].includes('>= 1000'), warnings[0]);
   });
 
   test('a bad value is a warning naming the setting, and the default stays', () => {

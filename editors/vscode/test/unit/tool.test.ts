@@ -8,6 +8,7 @@ import {
   describeRequest,
   isWorkspaceRoot,
   toReadManyParams,
+  withToolBudgets,
   toToolResultParts,
   ToolInputError,
   type ReadManyToolInput,
@@ -74,12 +75,17 @@ describe('tool input → ReadManyParams', () => {
     assert.deepEqual(toReadManyParams({ include: ['*.md'] }), { include: ['*.md'] });
   });
 
-  test("a caller's token budget caps maxTotalChars unless the model set it or continues a cursor", () => {
-    assert.equal(toReadManyParams({ paths: ['a'] }, 10000).maxTotalChars, 30000);
-    assert.equal(toReadManyParams({ paths: ['a'] }, 10).maxTotalChars, 1000);
-    assert.equal(toReadManyParams({ paths: ['a'], maxTotalChars: 5 }, 10000).maxTotalChars, 5);
-    assert.equal(toReadManyParams({ cursor: 'c' }, 10000).maxTotalChars, undefined);
-    assert.equal(toReadManyParams({ paths: ['a'] }).maxTotalChars, undefined);
+  test("the tool's budgets fill what the model left out; VS Code's token budget is maxTotalTokens", () => {
+    const budgets = { maxTotalTokens: 20000, maxTotalChars: 50000 };
+    assert.deepEqual(withToolBudgets({ paths: ['a'] }, budgets), { paths: ['a'], maxTotalTokens: 20000, maxTotalChars: 50000 });
+    assert.equal(withToolBudgets({ paths: ['a'] }, budgets, 8000).maxTotalTokens, 8000);
+    assert.equal(withToolBudgets({ paths: ['a'] }, budgets, 10).maxTotalTokens, 1000, 'the smallest the server accepts');
+    assert.equal(withToolBudgets({ paths: ['a'] }, budgets, 2500.7).maxTotalTokens, 2500);
+    assert.equal(withToolBudgets({ paths: ['a'] }, budgets, 0).maxTotalTokens, 20000);
+    const own = withToolBudgets({ paths: ['a'], maxTotalChars: 5, max_total_tokens: 90000 } as ReadManyParams, budgets, 8000);
+    assert.equal(own.maxTotalChars, 5);
+    assert.equal(own.maxTotalTokens, undefined, 'the model asked for its own, in any spelling');
+    assert.deepEqual(withToolBudgets({ cursor: 'c' }, budgets), { cursor: 'c', maxTotalTokens: 20000, maxTotalChars: 50000 });
   });
 });
 
@@ -171,18 +177,26 @@ describe('createReadManyTool', () => {
       onDidRead: (r) => seen.push(r),
     });
     const out = (await tool.invoke({ input: { paths: 'a.txt' }, toolInvocationToken: undefined } as unknown as Options, token)) as unknown as LanguageModelToolResult;
-    assert.deepEqual(calls, [{ params: { paths: ['a.txt'] }, token }]);
+    assert.deepEqual(calls, [{ params: { paths: ['a.txt'], maxTotalTokens: 20000, maxTotalChars: 50000 }, token }]);
     assert.ok(out instanceof LanguageModelToolResult);
     assert.equal((out.content[0] as LanguageModelTextPart).value, result().llmContent);
     assert.equal(seen.length, 1);
   });
 
-  test("invoke passes the caller's token budget on", async () => {
+  test("invoke passes VS Code's token budget on as maxTotalTokens, else the settings' budgets", async () => {
     let sent: ReadManyParams | undefined;
     const tool = createReadManyTool(api, { read: async (p) => ((sent = p), result()), workspaceFolders: () => folders });
     const options = { input: { paths: ['a'] }, toolInvocationToken: undefined, tokenizationOptions: { tokenBudget: 2000, countTokens: async () => 0 } };
     await tool.invoke(options as unknown as Options, token);
-    assert.equal(sent?.maxTotalChars, 6000);
+    assert.equal(sent?.maxTotalTokens, 2000);
+    assert.equal(sent?.maxTotalChars, 50000);
+    const mine = createReadManyTool(api, {
+      read: async (p) => ((sent = p), result()),
+      budgets: () => ({ maxTotalTokens: 3000, maxTotalChars: 7000 }),
+      workspaceFolders: () => folders,
+    });
+    await mine.invoke({ input: { paths: ['a'] }, toolInvocationToken: undefined } as unknown as Options, token);
+    assert.deepEqual([sent?.maxTotalTokens, sent?.maxTotalChars], [3000, 7000], 'the settings');
   });
 
   test('errors reach the model as messages it can act on', async () => {

@@ -1,0 +1,140 @@
+"""The read tool's ``CallToolResult``, within what MCP clients keep.
+
+Claude Code refuses a tool result over 25,000 tokens (its ``MAX_MCP_OUTPUT_TOKENS``
+default) and moves one whose text is over 50,000 characters to a file. So:
+
+- the text block is ``llmContent`` (the tool budgets keep it within 20,000 tokens and
+  50,000 characters unless the call asks for more, ``schema.tool_budgets``);
+- ``structuredContent`` carries per-file results and the summary, not the file text a
+  second time: no ``llmContent``/``returnDisplay``, attachments without their data, and
+  omitted files named once (``packing.omittedPaths``) instead of as ``files`` entries;
+- images and PDFs named exactly follow as image / embedded resource blocks while the
+  whole result, as JSON, stays within ``result_ceiling`` tokens (o200k); one that would
+  push it over is left out, named in a notice at the end of the text with the call
+  that gets it, and marked ``"omitted": true`` in ``structuredContent.attachments``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import posixpath
+from collections.abc import Mapping
+from typing import Any
+
+from readmany_daemon.content import tokens
+from readmany_daemon.paths import path_to_uri
+
+#: The whole result's default ceiling in o200k tokens: Claude Code's
+#: ``MAX_MCP_OUTPUT_TOKENS`` default.
+RESULT_MAX_TOKENS = 25000
+#: Room for everything but the text (structured content, framing, notices) when a call
+#: raises ``maxTotalTokens`` past the default: the ceiling is then its value plus this.
+STRUCTURE_ROOM = 5000
+
+
+def count_tokens(text: str) -> int:
+    """``text``'s length in o200k_base tokens (the count clients judge results by;
+    ``content.tokens``)."""
+    return tokens.count(text)
+
+
+def result_ceiling(max_total_tokens: int | None) -> int:
+    """The whole result's ceiling (o200k tokens) for a call whose ``maxTotalTokens`` is
+    ``max_total_tokens``: ``RESULT_MAX_TOKENS``, or that value plus ``STRUCTURE_ROOM``
+    when the call asked for more."""
+    if max_total_tokens is None:
+        return RESULT_MAX_TOKENS
+    return max(RESULT_MAX_TOKENS, max_total_tokens + STRUCTURE_ROOM)
+
+
+def _compact(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def structured(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """``structuredContent`` of a ``ReadManyResult`` (builtins): its members but the text
+    (``llmContent``, ``returnDisplay``), attachments as ``{path, mimeType}`` and
+    ``files`` without ``omitted`` entries (``packing.omittedPaths`` names them; the
+    ``summary`` counts them all)."""
+    out = {k: v for k, v in answer.items() if k not in ("llmContent", "returnDisplay")}
+    out["files"] = [f for f in answer.get("files") or [] if f.get("status") != "omitted"]
+    out["attachments"] = [
+        {"path": a.get("path", ""), "mimeType": a.get("mimeType", "application/octet-stream")}
+        for a in answer.get("attachments") or []
+    ]
+    return out
+
+
+def _block(att: Mapping[str, Any], root: str) -> dict[str, Any]:
+    """An attachment as a content block: images as image content, other types (PDFs)
+    as embedded blob resources with a ``file:`` URI."""
+    mime = att.get("mimeType", "application/octet-stream")
+    if mime.startswith("image/"):
+        return {"type": "image", "data": att["data"], "mimeType": mime}
+    path = att.get("path", "")
+    full = path if os.path.isabs(path) else posixpath.join(root, path)
+    return {
+        "type": "resource",
+        "resource": {"uri": path_to_uri(full), "mimeType": mime, "blob": att["data"]},
+    }
+
+
+def _notice(left: list[tuple[str, str, int, int]], ceiling: int) -> str:
+    names = ", ".join(
+        f"{path} ({mime}, {size} bytes, about {tokens} tokens)" for path, mime, size, tokens in left
+    )
+    path, _, _, tokens = max(left, key=lambda x: x[3])
+    ask = math.ceil((tokens + STRUCTURE_ROOM) / 1000) * 1000
+    call = _compact({"paths": [path], "maxTotalTokens": ask})
+    return (
+        f"\n[Attachments left out to keep this answer within {ceiling} tokens: {names}. "
+        f"Ask for one alone with room for it, e.g. {call}.]"
+    )
+
+
+def _total(text: str, structure: Mapping[str, Any], blocks: list[dict[str, Any]]) -> int:
+    result = {
+        "content": [{"type": "text", "text": text}, *blocks],
+        "structuredContent": structure,
+        "isError": False,
+    }
+    return count_tokens(_compact(result))
+
+
+def read_result(
+    answer: Mapping[str, Any], root: str, ceiling: int = RESULT_MAX_TOKENS
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``(content blocks, structuredContent)`` of a ``readMany/read`` answer (builtins),
+    answered in ``root``: the text, then the attachments that fit within ``ceiling``
+    o200k tokens for the whole result as JSON; the others are named in a notice at the
+    end of the text, never dropped silently. Attachments are tried in answer order;
+    room for the notice (naming them all, the longest it can be) is kept first."""
+    text = answer.get("llmContent", "")
+    structure = structured(answer)
+    attachments = list(answer.get("attachments") or [])
+    if not attachments:
+        return [{"type": "text", "text": text}], structure
+    blocks = [_block(att, root) for att in attachments]
+    costs = [count_tokens(_compact(b)) + 1 for b in blocks]  # +1: the separating comma
+    sizes = [len(att.get("data", "")) * 3 // 4 for att in attachments]
+    entries = structure["attachments"]
+    every = [
+        (e["path"], e["mimeType"], n, c) for e, n, c in zip(entries, sizes, costs, strict=True)
+    ]
+    # The notice naming them all, and an ``"omitted":true`` flag on each (<= 8 tokens).
+    reserve = count_tokens(_notice(every, ceiling)) + 8 * len(every)
+    used = _total(text, structure, []) + reserve
+    kept: list[dict[str, Any]] = []
+    left: list[tuple[str, str, int, int]] = []
+    for block, entry, item, cost in zip(blocks, entries, every, costs, strict=True):
+        if used + cost <= ceiling:
+            kept.append(block)
+            used += cost
+        else:
+            entry["omitted"] = True
+            left.append(item)
+    if left:
+        text += _notice(left, ceiling)
+    return [{"type": "text", "text": text}, *kept], structure
