@@ -54,6 +54,12 @@ class _Throttle(logging.Filter):
         return True
 
 
+def standard_filters() -> list[logging.Filter]:
+    """The filters every log handler gets: pygls' arguments redacted (logs never hold
+    file contents), endless repeats throttled."""
+    return [_RedactArgs(), _Throttle()]
+
+
 def configure_logging(level: str = "WARNING", log_file: str | None = None) -> None:
     """Log to ``log_file`` (created with its folder, mode 0600) or stderr — never
     stdout, which carries the protocol. ``pygls`` stays at WARNING whatever ``level``."""
@@ -67,8 +73,8 @@ def configure_logging(level: str = "WARNING", log_file: str | None = None) -> No
         logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
     )
     # On the handler: a logger's own filters do not see its children's records.
-    handler.addFilter(_RedactArgs())
-    handler.addFilter(_Throttle())
+    for f in standard_filters():
+        handler.addFilter(f)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.getLevelNamesMapping().get(str(level).upper(), logging.WARNING))

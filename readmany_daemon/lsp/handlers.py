@@ -86,6 +86,8 @@ def _initialize(ls: ReadManyServer, params: types.InitializeParams) -> None:
                 message="authentication failed: initializationOptions.authToken is missing or wrong"
             )
         ls.authenticated = True
+    if ls.client_log is not None:
+        ls.client_log.ready()  # logMessage may be sent from now on (LSP §"initialize")
     ls.init_options = dict(options)
     ls.apply_settings(ls.pending_warnings)
     for folder in params.workspace_folders or []:

@@ -23,6 +23,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from readmany_daemon.logs import configure_logging
+from readmany_daemon.lsp import clientlog
 from readmany_daemon.lsp.framing import INVALID_REQUEST, PARSE_ERROR, FramingError, read_frame
 from readmany_daemon.lsp.handlers import register_handlers
 from readmany_daemon.lsp.session import ReadManyServer
@@ -233,12 +234,16 @@ async def run_connection(
     token: str | None = None,
     on_stop_daemon: Callable[[], None] | None = None,
     live: set[ReadManyServer] | None = None,
+    on_server: Callable[[ReadManyServer], None] | None = None,
 ) -> ReadManyServer:
     """Serve one connection until ``exit``, end of input or a framing fault (see
     ``read_frame``: an error response, then the connection is closed); returns its
     server (its ``exit_code`` is 0 after ``shutdown`` + ``exit``, else 1). While it
-    runs, the server is in ``live`` (the daemon ends them all when it stops)."""
+    runs, the server is in ``live`` (the daemon ends them all when it stops);
+    ``on_server`` gets it before the first message is read."""
     server = _new_server(service, kind=kind, token=token)
+    if on_server is not None:
+        on_server(server)
     server.on_stop_daemon = on_stop_daemon
     server.protocol.set_writer(writer)
     if live is not None:
@@ -254,7 +259,7 @@ async def run_connection(
     return server
 
 
-async def _stdio_main(service: Service) -> int:
+async def _stdio_main(service: Service, on_server: Callable[[ReadManyServer], None]) -> int:
     loop = asyncio.get_running_loop()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but protocol may reach the real stdout
@@ -266,7 +271,9 @@ async def _stdio_main(service: Service) -> int:
         from pygls.io_ import StdinAsyncReader
 
         reader = StdinAsyncReader(stdin, service.executor)
-    server = await run_connection(service, reader, BlockingWriter(stdout), kind="stdio")
+    server = await run_connection(
+        service, reader, BlockingWriter(stdout), kind="stdio", on_server=on_server
+    )
     return server.exit_code if server.exit_code is not None else 1
 
 
@@ -274,8 +281,12 @@ def serve_stdio(settings: Settings, log_file: str | None = None) -> int:
     """``readmany serve --stdio``: one connection on stdin/stdout; returns the exit
     code (LSP §"exit": 0 after ``shutdown``, else 1)."""
     configure_logging(settings.log_level, log_file)
+    # The client shows stderr as errors: the log below ERROR goes to it (clientlog),
+    # until the service has closed (saving the index snapshot logs too).
+    client_log = clientlog.install()
     service = Service(settings)
     try:
-        return asyncio.run(_stdio_main(service))
+        return asyncio.run(_stdio_main(service, client_log.attach))
     finally:
         service.close()
+        clientlog.uninstall(client_log)

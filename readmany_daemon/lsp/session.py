@@ -27,6 +27,7 @@ from pygls.lsp.server import LanguageServer
 
 from readmany_daemon import __version__
 from readmany_daemon.errors import InvalidParams, RootNotFound
+from readmany_daemon.lsp.clientlog import CLIENT_NOTIFIED, ClientLog
 from readmany_daemon.lsp.protocol import ReadManyProtocol, share_stop_event
 from readmany_daemon.paths import uri_to_path
 from readmany_daemon.roots import Root, resolve_root
@@ -117,6 +118,8 @@ class ReadManyServer(LanguageServer):
         self.folders: list[Folder] = []
         self.extra_roots: dict[str, RootEntry] = {}
         self.pending_warnings: list[str] = []
+        #: ``serve --stdio``'s log handler sending records to this client (``clientlog``)
+        self.client_log: ClientLog | None = None
         self._doc_paths: dict[str, str] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
@@ -169,7 +172,7 @@ class ReadManyServer(LanguageServer):
 
     def warn(self, message: str) -> None:
         """A problem the user should see: ``window/logMessage`` (Warning) and the log."""
-        log.warning("%s", message)
+        log.warning("%s", message, extra={CLIENT_NOTIFIED: True})
         self.window_log_message(
             types.LogMessageParams(type=types.MessageType.Warning, message=f"readmany: {message}")
         )

@@ -4,7 +4,11 @@
  *   1. `readmany.path`: each entry in turn (variables expanded, relative to the first
  *      workspace folder, a bare name looked up on PATH);
  *   2. `readmany.interpreter`: that Python with `-m readmany_daemon`;
- *   3. `readmany` on PATH.
+ *   3. `readmany` on PATH;
+ *   4. the folders pipx and `uv tool` install into (`$PIPX_BIN_DIR`, `$UV_TOOL_BIN_DIR`,
+ *      `$XDG_BIN_HOME`, `~/.local/bin`): a remote window's extension host (code-server
+ *      started as a service, Remote-SSH's server, a dev container's) often runs with a
+ *      PATH that lacks the user's `~/.local/bin`.
  *
  * A candidate is taken when it exists and answers `--version`. The server is then
  * started as `readmany lsp` (the shared warm daemon; `readmany.shared`, the default) or
@@ -16,7 +20,7 @@
 import * as path from 'path';
 import type { Settings } from './settings';
 
-export type ServerSource = 'readmany.path' | 'readmany.interpreter' | 'PATH';
+export type ServerSource = 'readmany.path' | 'readmany.interpreter' | 'PATH' | 'user install';
 
 export interface ServerCommand {
   command: string;
@@ -49,9 +53,19 @@ export interface DiscoveryLog {
 }
 
 export const NOT_FOUND_HELP =
-  'readmany was not found. Install the readmany-daemon Python package (`pipx install .` in a readmany ' +
-  'checkout, or `pip install` it into a Python you name in `readmany.interpreter`), or set `readmany.path` ' +
-  'to the `readmany` executable.';
+  'readmany was not found. Install the readmany-daemon Python package (`pipx install .` or `uv tool install .` ' +
+  'in a readmany checkout, or `pip install` it into a Python you name in `readmany.interpreter`), or set ' +
+  '`readmany.path` to the `readmany` executable. In a remote window (SSH, dev container, code-server) install ' +
+  'it on the remote machine and set these in the Remote settings.';
+
+/** Step 4's folders, in order, without duplicates: where `pipx install` and
+ * `uv tool install` put executables (pipx: `$PIPX_BIN_DIR`, default `~/.local/bin`; uv:
+ * `$UV_TOOL_BIN_DIR`, else `$XDG_BIN_HOME`, else `~/.local/bin`). */
+export function userBinDirs(host: Pick<DiscoveryHost, 'platform' | 'env' | 'home'>): string[] {
+  const p = pathApi(host);
+  const dirs = [host.env.PIPX_BIN_DIR, host.env.UV_TOOL_BIN_DIR, host.env.XDG_BIN_HOME, p.join(host.home, '.local', 'bin')];
+  return [...new Set(dirs.filter((d): d is string => typeof d === 'string' && p.isAbsolute(d)))];
+}
 
 function pathApi(host: Pick<DiscoveryHost, 'platform'>): path.PlatformPath {
   return host.platform === 'win32' ? path.win32 : path.posix;
@@ -126,7 +140,10 @@ export async function findServer(settings: Settings, host: DiscoveryHost, log: D
     log.info('readmany.shared is on, but the shared daemon needs unix sockets: starting `serve --stdio` on Windows');
   }
   const tail = modeArgs(mode);
-  log.info('Looking for the readmany server: 1. readmany.path, 2. readmany.interpreter -m readmany_daemon, 3. readmany on PATH');
+  log.info(
+    'Looking for the readmany server: 1. readmany.path, 2. readmany.interpreter -m readmany_daemon, 3. readmany on PATH, ' +
+      '4. the pipx/uv tool folders',
+  );
 
   async function attempt(step: string, command: string, base: string[], source: ServerSource): Promise<ServerCommand | undefined> {
     const shown = describeCommand(command, base);
@@ -175,6 +192,18 @@ export async function findServer(settings: Settings, host: DiscoveryHost, log: D
     log.info('3. PATH: no readmany executable on PATH');
   } else {
     const found = await attempt('3. PATH', onPath, [], 'PATH');
+    if (found) return found;
+  }
+
+  // 4. where pipx and uv tool install
+  const exe = host.platform === 'win32' ? 'readmany.exe' : 'readmany';
+  const dirs = userBinDirs(host);
+  const installed = dirs.map((d) => pathApi(host).join(d, exe)).filter((f) => f !== onPath && host.isExecutableFile(f));
+  if (installed.length === 0) {
+    log.info(`4. pipx/uv tool folders: no readmany in ${dirs.join(', ')}`);
+  }
+  for (const candidate of installed) {
+    const found = await attempt('4. pipx/uv tool folders', candidate, [], 'user install');
     if (found) return found;
   }
 

@@ -39,8 +39,11 @@ export function createLanguageClient(server: ServerCommand, options: ClientOptio
       stopping = true;
       if (client.state !== State.Stopped) await client.stop(5000);
     },
+    // vscode-languageclient's sendRequest(method, ...params) takes its arguments as a rest
+    // list: `(method, params, undefined)` is two parameters, sent as the array
+    // `[params, null]`. Pass the token only when there is one.
     sendRequest: <R>(method: string, params: unknown, token?: Parameters<typeof client.sendRequest>[2]) =>
-      client.sendRequest<R>(method, params, token),
+      token === undefined ? client.sendRequest<R>(method, params) : client.sendRequest<R>(method, params, token),
     sendNotification: (method, params) => client.sendNotification(method, params),
     onUnexpectedStop: (listener) => {
       client.onDidChangeState((e) => {

@@ -41,6 +41,9 @@ export class EventEmitter<T> {
   get listenerCount(): number {
     return this.listeners.size;
   }
+  dispose(): void {
+    this.listeners.clear();
+  }
 }
 
 export class LanguageModelTextPart {

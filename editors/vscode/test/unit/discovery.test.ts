@@ -122,11 +122,31 @@ describe('findServer: the documented order', () => {
     );
   });
 
+  test('4. the pipx/uv tool folders, for an extension host whose PATH lacks ~/.local/bin (remote windows)', async () => {
+    const { host, probes } = machine({
+      env: { PATH: '/usr/bin:/bin', UV_TOOL_BIN_DIR: '/opt/uv-bin' },
+      files: ['/home/me/.local/bin/readmany', '/opt/uv-bin/readmany'],
+      versions: { '/opt/uv-bin/readmany --version': ok('readmany 0.3.0'), '/home/me/.local/bin/readmany --version': ok() },
+    });
+    const { log, lines } = logger();
+    const found = await findServer(DEFAULTS, host, log);
+    assert.equal(found?.command, '/opt/uv-bin/readmany');
+    assert.equal(found?.source, 'user install');
+    assert.deepEqual(found?.args, ['lsp']);
+    assert.deepEqual(probes, ['/opt/uv-bin/readmany --version']);
+    assert.ok(lines.includes('info 3. PATH: no readmany executable on PATH'), lines.join('\n'));
+    assert.match(lines.at(-1) ?? '', /^info 4\. pipx\/uv tool folders: \/opt\/uv-bin\/readmany is readmany 0\.3\.0; starting/);
+
+    const home = machine({ env: { PATH: '/usr/bin' }, files: ['/home/me/.local/bin/readmany'], versions: { '/home/me/.local/bin/readmany --version': ok() } });
+    assert.equal((await findServer(DEFAULTS, home.host, logger().log))?.command, '/home/me/.local/bin/readmany');
+  });
+
   test('nothing found: undefined, and an error line that says how to install', async () => {
     const { host } = machine({});
     const { log, lines } = logger();
     assert.equal(await findServer(DEFAULTS, host, log), undefined);
     assert.ok(lines.includes('info 3. PATH: no readmany executable on PATH'));
+    assert.ok(lines.includes('info 4. pipx/uv tool folders: no readmany in /home/me/.local/bin'), lines.join('\n'));
     assert.equal(lines.at(-1), `error ${NOT_FOUND_HELP}`);
     assert.match(NOT_FOUND_HELP, /pipx install \./);
   });
