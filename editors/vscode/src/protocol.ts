@@ -26,6 +26,14 @@ export interface FileSpec {
   offset?: number;
   limit?: number;
   column?: number;
+  /** A notebook's cells, 1-based inclusive: `"3-7"` or `"4"`. */
+  cells?: string;
+}
+
+/** A receipt: the SHA-256 (hex) of a file's bytes as the caller holds them. */
+export interface Known {
+  path: string;
+  sha256: string;
 }
 
 export interface FileFilteringOptions {
@@ -62,6 +70,8 @@ export interface ReadManyParams {
   root?: string;
   sync?: Sync;
   cursor?: string;
+  /** Receipts: a file whose bytes still hash the same comes back `unchanged`, without content. */
+  known?: Known[];
 }
 
 /** Every top-level `ReadManyParams` field, in PROTOCOL §3 order. */
@@ -88,13 +98,14 @@ export const READ_MANY_PARAM_FIELDS = [
   'root',
   'sync',
   'cursor',
+  'known',
 ] as const satisfies readonly (keyof ReadManyParams)[];
 
 // Compile-time check that the list above names every field of ReadManyParams.
 type MissingField = Exclude<keyof ReadManyParams, (typeof READ_MANY_PARAM_FIELDS)[number]>;
 export const ALL_FIELDS_LISTED: [MissingField] extends [never] ? true : MissingField = true;
 
-export type FileStatus = 'ok' | 'partial' | 'omitted' | 'skipped' | 'error';
+export type FileStatus = 'ok' | 'partial' | 'omitted' | 'skipped' | 'error' | 'unchanged';
 
 export interface FileResult {
   path: string;
@@ -131,6 +142,8 @@ export interface Summary {
   omitted: number;
   skipped: number;
   errors: number;
+  /** Files whose receipt (`known`) held: not sent again. */
+  unchanged: number;
   totalChars: number;
   estimatedTokens: number;
   hidden?: Record<string, number>;

@@ -9,7 +9,7 @@ function result(n: number, over: Partial<ReadManyResult> = {}): ReadManyResult {
     llmContent: `--- f${n}.txt ---\ncontent ${n}\n\n--- End of content ---`,
     attachments: [],
     returnDisplay: '',
-    summary: { matched: 1, read: 1, truncated: 0, omitted: 0, skipped: 0, errors: 0, totalChars: 10, estimatedTokens: 3 },
+    summary: { matched: 1, read: 1, truncated: 0, omitted: 0, skipped: 0, errors: 0, unchanged: 0, totalChars: 10, estimatedTokens: 3 },
     files: [],
     clock: '1:0',
     ...over,
@@ -70,7 +70,7 @@ describe('parsing what the person gives', () => {
     assert.equal(languageForFormat('json'), 'json');
     assert.equal(languageForFormat('separator'), 'plaintext');
     const s = summarize([
-      result(1, { summary: { matched: 40, read: 20, truncated: 1, omitted: 18, skipped: 1, errors: 1, totalChars: 123456, estimatedTokens: 30864 }, attachments: [{ path: 'a.png', mimeType: 'image/png', data: '' }] }),
+      result(1, { summary: { matched: 40, read: 20, truncated: 1, omitted: 18, skipped: 1, errors: 1, unchanged: 0, totalChars: 123456, estimatedTokens: 30864 }, attachments: [{ path: 'a.png', mimeType: 'image/png', data: '' }] }),
     ]);
     assert.equal(s.text, '20 files, 123,456 chars (~30,864 tokens); 18 omitted by the budget; 1 skipped; 1 error; 1 image/PDF attachment not included as text');
     assert.equal(s.omitted, 18);
@@ -109,7 +109,7 @@ describe('Copy to Clipboard / Open in Editor', () => {
   });
 
   test('files left out: a message offers the next page, which sends the cursor', async () => {
-    const omitted = { matched: 30, read: 20, truncated: 0, omitted: 10, skipped: 0, errors: 0, totalChars: 100, estimatedTokens: 25 };
+    const omitted = { matched: 30, read: 20, truncated: 0, omitted: 10, skipped: 0, errors: 0, unchanged: 0, totalChars: 100, estimatedTokens: 25 };
     const { fake, commands, requests } = setup({ folders: ['/w/app'], choices: ['Next Page'] }, [
       () => result(1, { summary: omitted, nextCursor: 'CURSOR1' }),
       () => result(2),
@@ -122,7 +122,7 @@ describe('Copy to Clipboard / Open in Editor', () => {
   });
 
   test('"Budget Settings" opens the readmany.read settings', async () => {
-    const omitted = { matched: 30, read: 20, truncated: 0, omitted: 10, skipped: 0, errors: 0, totalChars: 100, estimatedTokens: 25 };
+    const omitted = { matched: 30, read: 20, truncated: 0, omitted: 10, skipped: 0, errors: 0, unchanged: 0, totalChars: 100, estimatedTokens: 25 };
     const { fake, commands } = setup({ folders: ['/w/app'], inputs: ['**'], choices: ['Budget Settings'] }, [() => result(1, { summary: omitted })]);
     await commands.run('clipboard');
     assert.deepEqual(fake.recorded.messages[0]?.items, ['Budget Settings']);

@@ -12,7 +12,7 @@ const READ: ReadManyResult = {
   llmContent: '--- a.txt ---\nhello\n\n--- End of content ---',
   attachments: [],
   returnDisplay: '',
-  summary: { matched: 1, read: 1, truncated: 0, omitted: 0, skipped: 0, errors: 0, totalChars: 6, estimatedTokens: 2 },
+  summary: { matched: 1, read: 1, truncated: 0, omitted: 0, skipped: 0, errors: 0, unchanged: 0, totalChars: 6, estimatedTokens: 2 },
   files: [{ path: 'a.txt', status: 'ok' }],
   clock: '1:0',
 };

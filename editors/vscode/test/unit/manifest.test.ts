@@ -36,7 +36,7 @@ describe('languageModelTools contribution', () => {
   test('field types, enums and defaults are the protocol’s', () => {
     const p = schema.properties;
     const fileSpec = p.files.items;
-    assert.deepEqual(Object.keys(fileSpec.properties), ['path', 'offset', 'limit', 'column']);
+    assert.deepEqual(Object.keys(fileSpec.properties), ['path', 'offset', 'limit', 'column', 'cells']);
     assert.deepEqual(fileSpec.required, ['path']);
     assert.equal(fileSpec.properties.offset.type, 'integer');
     assert.equal(fileSpec.properties.column.type, 'integer');

@@ -22,7 +22,7 @@ function result(over: Partial<ReadManyResult> = {}): ReadManyResult {
     llmContent: '--- a.txt ---\nhello\n\n--- End of content ---',
     attachments: [],
     returnDisplay: 'Read **1** file(s)',
-    summary: { matched: 1, read: 1, truncated: 0, omitted: 0, skipped: 0, errors: 0, totalChars: 6, estimatedTokens: 2 },
+    summary: { matched: 1, read: 1, truncated: 0, omitted: 0, skipped: 0, errors: 0, unchanged: 0, totalChars: 6, estimatedTokens: 2 },
     files: [{ path: 'a.txt', status: 'ok', chars: 6 }],
     clock: '1:0',
     ...over,
