@@ -75,6 +75,9 @@ class Settings(msgspec.Struct, rename="camel", forbid_unknown_fields=False, kw_o
     idle_timeout_seconds: float = 1800.0
     share_overlays: bool = True
     log_level: str = "WARNING"
+    #: Replace secrets in answers (PROTOCOL §4 "Secrets"); a request's ``redactSecrets``
+    #: overrides it for that call.
+    redact_secrets: bool = True
 
     def merged(self, overrides: Mapping[str, Any], source: str, warnings: list[str]) -> Settings:
         """A copy with ``overrides`` (camelCase or snake_case keys) applied one by one.

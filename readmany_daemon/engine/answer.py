@@ -430,6 +430,11 @@ def _add_loaded(acc: Account, lo: LoadedItem) -> None:
     """Account for a loaded entry: its piece, its attachment, its continuation."""
     item, res = lo.item, lo.result
     text = lo.text if res.status in (Status.OK, Status.PARTIAL) else None
+    if res.redactions is not None:
+        # Only the redacted lines this answer shows (a window, a cut).
+        window = lo.window if text is not None else None
+        first, last = (window.line_start, window.line_end) if window else (1, 0)
+        res.redactions = [r for r in res.redactions if first <= r.line <= last] or None
     acc.add(Piece(res, item.key, text, item.explicit))
     if lo.attachment is not None:
         acc.attachments.append(lo.attachment)

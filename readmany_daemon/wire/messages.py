@@ -96,6 +96,9 @@ class ReadManyParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True,
     root: str | None = None
     sync: Sync = "auto"
     cursor: str | None = None
+    #: Replace credential values (keys, tokens, passwords) in the answer by
+    #: ``«redacted:<kind>:<hash>»`` sentinels; ``None``: the ``redactSecrets`` setting.
+    redact_secrets: bool | None = None
 
 
 class FilesParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
@@ -112,6 +115,14 @@ class FilesParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw
 
 
 # ---------------------------------------------------------------------------- results
+
+
+class Redaction(msgspec.Struct, rename="camel"):
+    """A line of the shown text that holds a ``«redacted:<kind>:<hash>»`` sentinel in
+    place of a secret (PROTOCOL §4 "Secrets"): ``line`` is 1-based in the file."""
+
+    line: int
+    kind: str
 
 
 class FileResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
@@ -140,6 +151,8 @@ class FileResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=Tru
     mime_type: str | None = None
     ignored_by: str | None = None
     sha256: str | None = None
+    #: Lines shown with a secret replaced, in line order (absent when none).
+    redactions: list[Redaction] | None = None
 
 
 class Attachment(msgspec.Struct, rename="camel"):
