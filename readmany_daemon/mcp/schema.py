@@ -193,6 +193,10 @@ READ_INPUT_SCHEMA: dict[str, Any] = {
                 "budget stopped"
             ),
         },
+        "redactSecrets": _bool(
+            "false: show secrets (keys, tokens, passwords) as they are, not as "
+            "«redacted:…» placeholders (default: the redactSecrets setting, true)"
+        ),
         # The reference tools' spellings (seed 003); any snake_case name is folded too.
         "per_file_max_lines": _int("alias of perFileMaxLines"),
         "per_file_max_chars": _int("alias of perFileMaxChars"),
