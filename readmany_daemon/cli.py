@@ -132,6 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--line-numbers", action="store_true")
     r.add_argument("--absolute-paths", action="store_true")
     r.add_argument(
+        "--no-redact-secrets",
+        action="store_true",
+        help="show secrets (keys, tokens, passwords) as they are, not as «redacted:…» placeholders",
+    )
+    r.add_argument(
         "--params", metavar="JSON", help="a raw ReadManyParams object; flags override it"
     )
     r.add_argument("--json", action="store_true", help="print the whole ReadManyResult as JSON")
@@ -233,6 +238,8 @@ def _read_params(args: argparse.Namespace) -> dict[str, Any]:
             params[name] = True
     if args.no_recursive:
         params["recursive"] = False
+    if args.no_redact_secrets:
+        params["redactSecrets"] = False
     if args.no_default_excludes:
         params["useDefaultExcludes"] = False
     ffo = dict(params.get("fileFilteringOptions") or {})

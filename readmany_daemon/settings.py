@@ -89,6 +89,9 @@ class Settings(msgspec.Struct, rename="camel", forbid_unknown_fields=False, kw_o
     log_level: str = "WARNING"
     tool_max_total_tokens: Annotated[int, msgspec.Meta(ge=1000)] = TOOL_MAX_TOTAL_TOKENS
     tool_max_total_chars: Annotated[int, msgspec.Meta(ge=1)] = TOOL_MAX_TOTAL_CHARS
+    #: Replace secrets in answers (PROTOCOL §4 "Secrets"); a request's ``redactSecrets``
+    #: overrides it for that call.
+    redact_secrets: bool = True
 
     def merged(self, overrides: Mapping[str, Any], source: str, warnings: list[str]) -> Settings:
         """A copy with ``overrides`` (camelCase or snake_case keys) applied one by one.

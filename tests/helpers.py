@@ -94,3 +94,91 @@ def answer(ws: Workspace, params: ReadManyParams) -> ReadManyResult:
     """``engine.answer.answer`` for validated ``params`` whose cursor (if any) is not yet
     decoded: decodes it as an adapter's edge would (``wire.cursor.read_request``)."""
     return engine_answer.answer(ws, read_request(params))
+
+
+def seeded_secrets(seed: int = 0) -> tuple[dict[str, str], list[str]]:
+    """A tree of fake credentials of every format readmany redacts, in several file
+    types, made from ``seed``: ``(files, secrets)``, where ``secrets`` are the values
+    (and each line of a private key's body) that no answer may show. Nothing here is a
+    real key: every value is drawn at random when the tests run."""
+    import base64
+    import json
+    import random
+    import string
+
+    rng = random.Random(seed)
+    alnum = string.ascii_letters + string.digits
+
+    def draw(n: int, chars: str = alnum) -> str:
+        while True:
+            value = "".join(rng.choice(chars) for _ in range(n))
+            if chars == string.digits or (
+                any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+            ):
+                return value
+
+    def b64url(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+    upper = string.ascii_uppercase + string.digits
+    aws_id = "AKIA" + draw(16, upper)
+    aws_id2 = "ASIA" + draw(16, upper)
+    aws_secret = draw(40, alnum + "/+")
+    github = [f"{p}_{draw(36)}" for p in ("ghp", "gho", "ghu", "ghs", "ghr")]
+    github_pat = "github_pat_" + draw(82, alnum + "_")
+    gitlab = "glpat-" + draw(20, alnum + "-_")
+    slack = f"xoxb-{draw(11, string.digits)}-{draw(12, string.digits)}-{draw(24)}"
+    slack_user = f"xoxp-{draw(11, string.digits)}-{draw(24)}"
+    hook = f"T{draw(8, upper)}/B{draw(8, upper)}/{draw(24)}"
+    stripe = ["sk_live_" + draw(24), "rk_live_" + draw(24), "sk_test_" + draw(24)]
+    google = "AIza" + draw(35, alnum + "-_")
+    openai = ["sk-" + draw(48), "sk-proj-" + draw(64, alnum + "-_")]
+    header = b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    payload = b64url(json.dumps({"sub": draw(10), "iat": rng.randrange(10**9)}).encode())
+    jwt = f"{header}.{payload}.{b64url(rng.randbytes(32))}"
+    body = [base64.b64encode(rng.randbytes(48)).decode() for _ in range(8)]
+    password = draw(18, alnum + "!@#%^&*")
+    db_secret = draw(32)
+    api_key = draw(40)
+    token = draw(24)
+    pem = "\n".join(["-----BEGIN RSA PRIVATE KEY-----", *body, "-----END RSA PRIVATE KEY-----\n"])
+    files = {
+        "config/app.env": (
+            f"# deployment\nAWS_ACCESS_KEY_ID={aws_id}\nAWS_SECRET_ACCESS_KEY={aws_secret}\n"
+            f"DB_PASSWORD={password}\nGITLAB_TOKEN={gitlab}\nDEBUG=1\n"
+        ),
+        "src/settings.py": (
+            "import os\n\n"
+            f'GITHUB_TOKEN = "{github[0]}"\n'
+            f"STRIPE_KEY = '{stripe[0]}'\n"
+            f'OPENAI_API_KEY = "{openai[0]}"\n'
+            "token = os.environ.get('TOKEN')\n"
+            f"client = Client(api_key='{api_key}')\n"
+            "def f():\n    return 1\n"
+        ),
+        "src/keys.ts": (
+            "export const keys = {\n"
+            + "".join(f'  k{i}: "{value}",\n' for i, value in enumerate(github[1:]))
+            + f'  pat: "{github_pat}",\n  google: "{google}",\n  rk: "{stripe[1]}",\n'
+            + f'  test: "{stripe[2]}",\n  proj: "{openai[1]}",\n}};\n'
+        ),
+        "deploy/values.yaml": (
+            "slack:\n"
+            f"  bot: {slack}\n  user: {slack_user}\n"
+            f"  webhook: https://hooks.slack.com/services/{hook}\n"
+            f"secret: {db_secret}\naws:\n  session: {aws_id2}\n"
+        ),
+        "service-account.json": json.dumps(
+            {"type": "service_account", "private_key": pem, "token": token}, indent=2
+        )
+        + "\n",
+        "certs/server-key.txt": "Generated for the tests.\n" + pem + "trailer line\n",
+        "docs/auth.md": (
+            f"# Auth\n\nSend the header:\n\n    Authorization: Bearer {jwt}\n\nThat is all.\n"
+        ),
+    }
+    secrets = [
+        aws_id, aws_id2, aws_secret, *github, github_pat, gitlab, slack, slack_user, hook,
+        *stripe, google, *openai, jwt, *body, password, db_secret, api_key, token,
+    ]  # fmt: skip
+    return files, secrets

@@ -511,6 +511,15 @@ def _add_loaded(acc: Account, lo: LoadedItem, loads: Loads) -> None:
     attachment, its continuation."""
     item, res = lo.item, lo.result
     text = lo.text if res.status in (Status.OK, Status.PARTIAL) else None
+    if res.redactions is not None:
+        # Only the redacted lines this answer shows (a line window, a cut); an entry
+        # shown without a line window (a notebook's cells) keeps them all.
+        window = lo.window if text is not None else None
+        if window is not None:
+            first, last = window.line_start, window.line_end
+            res.redactions = [r for r in res.redactions if first <= r.line <= last] or None
+        elif text is None:
+            res.redactions = None
     counted = loads.tokens(lo) if text is not None else None
     acc.add(Piece(res, item.key, text, item.explicit, tokens=counted))
     if lo.attachment is not None:

@@ -21,12 +21,13 @@ from readmany_daemon.engine import notebook
 from readmany_daemon.engine.budget import finish, token_cut, tokens_of
 from readmany_daemon.engine.items import Item, Items, LoadedItem
 from readmany_daemon.engine.receipts import Receipts, text_sha256
+from readmany_daemon.engine.redact import redact_cached
 from readmany_daemon.engine.resolve import LOOP_MESSAGE, path_error
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.paths import realpath_of
 from readmany_daemon.rules.kinds import Filters
-from readmany_daemon.wire.messages import Attachment, FileResult, ReadManyParams
+from readmany_daemon.wire.messages import Attachment, FileResult, ReadManyParams, Redaction
 
 
 class RequestPaths:
@@ -271,6 +272,14 @@ def load(
             base.sha256 = loaded.sha256  # files over maxFileBytes have none (receipts)
         base.replaced_bytes = loaded.replaced_bytes or None
     base.encoding = encoding
+    redacted = False
+    if text and redacting(ws, params):
+        # Secrets replaced before any window is cut: windows, caps and budgets count
+        # what is shown; sha256 stays the hash of the bytes on disk.
+        shown = redact_cached(text, ws.cache)
+        if shown.lines:
+            text, redacted = shown.text, True
+            base.redactions = [Redaction(line, kind) for line, kind in shown.lines]
     if item.cells is not None or (
         notebook.is_notebook(item.rel)
         and item.offset is None
@@ -286,8 +295,19 @@ def load(
             return LoadedItem(item, base)
     if not complete and loaded is not None and loaded.window is not None:
         # A prefix read of a file over maxFileBytes: the reader's window is exact over
-        # the whole file (total lines counted without decoding the rest).
+        # the whole file (total lines counted without decoding the rest); cut again
+        # from the redacted prefix, which holds the same lines.
         window = loaded.window
+        if redacted:
+            window = content_lines.window_of(
+                text,
+                item.offset or 1,
+                max_lines,
+                max_chars,
+                loaded.total_lines,
+                False,
+                item.column or 1,
+            )
     else:
         known = loaded.total_lines if loaded is not None and complete else None
         window = content_lines.window(
@@ -298,6 +318,14 @@ def load(
         # perFileMaxTokens: a per-file cap like perFileMaxChars (partial, no code).
         done = token_cut(done, params.per_file_max_tokens, params, ws.cache, budget=False)
     return done
+
+
+def redacting(ws: Workspace, params: ReadManyParams) -> bool:
+    """Whether secrets are redacted in this answer: the request's ``redactSecrets``,
+    else the ``redactSecrets`` setting (PROTOCOL §4 "Secrets")."""
+    if params.redact_secrets is not None:
+        return params.redact_secrets
+    return ws.settings.redact_secrets
 
 
 class Loads:

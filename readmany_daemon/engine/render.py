@@ -133,6 +133,42 @@ def _named_line(
     return f"[{head}: {', '.join(parts)}.]", len(shown)
 
 
+def _line_ranges(numbers: Sequence[int]) -> str:
+    """``line 3``, ``lines 3, 7``, ``lines 10-35, 40``: sorted 1-based line numbers."""
+    runs: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    return ("line " if len(runs) == 1 and runs[0][0] == runs[0][1] else "lines ") + text
+
+
+def redaction_lines(pieces: Sequence[Piece]) -> list[str]:
+    """The notice naming the lines shown with secrets replaced (PROTOCOL §4 "Secrets"),
+    at most ``MAX_NAMED_IN_CONTENT`` files, and what the model must never do with the
+    placeholders; ``[]`` when nothing was redacted."""
+    named: list[str] = []
+    files = 0
+    for p in pieces:
+        r = p.result
+        if not r.redactions or p.content is None or r.status not in (Status.OK, Status.PARTIAL):
+            continue
+        files += 1
+        if len(named) < MAX_NAMED_IN_CONTENT:
+            kinds = ", ".join(dict.fromkeys(x.kind for x in r.redactions))
+            named.append(f"{r.path} {_line_ranges([x.line for x in r.redactions])} ({kinds})")
+    if not files:
+        return []
+    more = f"; and {files - len(named)} more file(s)" if files > len(named) else ""
+    return [
+        f"[Secrets redacted: {'; '.join(named)}{more}. Those lines show «redacted:<kind>:<hash>» "
+        "placeholders, not the file's text: never write a placeholder back into a file; "
+        "edit around it, and ask the user for the real value if you need it.]"
+    ]
+
+
 def _notice_lines(pieces: Sequence[Piece], notices: Notices, framed_errors: bool) -> list[str]:
     """Lines after the framed files: omitted, skipped and (when not framed) failed entries,
     at most ``MAX_NAMED_IN_CONTENT`` named in all, each kind's count stated once (names
@@ -140,7 +176,7 @@ def _notice_lines(pieces: Sequence[Piece], notices: Notices, framed_errors: bool
     omitted = [p.result for p in pieces if p.result.status == Status.OMITTED]
     skipped = [p.result for p in pieces if p.result.status == Status.SKIPPED]
     errors = [p.result for p in pieces if p.result.status == Status.ERROR]
-    lines: list[str] = []
+    lines: list[str] = redaction_lines(pieces)
     room = MAX_NAMED_IN_CONTENT if notices.room is None else notices.room
 
     n_omitted = len(omitted) + notices.unlisted_omitted

@@ -15,6 +15,7 @@ import unicodedata
 from collections import Counter
 
 from readmany_daemon.engine.items import Expansion, Item, Items, Resolved
+from readmany_daemon.engine.suggest import closest, did_you_mean
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, InvalidParams, Status
 from readmany_daemon.paths import realpath_of, resolves_inside, to_rel
@@ -101,6 +102,7 @@ class _Resolver:
         self.seen: set[tuple[str, int | None, int | None, int | None, str | None]] = set()
         self.unseen: list[Expansion] = []  # expansions not yet in ``seen``
         self.entry_no = 0  # the request entry being resolved (its index in the request)
+        self.visible: list[str] | None = None  # visible files, listed on a first not-found
         try:
             self.exclude = GitPatterns(params.exclude) if params.exclude else None
         except ValueError as exc:
@@ -243,7 +245,15 @@ class _Resolver:
         if has_magic(raw):
             self.expand(raw, key, "glob", rel)
             return
-        self.preset(raw, key, Status.ERROR, Code.NOT_FOUND, f"File not found: {raw}")
+        message = f"File not found: {raw}" + did_you_mean(self.suggest(rel))
+        self.preset(raw, key, Status.ERROR, Code.NOT_FOUND, message)
+
+    def suggest(self, rel: str) -> list[str]:
+        """Labels of the visible files closest to missing ``rel`` (``suggest.closest``):
+        those the request's filters show, never a denied or hidden one."""
+        if self.visible is None:
+            self.visible = self.ws.index.files(self.filters)
+        return [self.label(p) for p in closest(rel, self.visible)]
 
     def explicit(
         self,

@@ -22,6 +22,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import msgspec
 from lsprotocol import types
 from pygls.exceptions import (
     JsonRpcException,
@@ -171,6 +172,11 @@ def _did_close(ls: ReadManyServer, params: types.DidCloseTextDocumentParams) -> 
 @_boundary
 async def _read(ls: ReadManyServer, raw: Any) -> Any:
     req = decode_read_request(raw, ls.read_defaults)
+    if req.params.redact_secrets is None and not ls.settings.redact_secrets:
+        # This connection's setting (a CLI's READMANY_REDACT_SECRETS, say): the root's
+        # workspace is shared with connections that may redact.
+        params = msgspec.structs.replace(req.params, redact_secrets=False)
+        req = msgspec.structs.replace(req, params=params)
     entry = ls.root_for(req.params.root)
     return await ls.engine(_read_encoded, ls.service, entry, req)
 

@@ -10,7 +10,7 @@ of names and paths (``wildmatch.byte_view``: one character per byte, as git matc
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any, Final
 
 from readmany_daemon.rules.wildmatch import byte_view
@@ -155,3 +155,53 @@ def compile_quick(parts: Sequence[str]) -> Any:
         except (mod.error, UnicodeEncodeError):  # a construct RE2 lacks: Python re
             pass
     return re.compile(src)
+
+
+class Scanner:
+    """Named rules compiled as ONE regular expression, an alternation of named groups
+    (``(?P<r0>…(?P<v0>value)…)|(?P<r1>…)``): one linear pass over a text finds every
+    rule's matches, leftmost first, never overlapping. RE2 when installed (linear time
+    whatever the text; a backtracking engine can take exponential time on crafted
+    input), else Python ``re``, with the same syntax: a rule must keep to what both
+    accept (named groups, ``(?i:…)``, bounded repetition; no look-around, no
+    back-references)."""
+
+    __slots__ = ("_rx", "_values", "engine")
+
+    def __init__(self, rx: Any, values: list[int], engine: str) -> None:
+        self._rx = rx
+        self._values = values
+        #: ``"re2"`` or ``"re"``: which engine compiled the rules.
+        self.engine = engine
+
+    def finditer(self, text: str) -> Iterator[tuple[int, int, int, int]]:
+        """``(rule index, match start, value start, value end)`` of each match in
+        ``text`` (character offsets, 0-based, ends exclusive), in order; the value is
+        the rule's ``v`` group."""
+        values = self._values
+        for m in self._rx.finditer(text):
+            rule = int(m.lastgroup[1:])
+            start, end = m.span(values[rule])
+            yield rule, m.start(), start, end
+
+
+def compile_scanner(rules: Sequence[str]) -> Scanner:
+    """``rules`` (regex bodies, each with exactly one group named ``v`` around the value:
+    ``(?P<v>…)``) as one :class:`Scanner`; rule ``i`` is reported as index ``i``.
+
+    Raises ``re.error`` when a rule is not valid Python ``re`` syntax (RE2 lacking a
+    construct falls back to ``re``)."""
+    parts = [f"(?P<r{i}>{body.replace('(?P<v>', f'(?P<v{i}>')})" for i, body in enumerate(rules)]
+    src = "|".join(parts)
+    mod = re2_module()
+    if mod is not None:
+        options = mod.Options()
+        options.log_errors = False
+        options.max_mem = 64 << 20  # room for the DFA of many literal-led rules
+        try:
+            rx = mod.compile(src, options)
+            return Scanner(rx, [rx.groupindex[f"v{i}"] for i in range(len(rules))], "re2")
+        except mod.error:
+            pass
+    compiled = re.compile(src)
+    return Scanner(compiled, [compiled.groupindex[f"v{i}"] for i in range(len(rules))], "re")

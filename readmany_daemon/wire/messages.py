@@ -117,6 +117,9 @@ class ReadManyParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True,
     sync: Sync = "auto"
     cursor: str | None = None
     known: list[Known] = msgspec.field(default_factory=list)
+    #: Replace credential values (keys, tokens, passwords) in the answer by
+    #: ``«redacted:<kind>:<hash>»`` sentinels; ``None``: the ``redactSecrets`` setting.
+    redact_secrets: bool | None = None
 
 
 class FilesParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
@@ -169,11 +172,20 @@ FIELD_DOCS: dict[str, str | None] = {
     "sync": "auto: see writes made before the call.",
     "cursor": "An answer's nextCursor; send it alone.",
     "known": "Hashes you hold: unchanged files are not resent.",
+    "redactSecrets": "false: show secrets as they are.",
     "patterns": "Globs, folders or paths; none: every file.",
 }
 
 
 # ---------------------------------------------------------------------------- results
+
+
+class Redaction(msgspec.Struct, rename="camel"):
+    """A line of the shown text that holds a ``«redacted:<kind>:<hash>»`` sentinel in
+    place of a secret (PROTOCOL §4 "Secrets"): ``line`` is 1-based in the file."""
+
+    line: int
+    kind: str
 
 
 class FileResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
@@ -202,6 +214,8 @@ class FileResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=Tru
     mime_type: str | None = None
     ignored_by: str | None = None
     sha256: str | None = None
+    #: Lines shown with a secret replaced, in line order (absent when none).
+    redactions: list[Redaction] | None = None
 
 
 class Attachment(msgspec.Struct, rename="camel"):

@@ -66,6 +66,7 @@ def test_wire_names_are_camel_case() -> None:
         "ignoreFileNames",
         "logLevel",
         "maxFileBytes",
+        "redactSecrets",
         "shareOverlays",
         "toolMaxTotalChars",
         "toolMaxTotalTokens",

@@ -72,6 +72,8 @@ export interface ReadManyParams {
   cursor?: string;
   /** Receipts: a file whose bytes still hash the same comes back `unchanged`, without content. */
   known?: Known[];
+  /** false: show secrets as they are (default: the `redactSecrets` setting, true). */
+  redactSecrets?: boolean;
 }
 
 /** Every top-level `ReadManyParams` field, in PROTOCOL §3 order. */
@@ -99,6 +101,7 @@ export const READ_MANY_PARAM_FIELDS = [
   'sync',
   'cursor',
   'known',
+  'redactSecrets',
 ] as const satisfies readonly (keyof ReadManyParams)[];
 
 // Compile-time check that the list above names every field of ReadManyParams.
@@ -126,6 +129,8 @@ export interface FileResult {
   ignoredBy?: string;
   source?: 'overlay' | 'cache' | 'disk';
   sha256?: string;
+  /** Lines shown with a secret replaced by a `«redacted:<kind>:<hash>»` placeholder (1-based). */
+  redactions?: { line: number; kind: string }[];
 }
 
 /** An image or PDF named explicitly: `data` is base64. */

@@ -1,0 +1,117 @@
+"""Secrets redacted, not dropped (PROTOCOL §4 "Secrets"): a text with each credential
+value replaced by a sentinel, and the lines that now hold one.
+
+:func:`redact` runs the rules of ``rules.secrets`` (one RE2 pass) over a text and
+replaces each value by ``«redacted:<kind>:<8 hex>»``, the hex being the start of the
+SHA-256 of the value (the same secret gives the same sentinel everywhere, and 32 bits of
+a hash of a random value tell nothing of it). Line count and everything around the value
+stay as they were: a value that spans lines (a private key block) is replaced line by
+line, each line's leading and trailing white space kept. :func:`redact_cached` keeps the
+result of a whole cached text with its cache entry (``ContentCache.derived``), so a warm
+read does not scan again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from typing import Final, NamedTuple
+
+from readmany_daemon.content.cache import ContentCache
+from readmany_daemon.rules.secrets import RULES, accepts, assigned_kind, scanner
+
+#: The ``ContentCache.derived`` slot of a text's redaction.
+CACHE_KEY: Final = "redacted"
+#: Where a kind and a digest go: no service takes ``«`` for part of a key.
+SENTINEL: Final = "«redacted:{kind}:{digest}»"
+
+
+class Redacted(NamedTuple):
+    """A text as shown: ``text`` (the very input object when nothing was found) and
+    ``lines``, ``(1-based line, kind)`` for each line holding a sentinel, in line order
+    (a line holding two values of different kinds is there twice)."""
+
+    text: str
+    lines: tuple[tuple[int, str], ...]
+
+
+NOTHING: Final = ()
+
+
+def sentinel(kind: str, value: str) -> str:
+    """``«redacted:<kind>:<first 8 hex of SHA-256 of the value's UTF-8>»``."""
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return SENTINEL.format(kind=kind, digest=digest)
+
+
+def _hits(text: str, offset: int, certain_only: bool) -> list[tuple[int, int, str]]:
+    """``(start, end, kind)`` of each secret value in ``text`` (offsets plus ``offset``).
+    A loose match (a value assigned to a secret's name) that is no secret is looked
+    into for certain formats (``token = 'ghp_…'`` without a digit in sight)."""
+    out: list[tuple[int, int, str]] = []
+    for i, start, vs, ve in scanner().finditer(text):
+        rule = RULES[i]
+        value = text[vs:ve]
+        if rule.loose:
+            if certain_only:
+                continue
+            inner = _hits(value, offset + vs, True)
+            if inner:
+                out.extend(inner)
+                continue
+            if not accepts(rule, value):
+                continue
+        kind = assigned_kind(text[start:vs]) if rule.kind == "assigned" else rule.kind
+        out.append((offset + vs, offset + ve, kind))
+    return out
+
+
+def redact(text: str) -> Redacted:
+    """``text`` with every secret value replaced (see the module); ``Redacted(text, ())``
+    (the same object) when there is none. Units: line numbers are 1-based."""
+    hits = _hits(text, 0, False)
+    if not hits:
+        return Redacted(text, NOTHING)
+    parts: list[str] = []
+    lines: list[tuple[int, str]] = []
+    at = 0
+    line = 1
+    for start, end, kind in hits:
+        line += text.count("\n", at, start)
+        parts.append(text[at:start])
+        mark = sentinel(kind, text[start:end])
+        for n, segment in enumerate(text[start:end].split("\n")):
+            if n:
+                parts.append("\n")
+                line += 1
+            core = segment.strip()
+            if not core:
+                parts.append(segment)
+                continue
+            lead = segment[: len(segment) - len(segment.lstrip())]
+            trail = segment[len(segment.rstrip()) :]
+            parts.append(lead + mark + trail)
+            if not lines or lines[-1] != (line, kind):
+                lines.append((line, kind))
+        at = end
+    parts.append(text[at:])
+    return Redacted("".join(parts), tuple(lines))
+
+
+def _size(redacted: Redacted) -> int:
+    """Bytes a kept redaction costs: the new text (none when it is the input) and its
+    line list."""
+    if not redacted.lines:
+        return 64
+    return sys.getsizeof(redacted.text) + 64 * len(redacted.lines)
+
+
+def redact_cached(text: str, cache: ContentCache | None) -> Redacted:
+    """:func:`redact` of ``text``, kept with its ``cache`` entry when ``text`` is a cached
+    whole text (``ContentCache.derived``; charged to ``cacheBytes``, dropped with the
+    entry), else made again."""
+    if cache is not None:
+        kept = cache.derived(text, CACHE_KEY, redact, size=_size)
+        if kept is not None:
+            return kept
+    return redact(text)
