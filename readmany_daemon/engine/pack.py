@@ -90,6 +90,13 @@ class TokenBudget:
     by_size: list[int] | None = None
 
 
+#: ``packing: "auto"`` tries smallest-first only over at most this many files (PROTOCOL
+#: §3): ordering more costs a stat of each (about a second over 60,000 matches), and the
+#: smallest of a broad glob are mostly empty ``__init__.py`` files, which tell a model
+#: little. A broad glob is answered in request order, with the cursor.
+AUTO_SMALLEST_FIRST_MAX = 1000
+
+
 def choose_plan(
     ws: Workspace,
     items: Items,
@@ -101,13 +108,16 @@ def choose_plan(
     """The packing of the ``active`` item positions under the request's totals (and
     ``tokens``, when a token budget applies), and whether ``packing: "auto"`` switched
     to smallest first (it does when that includes more whole files; never with
-    ``stopOnError``)."""
+    ``stopOnError`` nor over more than ``AUTO_SMALLEST_FIRST_MAX`` files)."""
     totals = (params.max_total_files, params.max_total_chars)
     plan = _pack(active, loads, *totals, "request-order", tokens)
     switched = False
     could_gain = plan.full_success < params.max_total_files and plan.stop < len(active)
     if params.packing == "smallest-first" or (
-        params.packing == "auto" and could_gain and not params.stop_on_error
+        params.packing == "auto"
+        and could_gain
+        and not params.stop_on_error
+        and len(active) <= AUTO_SMALLEST_FIRST_MAX
     ):
         by_size = tokens.by_size if tokens is not None else None
         if by_size is None:

@@ -80,6 +80,27 @@ def test_auto_packing_switches_only_for_more_whole_files(tmp_path: Path) -> None
     assert r.packing.strategy == "request-order" and not r.packing.switched_for_coverage
 
 
+def test_auto_packing_keeps_request_order_over_a_broad_expansion(tmp_path: Path) -> None:
+    """Over more than 1,000 files auto does not sort by size (a stat each), even where
+    smallest-first would include more whole files; asked for, smallest-first still does."""
+    from readmany_daemon.engine.pack import AUTO_SMALLEST_FIRST_MAX
+
+    n = AUTO_SMALLEST_FIRST_MAX + 1
+    files = {"a_big.txt": "x" * 900 + "\n"} | {f"b{i:04}.txt": "1\n" for i in range(n - 1)}
+    ws = tree(tmp_path, files)
+    r = ask(ws, paths=["*.txt"], maxTotalChars=500)
+    assert r.summary.matched == n
+    assert r.packing.strategy == "request-order" and not r.packing.switched_for_coverage
+    assert r.files[0].status == "partial" and r.next_cursor
+    r = ask(ws, paths=["*.txt"], maxTotalChars=500, packing="smallest-first")
+    assert r.packing.strategy == "smallest-first" and r.summary.read == 20
+    del files["b0000.txt"]
+    (tmp_path / "b0000.txt").unlink()
+    ws = tree(tmp_path, files)
+    r = ask(ws, paths=["*.txt"], maxTotalChars=500)
+    assert r.packing.strategy == "smallest-first" and r.packing.switched_for_coverage
+
+
 def test_max_total_files_and_at_most_one_partial(tmp_path: Path) -> None:
     ws = tree(tmp_path, {f"f{i}.txt": "z" * 100 + "\n" for i in range(10)})
     r = ask(ws, paths=["*.txt"], maxTotalFiles=3, maxTotalChars=250)
