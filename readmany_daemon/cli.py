@@ -122,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--per-file-max-tokens", type=int, metavar="N", help="o200k tokens of one file's content"
     )
     r.add_argument(
+        "--max-answer-chars",
+        type=int,
+        metavar="N",
+        help="characters of the whole answer, framing and notices included (>= 4000)",
+    )
+    r.add_argument(
         "--prefer-full-read",
         action="store_true",
         help="lift the per-file limits (the totals still hold)",
@@ -221,6 +227,7 @@ def _read_params(args: argparse.Namespace) -> dict[str, Any]:
         "maxTotalChars": args.max_total_chars,
         "maxTotalTokens": args.max_total_tokens,
         "perFileMaxTokens": args.per_file_max_tokens,
+        "maxAnswerChars": args.max_answer_chars,
         "packing": args.packing,
         "format": args.format,
         "cursor": args.cursor,

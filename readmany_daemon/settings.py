@@ -73,10 +73,10 @@ class Settings(msgspec.Struct, rename="camel", forbid_unknown_fields=False, kw_o
     """Every setting, each with its default. Wire names are camelCase.
 
     Sizes are bytes; ``idle_timeout_seconds`` is seconds. ``tool_max_total_tokens``
-    (o200k tokens, at least 1000) and ``tool_max_total_chars`` (characters of file
-    content) are the budgets the agent tools give a call that sets none of its own
-    (``maxTotalTokens`` / ``maxTotalChars``); the CLI and the LSP methods keep the
-    protocol's defaults.
+    (o200k tokens, at least 1000) and ``tool_max_total_chars`` (characters of the whole
+    text, at least 4000) are the budgets the agent tools give a call that sets none of
+    its own (``maxTotalTokens``; ``maxTotalChars`` and ``maxAnswerChars``); the CLI and
+    the LSP methods keep the protocol's defaults.
     """
 
     ignore_file_names: list[str] = msgspec.field(default_factory=lambda: [".readmanyignore"])
@@ -88,7 +88,7 @@ class Settings(msgspec.Struct, rename="camel", forbid_unknown_fields=False, kw_o
     share_overlays: bool = True
     log_level: str = "WARNING"
     tool_max_total_tokens: Annotated[int, msgspec.Meta(ge=1000)] = TOOL_MAX_TOTAL_TOKENS
-    tool_max_total_chars: Annotated[int, msgspec.Meta(ge=1)] = TOOL_MAX_TOTAL_CHARS
+    tool_max_total_chars: Annotated[int, msgspec.Meta(ge=4000)] = TOOL_MAX_TOTAL_CHARS
     #: Replace secrets in answers (PROTOCOL §4 "Secrets"); a request's ``redactSecrets``
     #: overrides it for that call.
     redact_secrets: bool = True

@@ -108,6 +108,7 @@ def answer_parts(
         active, stopped_at = _stop_on_error(positions, loads, params)
         budget = _token_budget(params, loads)
         room: int | None = None
+        char_steps = 0  # packings with fewer content characters, for maxAnswerChars
         for attempt in itertools.count():
             plan, switched = choose_plan(ws, items, active, loads, packing, budget)
             acc = _account(resolved, positions, len(active), stopped_at, plan, loads, params)
@@ -126,10 +127,24 @@ def answer_parts(
             acc.created = [items.label(i) for i in created[:MAX_LISTED]]
             answered = _assemble(ws, params, resolved, plan, switched, acc, cursor, room)
             limit = params.max_total_tokens
-            if budget is None or limit is None or answered[0].summary.estimated_tokens <= limit:
-                return answered
             total = answered[0].summary.estimated_tokens
-            more, room = _shrink(budget, room, acc, total, limit, attempt)
+            tokens_over = budget is not None and limit is not None and total > limit
+            text_chars = sum(map(len, answered[1]))
+            chars_over = params.max_answer_chars is not None and (
+                text_chars > params.max_answer_chars
+            )
+            if not tokens_over and not chars_over:
+                return answered
+            more = False
+            if tokens_over:
+                assert budget is not None and limit is not None
+                more, room = _shrink(budget, room, acc, total, limit, attempt)
+            if chars_over:
+                assert params.max_answer_chars is not None
+                fewer, packing, room, char_steps = _shrink_chars(
+                    packing, room, acc, text_chars, params.max_answer_chars, char_steps
+                )
+                more = more or fewer
             if not more or attempt >= _MAX_ATTEMPTS:
                 return answered  # nothing left to leave out (see MIN_TOTAL_TOKENS)
         raise AssertionError("unreachable")
@@ -168,6 +183,33 @@ def _shrink(
         return False, room
     budget.limit = max(0, budget.limit - max(total - limit, 16) * 2**attempt)
     return True, room
+
+
+def _shrink_chars(
+    packing: ReadManyParams,
+    room: int | None,
+    acc: Account,
+    text_chars: int,
+    limit: int,
+    steps: int,
+) -> tuple[bool, ReadManyParams, int | None, int]:
+    """After an answer whose ``llmContent`` holds ``text_chars`` characters, over
+    ``limit`` (``maxAnswerChars``): like :func:`_shrink`, name fewer entries when the
+    framing and notices take over half of the limit, else pack again with as many
+    fewer characters of content as it was over (the cut file is cut that much shorter;
+    doubled after each of ``steps`` such packings, for framing that a file dropped
+    along with its content changes). Returns whether anything was left out, the params
+    to pack with (a smaller ``maxTotalChars``: the request's own, in its cursor, is
+    untouched), the new ``room`` of :class:`Notices` and ``steps``."""
+    content = acc.summary.total_chars
+    other = text_chars - content
+    if room != 0 and (content <= 1 or other > limit // 2):
+        step = 0 if room is not None and room <= _ROOM_STEP else _ROOM_STEP
+        return True, packing, step, steps
+    if content <= 1:
+        return False, packing, room, steps
+    allowed = max(1, content - (text_chars - limit + 16) * 2**steps)
+    return True, msgspec.structs.replace(packing, max_total_chars=allowed), room, steps + 1
 
 
 #: The first ``room`` tried when the notices take too much of a token budget.

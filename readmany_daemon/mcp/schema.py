@@ -179,6 +179,9 @@ class _Inputs:
                 prop.pop("default")
             if "$ref" in raw["properties"][key]:
                 prop.pop("default", None)  # a nested object's: its members have them
+            # Patterns (a sha256, a cell range) are the server's to check: it names the
+            # field of a bad value; the description says the form.
+            prop.pop("pattern", None)
             if defaults and key in defaults:
                 prop["default"] = defaults[key]
             doc = messages.FIELD_DOCS[key]
@@ -270,10 +273,30 @@ def output_schema(
 
 
 def tool_budgets(settings: Settings | None = None) -> dict[str, int]:
-    """The agent tools' own defaults (canonical names): ``maxTotalTokens`` and
-    ``maxTotalChars`` from the settings (``toolMaxTotalTokens`` / ``toolMaxTotalChars``)."""
+    """The agent tools' own defaults (canonical names): ``maxTotalTokens`` from the
+    setting ``toolMaxTotalTokens``; ``maxTotalChars`` (content) and ``maxAnswerChars``
+    (the whole text) from ``toolMaxTotalChars``."""
     s = Settings() if settings is None else settings
-    return {"maxTotalTokens": s.tool_max_total_tokens, "maxTotalChars": s.tool_max_total_chars}
+    return {
+        "maxTotalTokens": s.tool_max_total_tokens,
+        "maxTotalChars": s.tool_max_total_chars,
+        "maxAnswerChars": s.tool_max_total_chars,
+    }
+
+
+def with_tool_budgets(args: Mapping[str, Any], settings: Settings | None = None) -> dict[str, Any]:
+    """A tool call's arguments (canonical names, aliases folded) with the tool budgets
+    under its own values. A call that asks for more than the budgets (a larger
+    ``maxTotalChars`` or ``maxTotalTokens``) and sets no ``maxAnswerChars`` gets no
+    ``maxAnswerChars``: the text may then grow with what it asked for."""
+    budgets = tool_budgets(settings)
+    asks_more = any(
+        isinstance(args.get(name), int) and args[name] > budgets[name]
+        for name in ("maxTotalChars", "maxTotalTokens")
+    )
+    if asks_more and "maxAnswerChars" not in args:
+        del budgets["maxAnswerChars"]
+    return {**budgets, **args}
 
 
 def read_input_schema(settings: Settings | None = None) -> dict[str, Any]:

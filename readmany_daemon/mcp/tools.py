@@ -33,7 +33,7 @@ from readmany_daemon.mcp.schema import (
     DEFAULT_LIST_LIMIT,
     FILES_TOOL,
     READ_TOOL,
-    tool_budgets,
+    with_tool_budgets,
 )
 from readmany_daemon.paths import uri_to_path
 from readmany_daemon.roots import Root, make_root
@@ -197,7 +197,7 @@ class ReadManyMcp:
             # The tool budgets under the call's own (any spelling: folded first). Beside
             # a cursor they change nothing: the cursor's request is answered, with the
             # budgets its first page had.
-            args = {**tool_budgets(self.local.settings), **fold_read_params(args)}
+            args = with_tool_budgets(fold_read_params(args), self.local.settings)
             # Decoded once, here: a bad argument or cursor is refused before any backend
             # is asked, and a cursor's root is read from the decoded request.
             req = decode_read_request(args)

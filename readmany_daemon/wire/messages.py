@@ -51,6 +51,10 @@ CellRange = Annotated[str, msgspec.Meta(pattern="^[1-9][0-9]{0,8}(-[1-9][0-9]{0,
 #: framing and notices (PROTOCOL §3).
 MIN_TOTAL_TOKENS = 1000
 TotalTokens = Annotated[int, msgspec.Meta(ge=MIN_TOTAL_TOKENS)]
+#: The smallest accepted ``maxAnswerChars``: room for the framing, notices and a cursor
+#: (at most 1,000 characters) of an answer (PROTOCOL §3).
+MIN_ANSWER_CHARS = 4000
+AnswerChars = Annotated[int, msgspec.Meta(ge=MIN_ANSWER_CHARS)]
 
 Packing = Literal["auto", "request-order", "smallest-first"]
 Format = Literal["separator", "heredoc", "xml", "json"]
@@ -107,6 +111,7 @@ class ReadManyParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True,
     max_total_chars: Positive = 200000
     max_total_tokens: TotalTokens | None = None
     per_file_max_tokens: Positive | None = None
+    max_answer_chars: AnswerChars | None = None
     prefer_full_read: bool = False
     packing: Packing = "auto"
     stop_on_error: bool = False
@@ -162,6 +167,7 @@ FIELD_DOCS: dict[str, str | None] = {
     "maxTotalChars": "Characters of content in all.",
     "maxTotalTokens": "o200k tokens of the whole text.",
     "perFileMaxTokens": "o200k tokens per file.",
+    "maxAnswerChars": "Characters of the whole text.",
     "preferFullRead": "Lift the per-file limits.",
     "packing": "auto: smallest-first if that fits more files.",
     "stopOnError": None,

@@ -30,6 +30,8 @@ import pytest
 
 from readmany_daemon.client import Client
 from readmany_daemon.content import cache as cache_mod
+from readmany_daemon.engine import budget as budget_mod
+from readmany_daemon.engine import redact as redact_mod
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.messages import decode_read_params
@@ -149,6 +151,9 @@ def test_a_several_mib_answer_arrives_whole_twice_then_a_status_in_order(
         + cache_mod._ENTRY_OVERHEAD
         + len(msgspec.json.encode(t))
         - 2
+        # the whole file's token count and its (empty) redaction scan, kept with it
+        + budget_mod._COUNT_BYTES
+        + redact_mod._size(redact_mod.redact(t))
         for t in texts.values()
     )
     daemon.start()
@@ -177,7 +182,8 @@ def test_a_several_mib_answer_arrives_whole_twice_then_a_status_in_order(
             if turn == 1:
                 assert sources == {"cache"}
             # Every file is cached with its JSON form, charged once: the cache holds
-            # exactly its texts, their JSON forms and the per-entry overhead.
+            # exactly its texts, their JSON forms, token counts, redaction scans and the
+            # per-entry overhead.
             cache = small["result"]["cache"]
             assert cache["bytes"] == expected_cache_bytes, (turn, cache)
             assert small["result"]["connections"] == 1

@@ -323,6 +323,7 @@ async def test_the_default_answer_fits_the_clients(env: dict[str, str], tree: Pa
         assert s["summary"]["omitted"] > 0 and s["nextCursor"]
         assert "llmContent" not in s
         assert _tokens(text(r)) <= 20000
+        assert len(text(r)) <= 50000  # the whole text, file names and notices included
         assert _tokens(r) <= 25000
         # omitted files are named once, in packing.omittedPaths, not as entries
         assert all(f["status"] != "omitted" for f in s["files"])
@@ -337,6 +338,30 @@ async def test_the_default_answer_fits_the_clients(env: dict[str, str], tree: Pa
         )
         assert more["structuredContent"]["summary"]["read"] == 40
         assert len(text(more)) > 50000
+
+
+async def test_the_whole_text_fits_when_names_and_notices_weigh(
+    env: dict[str, str], tree: Path
+) -> None:
+    """Many files with long names: the framing and the notices count toward the 50,000
+    characters a client keeps in the conversation, on every page of a cursor chain."""
+    deep = "a_rather_long_folder_name/" * 4
+    write_tree(
+        tree,
+        {f"{deep}module_with_a_long_name_{i:04}.py": _code(i)[: 1500 + i] for i in range(300)},
+    )
+    async with mcp_session(env, "--root", str(tree)) as session:
+        r = await read(session, paths=["**/*.py"], maxTotalFiles=200)
+        pages = 0
+        while True:
+            pages += 1
+            assert len(text(r)) <= 50000
+            assert _tokens(text(r)) <= 20000
+            cursor = r["structuredContent"].get("nextCursor")
+            if not cursor or pages == 4:
+                break
+            r = await read(session, cursor=cursor)
+        assert pages == 4
 
 
 async def test_attachments_that_do_not_fit_are_named_not_dropped(

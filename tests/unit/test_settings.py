@@ -124,7 +124,7 @@ def test_list_settings_from_the_environment() -> None:
             "999",
             "toolMaxTotalTokens: Expected `int` >= 1000 - at `$.toolMaxTotalTokens`",
         ),
-        ("READMANY_TOOL_MAX_TOTAL_CHARS", "0", "toolMaxTotalChars: Expected `int` >= 1 - at"),
+        ("READMANY_TOOL_MAX_TOTAL_CHARS", "3999", "toolMaxTotalChars: Expected `int` >= 4000 - at"),
         ("READMANY_TOOL_MAX_TOTAL_CHARS", "lots", "toolMaxTotalChars: Expected `int`, got `str`"),
     ],
 )

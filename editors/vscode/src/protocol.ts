@@ -61,6 +61,8 @@ export interface ReadManyParams {
   maxTotalChars?: number;
   maxTotalTokens?: number;
   perFileMaxTokens?: number;
+  /** Characters of the whole `llmContent` (framing and notices included), at least 4000. */
+  maxAnswerChars?: number;
   preferFullRead?: boolean;
   packing?: Packing;
   stopOnError?: boolean;
@@ -91,6 +93,7 @@ export const READ_MANY_PARAM_FIELDS = [
   'maxTotalChars',
   'maxTotalTokens',
   'perFileMaxTokens',
+  'maxAnswerChars',
   'preferFullRead',
   'packing',
   'stopOnError',

@@ -92,6 +92,7 @@ const isStrings: Check<string[]> = (v): v is string[] =>
 const isPositiveInt: Check<number> = (v): v is number =>
   typeof v === 'number' && Number.isInteger(v) && v >= 1;
 const isTokenBudget: Check<number> = (v): v is number => isPositiveInt(v) && v >= 1000;
+const isAnswerChars: Check<number> = (v): v is number => isPositiveInt(v) && v >= 4000;
 const isNonNegative: Check<number> = (v): v is number =>
   typeof v === 'number' && Number.isFinite(v) && v >= 0;
 const isFormat: Check<Format> = (v): v is Format =>
@@ -132,7 +133,7 @@ export function readSettings(config: ConfigurationLike, warn: (message: string) 
     },
     tool: {
       maxTotalTokens: get('toolMaxTotalTokens', isTokenBudget, d.tool.maxTotalTokens, 'an integer >= 1000'),
-      maxTotalChars: get('toolMaxTotalChars', isPositiveInt, d.tool.maxTotalChars, 'an integer >= 1'),
+      maxTotalChars: get('toolMaxTotalChars', isAnswerChars, d.tool.maxTotalChars, 'an integer >= 4000'),
     },
   };
 }

@@ -60,12 +60,16 @@ export interface ToolBudgets {
 
 /** The smallest `maxTotalTokens` the server accepts (PROTOCOL §3). */
 export const MIN_TOTAL_TOKENS = 1000;
+/** The smallest `maxAnswerChars` the server accepts (PROTOCOL §3). */
+export const MIN_ANSWER_CHARS = 4000;
 
 /**
  * `params` with the tool's budgets where the model set none of its own (any spelling):
  * `maxTotalTokens` is VS Code's `tokenBudget` for this call when it gives one (the server
  * counts with the same o200k counter; at least `MIN_TOTAL_TOKENS`), else
- * `budgets.maxTotalTokens`; `maxTotalChars` is `budgets.maxTotalChars`. Beside a cursor
+ * `budgets.maxTotalTokens`; `maxTotalChars` is `budgets.maxTotalChars`, and so is
+ * `maxAnswerChars` (the whole text) when VS Code gives no token budget and the model asks
+ * for no more than the budgets. Beside a cursor
  * they change nothing (the server answers the cursor's request with its first page's
  * budgets), and they keep a request sent with its cursor the same request.
  */
@@ -76,6 +80,16 @@ export function withToolBudgets(params: ReadManyParams, budgets: ToolBudgets, to
     out.maxTotalTokens = fromHost ? Math.max(MIN_TOTAL_TOKENS, Math.floor(tokenBudget)) : budgets.maxTotalTokens;
   }
   if (!('maxTotalChars' in out) && !('max_total_chars' in out)) out.maxTotalChars = budgets.maxTotalChars;
+  // The whole text within maxTotalChars too (framing and notices included), unless the
+  // host gave a token budget or the model asked for more than the budgets.
+  const own = (name: string, snake: string): unknown => out[name] ?? out[snake];
+  const asksMore =
+    (typeof own('maxTotalChars', 'max_total_chars') === 'number' && (own('maxTotalChars', 'max_total_chars') as number) > budgets.maxTotalChars) ||
+    (typeof own('maxTotalTokens', 'max_total_tokens') === 'number' && (own('maxTotalTokens', 'max_total_tokens') as number) > budgets.maxTotalTokens);
+  const fromHost = tokenBudget !== undefined && Number.isFinite(tokenBudget) && tokenBudget > 0;
+  if (!fromHost && !asksMore && !('maxAnswerChars' in out) && !('max_answer_chars' in out)) {
+    out.maxAnswerChars = Math.max(MIN_ANSWER_CHARS, budgets.maxTotalChars);
+  }
   return out as ReadManyParams;
 }
 
