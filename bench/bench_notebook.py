@@ -26,7 +26,7 @@ if str(REPO_ROOT) not in sys.path:
 from readmany_daemon.engine.answer import answer
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.settings import Settings
-from readmany_daemon.wire.messages import decode_read_params
+from readmany_daemon.wire.decode import decode_read_params
 from tests.notebooks import notebook, notebook_text
 
 

@@ -42,7 +42,8 @@ from readmany_daemon.engine.answer import answer
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.racy import RACY_NS
 from readmany_daemon.settings import Settings
-from readmany_daemon.wire.messages import ReadManyParams, decode_read_params
+from readmany_daemon.wire.decode import decode_read_params
+from readmany_daemon.wire.messages import ReadManyParams
 
 #: The target: the receipts' check adds at most this many ms per 100 known files.
 TARGET_MS_PER_100 = 1.0

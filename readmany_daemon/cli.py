@@ -207,7 +207,7 @@ def _read_params(args: argparse.Namespace) -> dict[str, Any]:
     """ReadManyParams (canonical names) from ``--params`` overridden by flags."""
     params: dict[str, Any] = {}
     if args.params:
-        from readmany_daemon.wire.messages import fold_read_params
+        from readmany_daemon.wire.decode import fold_read_params
 
         try:
             raw = json.loads(args.params)

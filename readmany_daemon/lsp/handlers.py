@@ -37,6 +37,7 @@ from readmany_daemon.lsp.session import ReadManyServer, real_uri_path
 from readmany_daemon.runtime.roots import RootEntry
 from readmany_daemon.runtime.service import Service
 from readmany_daemon.wire.cursor import ReadRequest, decode_read_request
+from readmany_daemon.wire.decode import decode_files_params
 from readmany_daemon.wire.messages import (
     CHANGED_SINCE,
     FILES,
@@ -45,7 +46,6 @@ from readmany_daemon.wire.messages import (
     SERVER_NAME,
     STATUS,
     STOP_DAEMON,
-    decode_files_params,
     to_builtins,
 )
 

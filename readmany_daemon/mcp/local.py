@@ -71,7 +71,8 @@ class LocalBackend:
     def files(self, params: dict[str, Any], root: str) -> Any:
         """``readMany/files`` for ``root`` with wire ``params``; the ``FilesResult`` as
         builtins."""
-        from readmany_daemon.wire.messages import decode_files_params, to_builtins
+        from readmany_daemon.wire.decode import decode_files_params
+        from readmany_daemon.wire.messages import to_builtins
 
         decoded = decode_files_params(params)
         entry = self._root(root)

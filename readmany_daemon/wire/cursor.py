@@ -32,7 +32,8 @@ from typing import Any
 import msgspec
 
 from readmany_daemon.errors import InvalidParams
-from readmany_daemon.wire.messages import ReadManyParams, decode_read_params
+from readmany_daemon.wire.decode import decode_read_params
+from readmany_daemon.wire.messages import ReadManyParams
 
 #: A place in the request order: (entry index in the request, path; ``""`` for a named
 #: entry). Ordered by entry, then by the path's bytes (``key_order``).

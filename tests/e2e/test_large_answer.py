@@ -34,7 +34,7 @@ from readmany_daemon.engine import budget as budget_mod
 from readmany_daemon.engine import redact as redact_mod
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.settings import Settings
-from readmany_daemon.wire.messages import decode_read_params
+from readmany_daemon.wire.decode import decode_read_params
 from tests.e2e.daemon_helpers import Daemon, fresh_daemon, wait_for
 from tests.helpers import answer
 

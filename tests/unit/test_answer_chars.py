@@ -15,7 +15,8 @@ from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import InvalidParams
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.cursor import decode_read_request
-from readmany_daemon.wire.messages import decode_read_params, to_builtins
+from readmany_daemon.wire.decode import decode_read_params
+from readmany_daemon.wire.messages import to_builtins
 from tests.helpers import write_tree
 
 FORMATS = ["separator", "heredoc", "xml", "json"]

@@ -22,7 +22,8 @@ from readmany_daemon.wire.cursor import (
     decode_read_request,
     encode_cursor,
 )
-from readmany_daemon.wire.messages import ReadManyParams, decode_read_params
+from readmany_daemon.wire.decode import decode_read_params
+from readmany_daemon.wire.messages import ReadManyParams
 
 #: What a token may hold: base64url without padding.
 _TOKEN = re.compile(r"[A-Za-z0-9_-]+")

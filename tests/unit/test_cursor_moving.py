@@ -17,7 +17,8 @@ from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import InvalidParams, jsonrpc_code
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.cursor import MAX_CURSOR_CHARS
-from readmany_daemon.wire.messages import ReadManyResult, decode_read_params
+from readmany_daemon.wire.decode import decode_read_params
+from readmany_daemon.wire.messages import ReadManyResult
 from tests.helpers import answer, write_tree
 
 Delivered = ("ok", "partial", "skipped")

@@ -25,7 +25,7 @@ from readmany_daemon.rules.kinds import Verdict
 from readmany_daemon.runtime.requests import RequestContext
 from readmany_daemon.runtime.service import Service
 from readmany_daemon.settings import Settings
-from readmany_daemon.wire.messages import decode_files_params
+from readmany_daemon.wire.decode import decode_files_params
 from tests.helpers import write_tree
 
 

@@ -18,7 +18,8 @@ from readmany_daemon.content.lines import window
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import JSONRPC_CODES, InvalidParams
 from readmany_daemon.settings import Settings
-from readmany_daemon.wire.messages import ReadManyResult, decode_read_params, to_builtins
+from readmany_daemon.wire.decode import decode_read_params
+from readmany_daemon.wire.messages import ReadManyResult, to_builtins
 from tests.helpers import answer, write_tree
 
 #: A line of 600,000 characters, of one to four UTF-8 bytes each: columns count

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from readmany_daemon.errors import InvalidParams, jsonrpc_code
-from readmany_daemon.wire.messages import FileSpec, decode_read_params
+from readmany_daemon.wire.decode import decode_read_params
+from readmany_daemon.wire.messages import FileSpec
 
 
 def test_seed_003_snake_case_aliases_fold() -> None:

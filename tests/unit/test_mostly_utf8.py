@@ -15,7 +15,8 @@ from readmany_daemon.content.decode import decode
 from readmany_daemon.content.reader import READ_CHUNK_BYTES, read_file
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.settings import Settings
-from readmany_daemon.wire.messages import decode_read_params, to_builtins
+from readmany_daemon.wire.decode import decode_read_params
+from readmany_daemon.wire.messages import to_builtins
 from tests.helpers import answer, write_tree
 
 GERMAN = "Grüße aus München. Die Straße ist schön, die Bäume blühen.\n" * 3

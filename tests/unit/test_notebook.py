@@ -8,7 +8,7 @@ from readmany_daemon.engine.answer import answer
 from readmany_daemon.engine.notebook import OUTPUT_MAX_CHARS, parse_cells
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.settings import Settings
-from readmany_daemon.wire.messages import decode_read_params
+from readmany_daemon.wire.decode import decode_read_params
 from tests.notebooks import TRACEBACK, notebook, notebook_text
 
 

@@ -42,7 +42,7 @@ from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code
 from readmany_daemon.lsp.encode import cached_json_body
 from readmany_daemon.settings import Settings
-from readmany_daemon.wire.messages import decode_read_params
+from readmany_daemon.wire.decode import decode_read_params
 from tests.helpers import answer
 
 MiB = 1 << 20

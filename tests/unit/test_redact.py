@@ -17,7 +17,7 @@ from readmany_daemon.engine import redact as redact_mod
 from readmany_daemon.engine.redact import redact
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.settings import Settings
-from readmany_daemon.wire.messages import decode_read_params
+from readmany_daemon.wire.decode import decode_read_params
 from tests.helpers import answer, seeded_secrets, write_tree
 
 REPO = Path(__file__).resolve().parents[2]

@@ -31,7 +31,8 @@ from readmany_daemon.engine.render import Notices, Piece, render
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.settings import Settings
-from readmany_daemon.wire.messages import FileResult, decode_read_params, wire_safe
+from readmany_daemon.wire.decode import decode_read_params
+from readmany_daemon.wire.messages import FileResult, wire_safe
 from tests.helpers import answer
 
 #: Characters that break naive framing: CDATA's end, markup, quotes, controls, CR.

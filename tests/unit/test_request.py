@@ -15,7 +15,7 @@ import pytest
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import InvalidParams
 from readmany_daemon.settings import Settings
-from readmany_daemon.wire.messages import decode_read_params
+from readmany_daemon.wire.decode import decode_read_params
 from tests.helpers import answer, write_tree
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32

@@ -31,7 +31,7 @@ from readmany_daemon.runtime.status import cache_status, overall_state, watcher_
 from readmany_daemon.runtime.watcher import Watcher
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.cursor import decode_read_request
-from readmany_daemon.wire.messages import decode_files_params
+from readmany_daemon.wire.decode import decode_files_params
 from tests.helpers import write_tree
 
 OLD = time.time() - 3600  # an mtime outside the racy window: whole reads get cached

@@ -8,7 +8,7 @@ from typing import Any
 from readmany_daemon.engine.suggest import closest, did_you_mean
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.settings import Settings
-from readmany_daemon.wire.messages import decode_read_params
+from readmany_daemon.wire.decode import decode_read_params
 from tests.helpers import answer, git, make_env, write_tree
 
 PATHS = [

@@ -22,7 +22,8 @@ from readmany_daemon.engine.render import Notices, Piece, render_json
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, InvalidParams, Status, jsonrpc_code
 from readmany_daemon.settings import Settings
-from readmany_daemon.wire.messages import FileResult, decode_read_params
+from readmany_daemon.wire.decode import decode_read_params
+from readmany_daemon.wire.messages import FileResult
 from tests.helpers import write_tree
 
 FORMATS = ["separator", "heredoc", "xml", "json"]

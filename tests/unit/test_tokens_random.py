@@ -20,7 +20,7 @@ from readmany_daemon.engine.answer import answer
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.settings import Settings
-from readmany_daemon.wire.messages import decode_read_params
+from readmany_daemon.wire.decode import decode_read_params
 from tests.helpers import write_tree
 
 REQUESTS = int(os.environ.get("READMANY_TOKEN_REQUESTS", "10000"))
