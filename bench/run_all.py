@@ -1,9 +1,10 @@
-"""Run every benchmark — files, daemon, peers, scale, exclude — and rewrite the tables in
+"""Run every benchmark — files, daemon, peers, scale, exclude, oneshot — and rewrite the tables in
 bench/README.md.
 
 Usage::
 
-    python bench/run_all.py [--only files,daemon,peers,scale,exclude] [--runs N] [--no-readme]
+    python bench/run_all.py [--only files,daemon,peers,scale,exclude,oneshot] [--runs N]
+                            [--no-readme]
     python bench/run_all.py --quick          # smoke: tiny trees, one run, README untouched
 
 Each benchmark runs as its own process (``bench/bench_*.py``), one after the other (never
@@ -30,7 +31,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 README = BENCH / "README.md"
-ORDER = ("files", "daemon", "peers", "scale", "exclude")
+ORDER = ("files", "daemon", "peers", "scale", "exclude", "oneshot")
 
 
 def command(
@@ -45,6 +46,7 @@ def command(
             "peers": ["--quick", "--tree", str(tree)],
             "scale": ["--quick"],
             "exclude": ["--quick", "--tree", str(tree)],
+            "oneshot": ["--quick", "--tree", str(tree)],
         }[name]
     elif runs:
         argv += ["--runs", str(runs)]

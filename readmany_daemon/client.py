@@ -6,7 +6,8 @@ UTF-8 JSON body) over a unix or TCP socket. A session is ``initialize`` →
 
 The warm ``readmany read`` must cost at most two ``python -c pass``, so this module is
 the whole of what that path imports besides the CLI: neither pygls (~0.4 s) nor watchdog,
-nor msgspec (~20 ms; the stdlib ``json`` encodes here), nor ``socket`` (its enum tables
+nor msgspec (~20 ms; the stdlib ``json`` encodes here, and decodes all but a body of
+``MSGSPEC_BODY_BYTES``), nor ``socket`` (its enum tables
 and ``selectors``; the C ``_socket`` does the same work). The socket path rules
 (PROTOCOL §1) live here for the same reason; ``daemon`` re-exports and documents them.
 """
@@ -17,12 +18,39 @@ import _socket
 import contextlib
 import json
 import os
-from typing import Any
 
 # Re-exported: ``mcp_server`` and ``server`` import it from here until integration.
 from readmany_daemon.paths import path_to_uri as path_to_uri
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~2 ms)
+if TYPE_CHECKING:
+    from typing import Any
+
 SOCKET_NAME = "daemon.sock"
+
+#: Bodies at least this long (bytes) are decoded with ``msgspec.json`` (imported then:
+#: ~20 ms, more than ``json.loads`` takes below this size; 2.5x faster above it).
+MSGSPEC_BODY_BYTES = 4 << 20
+
+#: ``Content-Type`` of a content frame (PROTOCOL §1): the raw UTF-8 ``llmContent`` of
+#: the ``readMany/read`` answer that follows it, sent to a connection that asked for
+#: them with ``initializationOptions.llmContentFrames``.
+CONTENT_FRAME_TYPE = b"text/plain; charset=utf-8"
+
+
+def decode_body(body: bytes | bytearray) -> Any:
+    """JSON ``body`` (UTF-8) as builtins: ``json.loads`` for a small body, ``msgspec.json``
+    for one of ``MSGSPEC_BODY_BYTES`` or more (the same builtins; a body msgspec refuses,
+    with a lone-surrogate escape such as ``\\udc80``, goes to ``json.loads``). Raises
+    ``ValueError`` for a body that is not JSON."""
+    if len(body) >= MSGSPEC_BODY_BYTES:
+        import msgspec
+
+        try:
+            return msgspec.json.decode(body)
+        except msgspec.DecodeError:
+            pass  # a lone surrogate (json.loads keeps it) or not JSON (it says so)
+    return json.loads(body)
 
 
 def runtime_dir(environ: Any = None) -> str:
@@ -61,25 +89,61 @@ def connect(
     return client
 
 
+def connect_pipelined(
+    path: str,
+    root: str | None,
+    options: dict[str, Any] | None,
+    method: str,
+    params: Any,
+    timeout: float = 2.0,
+) -> tuple[Client, Pending] | None:
+    """A one-shot session with the daemon at unix socket ``path`` whose ``initialize``,
+    ``initialized`` and first request (``method``, ``params``) leave in one write, so
+    the call costs one round trip, not two. Returns the client, ``initialize`` answered
+    (``server_version`` known), and the request's :class:`Pending` answer; None as
+    :func:`connect` does. The caller checks ``server_version`` before it takes the
+    answer (a daemon of another version answered a request it may not understand)."""
+    try:
+        client = Client.connect_unix(path, timeout=timeout)
+    except OSError:
+        return None
+    try:
+        client.settimeout(timeout)
+        init_id = client.send_initialize(root, options)
+        client.notify("initialized", {})
+        pending = client.send_request(method, params)
+        client.finish_initialize(client.wait(init_id))
+        client.settimeout(None)
+    except (OSError, RpcError, ValueError):
+        client.close()
+        return None
+    return client, pending
+
+
 def peer_credentials(sock: Any) -> tuple[int, int | None] | None:
     """``(uid, pid)`` of the process at the other end of unix socket ``sock``, from the
     kernel as recorded when the peer called ``connect`` (``SO_PEERCRED`` on Linux:
     ``struct ucred {pid, uid, gid}``; ``LOCAL_PEERCRED`` on macOS/BSD: ``struct xucred
     {version, uid, ...}``, no pid). None when the system cannot tell."""
-    import struct
     import sys
+
+    def field(raw: bytes, index: int, signed: bool) -> int:
+        # The index-th native 32-bit int of ``raw`` (``struct`` costs the warm path an
+        # import); ValueError when ``raw`` is too short.
+        word = raw[4 * index : 4 * index + 4]
+        if len(word) != 4:
+            raise ValueError(f"a {len(raw)}-byte answer")
+        return int.from_bytes(word, sys.byteorder, signed=signed)
 
     try:
         if hasattr(_socket, "SO_PEERCRED"):
-            size = struct.calcsize("3i")
-            raw = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, size)
-            pid, uid, _gid = struct.unpack("3i", raw)
-            return uid, pid
+            raw = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+            return field(raw, 1, True), field(raw, 0, True)  # struct ucred {pid, uid, gid}
         if sys.platform == "darwin" or "bsd" in sys.platform:
             sol_local, local_peercred = 0, 0x001  # <sys/un.h>
             raw = sock.getsockopt(sol_local, local_peercred, 76)
-            return int(struct.unpack_from("=I", raw, 4)[0]), None
-    except (OSError, struct.error):
+            return field(raw, 1, False), None  # struct xucred {version, uid, ...}
+    except (OSError, ValueError):
         return None
     return None
 
@@ -98,6 +162,15 @@ class ConnectionClosed(OSError):
     """The daemon closed the connection before answering."""
 
 
+class Pending:
+    """A request sent and not yet answered: :meth:`Client.wait` its ``id``."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, msg_id: int) -> None:
+        self.id = msg_id
+
+
 class Client:
     """One connection to a JSON-RPC server speaking LSP framing.
 
@@ -112,6 +185,9 @@ class Client:
         self._next_id = 0
         self.server_info: dict[str, Any] = {}
         self.notifications: list[tuple[str, Any]] = []
+        #: The last content frame received (raw UTF-8 ``llmContent`` of the
+        #: ``readMany/read`` answer that follows it), until :meth:`take_content`.
+        self._content: bytearray | None = None
 
     @classmethod
     def connect_unix(cls, path: str, timeout: float | None = 5.0) -> Client:
@@ -182,25 +258,66 @@ class Client:
             raise ConnectionClosed("the daemon closed the connection")
         self._buf += chunk
 
-    def receive(self) -> dict[str, Any]:
-        """The next message. Raises ``ConnectionClosed`` at end of stream and
-        ``ValueError`` for a malformed header."""
+    def _body(self, length: int) -> bytearray:
+        """The next ``length`` bytes: what ``_buf`` holds, the rest received straight
+        into one buffer of that size (no growing, no copy of a large answer)."""
+        if len(self._buf) >= length:
+            body = self._buf[:length]
+            del self._buf[:length]
+            return body
+        body = bytearray(length)
+        view = memoryview(body)
+        have = len(self._buf)
+        view[:have] = self._buf
+        self._buf.clear()
+        while have < length:
+            try:
+                got = self._sock.recv_into(view[have:], min(length - have, 1 << 22))
+            except ConnectionResetError:
+                got = 0
+            if not got:
+                raise ConnectionClosed("the daemon closed the connection")
+            have += got
+        return body
+
+    def _frame(self) -> tuple[bytes | None, bytearray]:
+        """The next frame: its ``Content-Type`` (None without one) and its body. Raises
+        ``ConnectionClosed`` at end of stream and ``ValueError`` for a malformed header."""
         while (end := self._buf.find(b"\r\n\r\n")) < 0:
             self._fill()
         length = -1
+        kind = None
         for line in bytes(self._buf[:end]).split(b"\r\n"):
             name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
+            name = name.strip().lower()
+            if name == b"content-length":
                 length = int(value.strip())
+            elif name == b"content-type":
+                kind = value.strip()
         if length < 0:
             raise ValueError("a message without Content-Length")
-        start = end + 4
-        while len(self._buf) < start + length:
-            self._fill()
-        body = bytes(self._buf[start : start + length])
-        del self._buf[: start + length]
-        message: dict[str, Any] = json.loads(body)
-        return message
+        del self._buf[: end + 4]
+        return kind, self._body(length)
+
+    def receive(self) -> dict[str, Any]:
+        """The next message, decoded by :func:`decode_body`; a content frame before it is
+        kept for :meth:`take_content`. Raises ``ConnectionClosed`` at end of stream and
+        ``ValueError`` for a malformed header."""
+        while True:
+            kind, body = self._frame()
+            if kind == CONTENT_FRAME_TYPE:
+                self._content = body
+                continue
+            message: dict[str, Any] = decode_body(body)
+            return message
+
+    def take_content(self) -> bytearray | None:
+        """The raw UTF-8 ``llmContent`` of the last ``readMany/read`` answer when the
+        daemon sent it as a content frame (a connection opened with
+        ``initializationOptions.llmContentFrames``; that answer's ``llmContent`` is then
+        ``""``), else None; forgotten once taken."""
+        content, self._content = self._content, None
+        return content
 
     # -- JSON-RPC
 
@@ -214,12 +331,23 @@ class Client:
     def request(self, method: str, params: Any = None) -> Any:
         """Send a request and wait for its answer; raises ``RpcError`` for an error
         answer and ``ConnectionClosed`` when the connection ends first."""
+        return self.wait(self.send_request(method, params))
+
+    def send_request(self, method: str, params: Any = None) -> Pending:
+        """Send a request; its answer is :meth:`wait`-ed for later (pipelining)."""
         self._next_id += 1
         msg_id = self._next_id
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
             message["params"] = params
         self.send(message)
+        return Pending(msg_id)
+
+    def wait(self, pending: Pending) -> Any:
+        """The answer to ``pending`` (answers to earlier requests are skipped); raises
+        ``RpcError`` for an error answer and ``ConnectionClosed`` when the connection
+        ends first."""
+        msg_id = pending.id
         while True:
             reply = self.receive()
             if "method" in reply:
@@ -249,6 +377,15 @@ class Client:
         """``initialize`` (with ``root`` as the one workspace folder) and
         ``initialized``; returns the ``InitializeResult``. ``serverInfo`` is kept in
         ``server_info``."""
+        result = self.finish_initialize(self.wait(self.send_initialize(root, options)))
+        self.notify("initialized", {})
+        return result
+
+    def send_initialize(
+        self, root: str | None = None, options: dict[str, Any] | None = None
+    ) -> Pending:
+        """Send ``initialize`` (``root``: the one workspace folder; ``options``:
+        ``initializationOptions``); pass its answer to :meth:`finish_initialize`."""
         params: dict[str, Any] = {"processId": os.getpid(), "capabilities": {}, "rootUri": None}
         if root is not None:
             uri = path_to_uri(root)
@@ -256,9 +393,12 @@ class Client:
             params["workspaceFolders"] = [{"uri": uri, "name": os.path.basename(root) or root}]
         if options:
             params["initializationOptions"] = options
-        result: dict[str, Any] = self.request("initialize", params) or {}
+        return self.send_request("initialize", params)
+
+    def finish_initialize(self, answer: Any) -> dict[str, Any]:
+        """Keep ``serverInfo`` of the ``initialize`` ``answer``; returns it as a dict."""
+        result: dict[str, Any] = answer if isinstance(answer, dict) else {}
         self.server_info = result.get("serverInfo") or {}
-        self.notify("initialized", {})
         return result
 
     @property

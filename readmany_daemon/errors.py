@@ -15,7 +15,9 @@ Exceptions are for whole-request failures only; a problem with one file is data 
 
 from __future__ import annotations
 
-from typing import Final
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the CLI's warm path)
+if TYPE_CHECKING:
+    from typing import Final
 
 
 class ReadManyError(Exception):

@@ -20,25 +20,38 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, NamedTuple
 
 from readmany_daemon import __version__
 from readmany_daemon.errors import InvalidParams, RootNotFound
 from readmany_daemon.roots import resolve_root
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
+
 #: READMANY_* variables that are not settings and never travel to the daemon.
 NOT_SETTINGS = frozenset({"READMANY_TOKEN", "READMANY_NO_DAEMON"})
 
 
-class Asked(NamedTuple):
-    """What asking the daemon gave."""
+class Asked:
+    """What asking the daemon gave (a plain class: ``typing`` is no import of the warm
+    path)."""
 
-    #: The daemon's answer (the JSON-RPC result); None: answer in this process.
-    answer: Any | None
-    #: After answering in this process, call ``autostart``: no daemon answers here and
-    #: auto-start is not turned off (``no_daemon``, ``READMANY_NO_DAEMON``). False too
-    #: when a daemon runs but failed this request (starting another would not help).
-    start_daemon: bool
+    __slots__ = ("answer", "content", "start_daemon")
+
+    def __init__(
+        self, answer: Any | None, start_daemon: bool, content: bytearray | None = None
+    ) -> None:
+        #: The daemon's answer (the JSON-RPC result); None: answer in this process.
+        self.answer = answer
+        #: After answering in this process, call ``autostart``: no daemon answers here
+        #: and auto-start is not turned off (``no_daemon``, ``READMANY_NO_DAEMON``).
+        #: False too when a daemon runs but failed this request (starting another would
+        #: not help).
+        self.start_daemon = start_daemon
+        #: With ``content_frames``: the answer's ``llmContent`` as raw UTF-8 when the
+        #: daemon sent it in a content frame (``answer["llmContent"]`` is then "").
+        self.content = content
 
 
 def say(message: str) -> None:
@@ -63,7 +76,14 @@ def cli_root(root: str | None) -> str:
     return resolve_root(root or cwd, (), relative_to=cwd, field="--root")
 
 
-def ask_daemon(root: str | None, method: str, params: dict[str, Any], *, no_daemon: bool) -> Asked:
+def ask_daemon(
+    root: str | None,
+    method: str,
+    params: dict[str, Any],
+    *,
+    no_daemon: bool,
+    content_frames: bool = False,
+) -> Asked:
     """The warm daemon's answer to ``method`` with ``params``, or None as
     ``Asked.answer`` when it should be answered in this process: ``no_daemon``, no
     daemon, a daemon of another version (which is stopped so that ``autostart``
@@ -76,7 +96,13 @@ def ask_daemon(root: str | None, method: str, params: dict[str, Any], *, no_daem
     but ``NOT_SETTINGS``. Notifications of type error or warning that came with the
     answer go to stderr. ``READMANY_NO_DAEMON`` does not stop asking a daemon that
     runs; it only turns auto-start off. Raises ``InvalidParams`` for -32602 (as the
-    in-process answer would)."""
+    in-process answer would).
+
+    One round trip: ``initialize``, ``initialized`` and the request leave together
+    (``client.connect_pipelined``); the answer of a daemon of another version is
+    dropped unread. With ``content_frames`` the connection asks for ``llmContent`` as
+    a content frame (``initializationOptions.llmContentFrames``, PROTOCOL §1), which
+    ``Asked.content`` then holds: printed as it came, never JSON-decoded."""
     start = not daemon_off(no_daemon)
     if no_daemon or os.name != "posix":
         return Asked(None, False)
@@ -84,15 +110,24 @@ def ask_daemon(root: str | None, method: str, params: dict[str, Any], *, no_daem
         top = cli_root(root)
     except RootNotFound:
         return Asked(None, start)  # the in-process path reports the bad root
-    from readmany_daemon.client import ConnectionClosed, RpcError, connect, default_socket_path
+    from readmany_daemon.client import (
+        ConnectionClosed,
+        RpcError,
+        connect_pipelined,
+        default_socket_path,
+    )
 
     path = default_socket_path()
     env = {k: v for k, v in os.environ.items() if k.startswith("READMANY_")}
     for name in NOT_SETTINGS:
         env.pop(name, None)
-    client = connect(path, top, {"environment": env})
-    if client is None:
+    options: dict[str, Any] = {"environment": env}
+    if content_frames:
+        options["llmContentFrames"] = True
+    opened = connect_pipelined(path, top, options, method, params)
+    if opened is None:
         return Asked(None, start)
+    client, pending = opened
     try:
         if client.server_version != __version__:
             from readmany_daemon import launch
@@ -105,7 +140,7 @@ def ask_daemon(root: str | None, method: str, params: dict[str, Any], *, no_daem
                 print(f"readmany: warning: {exc}", file=sys.stderr)
             return Asked(None, start)
         try:
-            answer = client.request(method, params)
+            answer = client.wait(pending)
         except RpcError as exc:
             if exc.code == -32602:
                 field = exc.data.get("field", "") if isinstance(exc.data, dict) else ""
@@ -120,7 +155,7 @@ def ask_daemon(root: str | None, method: str, params: dict[str, Any], *, no_daem
         for _, note in client.notifications:
             if isinstance(note, dict) and note.get("type", 4) <= 2:
                 print(str(note.get("message", "")), file=sys.stderr)
-        return Asked(answer, False)
+        return Asked(answer, False, client.take_content())
     finally:
         client.exit()
 

@@ -6,6 +6,7 @@ protocol frames and the writers send without ever joining them into one string.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,20 +101,35 @@ def encode_read_result(
         result.llm_content = "".join(parts)
         return to_builtins(result)
     # Each part is encoded alone (joining text with one non-ASCII character in it would
-    # widen the whole join to 2 or 4 bytes a character). The cache's kept forms and a
-    # large part's bytes are chunks of their own, never copied again (the socket writer
-    # sends the chunks with scatter-gather); small ones (headers, short files) are
-    # joined in groups.
+    # widen the whole join to 2 or 4 bytes a character).
     chunks: list[bytes | memoryview] = [prefix]
+    _group(chunks, parts, cache, JSON_BODY_KEY, _kept_json_body, _json_string_body)
+    chunks.append(memoryview(encoded)[len(prefix) :])
+    return EncodedResult(chunks, sum(map(len, chunks)))
+
+
+def _group(
+    chunks: list[bytes | memoryview],
+    parts: list[str],
+    cache: ContentCache | None,
+    key: str,
+    keep: Callable[[str], bytes | None],
+    encode: Callable[[str], bytes | memoryview],
+) -> None:
+    """Append to ``chunks`` the encodings of ``parts``: the cache's kept form (made by
+    ``keep`` under ``key``, for a cached file's text) or ``encode(part)``. Kept forms and
+    a large part's bytes are chunks of their own, never copied again (the socket writer
+    sends the chunks with scatter-gather); small ones (headers, short files) are joined
+    in groups of about ``CHUNK_BYTES``."""
     group: list[bytes | memoryview] = []
     size = 0
     for part in parts:
         kept = (
-            cached_json_body(cache, part)
+            cache.derived(part, key, keep, size=len)
             if cache is not None and len(part) >= CACHED_BODY_CHARS
             else None
         )
-        body = kept if kept is not None else _json_string_body(part)
+        body = kept if kept is not None else encode(part)
         if kept is not None or len(body) >= OWN_CHUNK_BYTES:
             if group:
                 chunks.append(group[0] if len(group) == 1 else b"".join(group))
@@ -127,5 +143,51 @@ def encode_read_result(
             group, size = [], 0
     if group:
         chunks.append(group[0] if len(group) == 1 else b"".join(group))
-    chunks.append(memoryview(encoded)[len(prefix) :])
-    return EncodedResult(chunks, sum(map(len, chunks)))
+
+
+#: ``Content-Type`` of a content frame (PROTOCOL §1; ``client.CONTENT_FRAME_TYPE``).
+CONTENT_FRAME_TYPE = b"text/plain; charset=utf-8"
+
+#: The ``ContentCache.derived`` key of a cached text's UTF-8 form (content frames).
+UTF8_KEY = "utf-8"
+
+
+def _utf8(text: str) -> bytes:
+    """``text`` as UTF-8, an undecodable byte kept by surrogateescape as that byte (as
+    the CLI prints it). Raises ``UnicodeEncodeError`` for another lone surrogate."""
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _kept_utf8(text: str) -> bytes | None:
+    try:
+        return _utf8(text)
+    except UnicodeEncodeError:
+        return None
+
+
+@dataclass
+class FramedResult:
+    """A ``readMany/read`` answer for a connection that asked for content frames
+    (``initializationOptions.llmContentFrames``, PROTOCOL §1): ``llmContent`` as raw
+    UTF-8 ``content`` chunks (``size`` bytes in all), sent as one frame just before the
+    JSON-RPC response, whose ``result`` (builtins, ``llmContent`` "") is ``result``."""
+
+    content: list[bytes | memoryview]
+    size: int
+    result: dict[str, Any]
+
+
+def encode_read_framed(
+    result: ReadManyResult, parts: list[str], cache: ContentCache | None = None
+) -> Any:
+    """A ``readMany/read`` answer as a :class:`FramedResult`, its ``llmContent`` encoded
+    in chunks as :func:`encode_read_result` does (the cache keeps a file's UTF-8 form);
+    :func:`encode_read_result`'s answer when the text holds a lone surrogate that is no
+    undecodable byte (raw UTF-8 cannot carry it; JSON's ``\\uXXXX`` can)."""
+    chunks: list[bytes | memoryview] = []
+    try:
+        _group(chunks, parts, cache, UTF8_KEY, _kept_utf8, _utf8)
+    except UnicodeEncodeError:
+        return encode_read_result(result, parts, cache)
+    result.llm_content = ""
+    return FramedResult(chunks, sum(map(len, chunks)), to_builtins(result))

@@ -32,7 +32,7 @@ from pygls.exceptions import (
 )
 
 from readmany_daemon.errors import Cancelled, InvalidParams, ReadManyError, jsonrpc_code
-from readmany_daemon.lsp.encode import encode_read_result
+from readmany_daemon.lsp.encode import encode_read_framed, encode_read_result
 from readmany_daemon.lsp.session import ReadManyServer, real_uri_path
 from readmany_daemon.runtime.roots import RootEntry
 from readmany_daemon.runtime.service import Service
@@ -178,14 +178,16 @@ async def _read(ls: ReadManyServer, raw: Any) -> Any:
         params = msgspec.structs.replace(req.params, redact_secrets=False)
         req = msgspec.structs.replace(req, params=params)
     entry = ls.root_for(req.params.root)
-    return await ls.engine(_read_encoded, ls.service, entry, req)
+    return await ls.engine(_read_encoded, ls.service, entry, req, ls.content_frames)
 
 
-def _read_encoded(service: Service, entry: RootEntry, req: ReadRequest) -> Any:
-    """``Service.read_sync`` then :func:`encode_read_result`, on the engine's thread: a
-    large answer is encoded off the event loop, after the root's lock is released."""
+def _read_encoded(service: Service, entry: RootEntry, req: ReadRequest, framed: bool) -> Any:
+    """``Service.read_sync`` then :func:`encode_read_result` (``framed``:
+    :func:`encode_read_framed`), on the engine's thread: a large answer is encoded off
+    the event loop, after the root's lock is released."""
     result, parts = service.read_sync(entry, req, True)
-    return encode_read_result(result, parts, entry.ws.cache)
+    encode = encode_read_framed if framed else encode_read_result
+    return encode(result, parts, entry.ws.cache)
 
 
 @_boundary

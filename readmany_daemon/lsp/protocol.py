@@ -42,7 +42,12 @@ from pygls.protocol.json_rpc import (
 )
 from pygls.server import JsonRPCServer
 
-from readmany_daemon.lsp.encode import EncodedResult, encode_body
+from readmany_daemon.lsp.encode import (
+    CONTENT_FRAME_TYPE,
+    EncodedResult,
+    FramedResult,
+    encode_body,
+)
 
 log = logging.getLogger(__name__)
 
@@ -189,10 +194,23 @@ class ReadManyProtocol(LanguageServerProtocol):
         the UTF-8 bytes of the body). Builtin results are encoded with msgspec."""
         if not data or self.writer is None:
             return
+        chunks: list[bytes | memoryview] | None = None
         if isinstance(data, JsonRPCResponseMessage) and isinstance(data.result, EncodedResult):
             head = b'{"jsonrpc":"2.0","id":%s,"result":' % msgspec.json.encode(data.id)
             length = len(head) + data.result.size + 1
             chunks = [b"Content-Length: %d\r\n\r\n%s" % (length, head), *data.result.chunks, b"}"]
+        elif isinstance(data, JsonRPCResponseMessage) and isinstance(data.result, FramedResult):
+            # The content frame, then the response, in one write: nothing comes between.
+            framed = data.result
+            body = encode_body({"jsonrpc": "2.0", "id": data.id, "result": framed.result})
+            chunks = [
+                b"Content-Length: %d\r\nContent-Type: %s\r\n\r\n"
+                % (framed.size, CONTENT_FRAME_TYPE),
+                *framed.content,
+                b"Content-Length: %d\r\n\r\n" % len(body),
+                body,
+            ]
+        if chunks is not None:
             try:
                 write_chunks = getattr(self.writer, "write_chunks", None)
                 if write_chunks is not None:

@@ -45,7 +45,9 @@ T = TypeVar("T")
 #: (budgets and format are per connection, PROTOCOL §7); what to read never is.
 _NOT_DEFAULTABLE = frozenset({"paths", "files", "include", "cursor", "root"})
 #: ``initializationOptions`` keys that are neither settings nor request defaults.
-_NOT_SETTINGS = frozenset({"environment", "authToken"})
+#: ``llmContentFrames``: ``readMany/read`` answers carry ``llmContent`` in a content
+#: frame (PROTOCOL §1; ``lsp.encode.FramedResult``).
+_NOT_SETTINGS = frozenset({"environment", "authToken", "llmContentFrames"})
 
 
 @dataclass(eq=False)
@@ -182,6 +184,12 @@ class ReadManyServer(LanguageServer):
             if node is None:
                 return False
         return bool(node)
+
+    @property
+    def content_frames(self) -> bool:
+        """Whether this connection asked for content frames
+        (``initializationOptions.llmContentFrames: true``, PROTOCOL §1)."""
+        return self.init_options.get("llmContentFrames") is True
 
     def apply_settings(self, source_warnings: list[str]) -> None:
         """Recompute settings and request defaults from ``init_options`` and ``config``

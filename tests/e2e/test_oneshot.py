@@ -1,0 +1,147 @@
+"""The one-shot path through the warm daemon (issue 16 items 1 and 4), end to end.
+
+- ``readmany read`` answered by the daemon loads only the light modules (no ``typing``,
+  ``dataclasses``, ``shutil``, ``msgspec``, pygls, watchdog) and asks in one round trip
+  (``initialize``, ``initialized`` and the request pipelined);
+- a connection that asks for content frames (``initializationOptions.llmContentFrames``,
+  PROTOCOL §1) gets ``llmContent`` as raw UTF-8 in a frame before the response, byte for
+  byte the text the JSON answer carries; every other client gets the usual answer;
+- large bodies decode (``client.decode_body``, msgspec) to what ``json.loads`` gives.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from readmany_daemon.client import connect_pipelined
+from tests.e2e.daemon_helpers import Daemon, cli, fresh_daemon
+
+daemon = fresh_daemon  # the fixture (tests/e2e/daemon_helpers.py)
+
+#: Modules a warm one-shot ``readmany read`` must not load (each costs its budget
+#: milliseconds: typing ~2, dataclasses ~5, shutil ~3, msgspec ~20, pygls ~400).
+HEAVY = ("typing", "dataclasses", "inspect", "shutil", "msgspec", "pygls", "watchdog")
+
+#: Text with what JSON escapes (quotes, backslashes, tabs, control characters), non-ASCII
+#: and astral characters, and a line without its newline.
+TRICKY = 'quote " back \\ tab \t bell \x07 é ü 漢字 🎉\r\nlast line'
+
+
+def _tree(root: Path) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "a.py").write_text("print('a')\n", encoding="utf-8")
+    (root / "tricky.txt").write_text(TRICKY, encoding="utf-8")
+    (root / "big.txt").write_text("line é\n" * 200_000, encoding="utf-8")  # ~1.4 MB
+
+
+def test_warm_read_loads_only_light_modules(daemon: Daemon, tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    _tree(root)
+    daemon.start()
+    code = (
+        "import json, sys\n"
+        "from readmany_daemon import cli\n"
+        "asked = []\n"
+        "def ask(*a, **k):\n"
+        "    asked.append(cli.ask_daemon.__wrapped__(*a, **k))\n"
+        "    return asked[-1]\n"
+        "ask.__wrapped__ = cli.ask_daemon\n"
+        "cli.ask_daemon = ask\n"
+        f"rc = cli.main(['read', '--root', {str(root)!r}, 'a.py'])\n"
+        "by_daemon = asked[0].answer is not None and asked[0].content is not None\n"
+        "print(json.dumps([rc, by_daemon, sorted({m.partition('.')[0] for m in sys.modules})]),"
+        " file=sys.stderr)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        env=daemon.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "print('a')" in proc.stdout
+    rc, by_daemon, tops = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert rc == 0
+    assert by_daemon  # answered by the daemon, in a content frame
+    assert [m for m in HEAVY if m in tops] == []
+
+
+def test_content_frames_carry_the_same_text(daemon: Daemon, tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    _tree(root)
+    daemon.start()
+    params = {"paths": ["**"], "preferFullRead": True, "maxTotalChars": 10**9}
+    plain = daemon.session(root)
+    framed = daemon.session(root, {"llmContentFrames": True})
+    try:
+        usual = plain.request("readMany/read", params)
+        assert plain.take_content() is None  # a client that did not ask: the usual answer
+        answer = framed.request("readMany/read", params)
+        content = framed.take_content()
+        assert content is not None
+        assert answer["llmContent"] == ""
+        assert bytes(content) == usual["llmContent"].encode("utf-8")
+        assert TRICKY.encode("utf-8") in content
+        assert {k: v for k, v in answer.items() if k != "llmContent"} == {
+            k: v for k, v in usual.items() if k != "llmContent"
+        }
+        # Other methods on a framed connection are plain JSON-RPC.
+        status = framed.request("readMany/status")
+        assert framed.take_content() is None and status["connections"] >= 2
+    finally:
+        plain.exit()
+        framed.exit()
+
+
+def test_pipelined_handshake_answers_like_a_full_one(daemon: Daemon, tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    _tree(root)
+    daemon.start()
+    opened = connect_pipelined(
+        daemon.socket, str(root), {"environment": {}}, "readMany/read", {"paths": ["a.py"]}
+    )
+    assert opened is not None
+    client, pending = opened
+    try:
+        assert client.server_version is not None
+        answer = client.wait(pending)
+        assert answer["files"][0]["path"] == "a.py"
+        assert "print('a')" in answer["llmContent"]
+    finally:
+        client.exit()
+    # A conforming client (initialize, wait, initialized, request) is served as before.
+    with daemon.session(root) as normal:
+        assert (
+            normal.request("readMany/read", {"paths": ["a.py"]})["llmContent"]
+            == answer["llmContent"]
+        )
+
+
+def test_cli_prints_framed_and_in_process_answers_alike(daemon: Daemon, tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    _tree(root)
+    args = ("read", "--root", str(root), "**", "--prefer-full-read", "--max-total-chars", "9999999")
+    local = cli(daemon.env, *args, "--no-daemon")
+    daemon.start()
+    warm = cli(daemon.env, *args)
+    assert warm.returncode == local.returncode == 0
+    assert warm.stdout == local.stdout
+    assert "bell \x07 é ü 漢字 🎉" in warm.stdout
+
+
+def test_a_client_decodes_large_bodies_as_json_does() -> None:
+    from readmany_daemon.client import MSGSPEC_BODY_BYTES, decode_body
+
+    big = {"llmContent": TRICKY * (MSGSPEC_BODY_BYTES // len(TRICKY) + 1), "n": [1, 2.5, None]}
+    body = json.dumps(big, ensure_ascii=False).encode("utf-8")
+    assert len(body) >= MSGSPEC_BODY_BYTES
+    assert decode_body(body) == json.loads(body) == big
+    assert decode_body(bytearray(body)) == big
+    # A lone surrogate (an undecodable file name) is refused by msgspec: json.loads keeps it.
+    lone = b'{"p":"\\udc80' + b"x" * MSGSPEC_BODY_BYTES + b'"}'
+    assert decode_body(lone) == json.loads(lone)
