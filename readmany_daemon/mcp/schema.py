@@ -269,11 +269,16 @@ def output_schema(
     return out
 
 
-def tool_budgets(settings: Settings | None = None) -> dict[str, int]:
+def tool_budgets(settings: Settings | None = None) -> dict[str, int | str]:
     """The agent tools' own defaults (canonical names): ``maxTotalTokens`` and
-    ``maxTotalChars`` from the settings (``toolMaxTotalTokens`` / ``toolMaxTotalChars``)."""
+    ``maxTotalChars`` from the settings (``toolMaxTotalTokens`` / ``toolMaxTotalChars``),
+    and ``packing: "outlines"`` (what does not fit comes as outlines; PROTOCOL §4)."""
     s = Settings() if settings is None else settings
-    return {"maxTotalTokens": s.tool_max_total_tokens, "maxTotalChars": s.tool_max_total_chars}
+    return {
+        "maxTotalTokens": s.tool_max_total_tokens,
+        "maxTotalChars": s.tool_max_total_chars,
+        "packing": "outlines",
+    }
 
 
 def read_input_schema(settings: Settings | None = None) -> dict[str, Any]:

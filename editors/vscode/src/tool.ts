@@ -58,6 +58,10 @@ export interface ToolBudgets {
   maxTotalChars: number;
 }
 
+/** The tool's packing where the model set none: what does not fit comes as outlines
+ * (PROTOCOL §4 "Outlines"); the CLI and LSP keep `auto`. */
+export const TOOL_PACKING = 'outlines';
+
 /** The smallest `maxTotalTokens` the server accepts (PROTOCOL §3). */
 export const MIN_TOTAL_TOKENS = 1000;
 
@@ -65,7 +69,7 @@ export const MIN_TOTAL_TOKENS = 1000;
  * `params` with the tool's budgets where the model set none of its own (any spelling):
  * `maxTotalTokens` is VS Code's `tokenBudget` for this call when it gives one (the server
  * counts with the same o200k counter; at least `MIN_TOTAL_TOKENS`), else
- * `budgets.maxTotalTokens`; `maxTotalChars` is `budgets.maxTotalChars`. Beside a cursor
+ * `budgets.maxTotalTokens`; `maxTotalChars` is `budgets.maxTotalChars`; `packing` is `TOOL_PACKING`. Beside a cursor
  * they change nothing (the server answers the cursor's request with its first page's
  * budgets), and they keep a request sent with its cursor the same request.
  */
@@ -76,6 +80,7 @@ export function withToolBudgets(params: ReadManyParams, budgets: ToolBudgets, to
     out.maxTotalTokens = fromHost ? Math.max(MIN_TOTAL_TOKENS, Math.floor(tokenBudget)) : budgets.maxTotalTokens;
   }
   if (!('maxTotalChars' in out) && !('max_total_chars' in out)) out.maxTotalChars = budgets.maxTotalChars;
+  if (!('packing' in out)) out.packing = TOOL_PACKING;
   return out as ReadManyParams;
 }
 
