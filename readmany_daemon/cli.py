@@ -158,7 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="lift the per-file limits (the totals still hold)",
     )
-    r.add_argument("--packing", metavar="S", help="auto | request-order | smallest-first")
+    r.add_argument(
+        "--packing", metavar="S", help="auto | request-order | smallest-first | outlines"
+    )
     r.add_argument("--stop-on-error", action="store_true")
     r.add_argument("--format", metavar="F", help="separator | heredoc | xml | json")
     r.add_argument("--line-numbers", action="store_true")

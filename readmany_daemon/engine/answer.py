@@ -21,6 +21,7 @@ from readmany_daemon.content import tokens
 from readmany_daemon.engine.budget import budget_cut, token_cut
 from readmany_daemon.engine.items import Expansion, Items, LoadedItem, Resolved
 from readmany_daemon.engine.load import Loads, RequestPaths
+from readmany_daemon.engine.outlines import Outliner
 from readmany_daemon.engine.pack import (
     FRAME_TOKENS,
     MAX_LISTED,
@@ -31,6 +32,7 @@ from readmany_daemon.engine.pack import (
     account_tail,
     choose_plan,
     omitted_piece,
+    outlined_piece,
 )
 from readmany_daemon.engine.render import (
     Notices,
@@ -101,16 +103,18 @@ def answer_parts(
     items = resolved.items
     positions = _positions(items, cont)
     created = _created(ws, items, cont) if cont is not None else []
-    # Later pages go in request order, whatever the first one did.
-    packing = params if cont is None else msgspec.structs.replace(params, packing="request-order")
+    # Later pages go in request order, whatever the first one did (outlines go on).
+    later = cont is not None and params.packing != "outlines"
+    packing = msgspec.structs.replace(params, packing="request-order") if later else params
     with RequestPaths(ws) as paths:
         loads = Loads(ws, items, params, paths)
         active, stopped_at = _stop_on_error(positions, loads, params)
         budget = _token_budget(params, loads)
+        outliner = Outliner(loads, loads.outline, params.format, FRAME_TOKENS)
         room: int | None = None
         char_steps = 0  # packings with fewer content characters, for maxAnswerChars
         for attempt in itertools.count():
-            plan, switched = choose_plan(ws, items, active, loads, packing, budget)
+            plan, switched = choose_plan(ws, items, active, loads, packing, budget, outliner)
             acc = _account(resolved, positions, len(active), stopped_at, plan, loads, params)
             cursor = _next_cursor(ws, params, items, positions, cont, since, acc, carry=True)
             if cursor is not None and len(cursor) > MAX_CURSOR_CHARS:
@@ -499,6 +503,10 @@ def _account(
         if omitted_set is not None and i in omitted_set and not items.is_preset(i):
             acc.remaining.append((i, i + 1))
             acc.add(omitted_piece(items, i, Code.BUDGET))
+            continue
+        if i in plan.outlined:  # not delivered: the cursor still delivers its content
+            acc.remaining.append((i, i + 1))
+            acc.add_outlined(outlined_piece(items, i, plan.outlined[i]))
             continue
         lo = loads(i)
         if plan.partial is not None and plan.partial[0] == i and lo.window is not None:

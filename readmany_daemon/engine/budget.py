@@ -10,12 +10,16 @@ what ``maxTotalTokens`` leaves).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 
 from readmany_daemon.content import lines as content_lines
 from readmany_daemon.content import tokens
 from readmany_daemon.content.cache import ContentCache
+from readmany_daemon.content.outline import Outline
 from readmany_daemon.engine.items import Item, LoadedItem
+from readmany_daemon.engine.outlines import with_cut_block
 from readmany_daemon.engine.render import content_form, cut_notice
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.wire.messages import FileResult, ReadManyParams
@@ -40,11 +44,14 @@ def finish(
     source_text: str,
     params: ReadManyParams,
     budget_cut: bool = False,
+    outline_for: Callable[[], Outline] | None = None,
 ) -> LoadedItem:
     """Fill the line fields and the shown text (line numbers, cut notice) of a window.
 
     A window that covers all the lines asked for (``limit``) is ``ok`` even when the file
-    goes on; anything else that stops before the end is ``partial`` with ``nextOffset``.
+    goes on; anything else that stops before the end is ``partial`` with ``nextOffset``,
+    its cut notice and, with ``outline_for``, the outline of what it does not show
+    after the notice (``outlines.with_cut_block``).
     """
     offset = item.offset or 1
     windowed = item.offset is not None or item.limit is not None or item.column is not None
@@ -82,7 +89,10 @@ def finish(
         notice = cut_notice(base, window.cut_line, window.column)
         if notice:
             shown = shown + ("" if not shown or shown.endswith("\n") else "\n") + notice
-    return LoadedItem(item, base, text=shown, window=window, full=source_text)
+        shown = with_cut_block(shown, base, outline_for)
+    return LoadedItem(
+        item, base, text=shown, window=window, full=source_text, outline_for=outline_for
+    )
 
 
 def budget_cut(
@@ -107,7 +117,7 @@ def budget_cut(
         base = msgspec.structs.replace(
             lo.result, status=Status.OK, code=None, next_offset=None, next_column=None
         )
-        cut = finish(item, base, window, lo.full, params, budget_cut=budget)
+        cut = finish(item, base, window, lo.full, params, budget, lo.outline_for)
         excess = cut.result.chars - allowed
         if excess <= 0 or raw_allowed <= 1:
             return cut

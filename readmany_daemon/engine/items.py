@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 from readmany_daemon.content.lines import Window
+from readmany_daemon.content.outline import Outline
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.wire.cursor import Key, key_order
 from readmany_daemon.wire.messages import Attachment, FileResult
@@ -190,6 +191,8 @@ class LoadedItem:
     #: notebook, cut at cells): the budget's cut calls it with the characters allowed.
     recut: Callable[[int], LoadedItem] | None = None
     tokens: int | None = None  # o200k tokens of ``text`` as the format writes it, once known
+    #: The outline of ``full`` (made on first call, cached by content), for a cut's block.
+    outline_for: Callable[[], Outline] | None = None
 
 
 @dataclass

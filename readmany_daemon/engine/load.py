@@ -17,9 +17,11 @@ import stat as stat_mod
 from readmany_daemon.content import lines as content_lines
 from readmany_daemon.content import reader
 from readmany_daemon.content.cache import ContentCache
+from readmany_daemon.content.outline import Outline
 from readmany_daemon.engine import notebook
 from readmany_daemon.engine.budget import finish, token_cut, tokens_of
 from readmany_daemon.engine.items import Item, Items, LoadedItem
+from readmany_daemon.engine.outlines import outline_of
 from readmany_daemon.engine.receipts import Receipts, text_sha256
 from readmany_daemon.engine.redact import redact_cached
 from readmany_daemon.engine.resolve import LOOP_MESSAGE, path_error
@@ -313,7 +315,14 @@ def load(
         window = content_lines.window(
             text, item.offset or 1, max_lines, max_chars, known, item.column or 1
         )
-    done = finish(item, base, window, text, params)
+    memo: list[Outline] = []
+
+    def outline_for() -> Outline:
+        if not memo:
+            memo.append(outline_of(ws, text, item.label))
+        return memo[0]
+
+    done = finish(item, base, window, text, params, outline_for=outline_for)
     if params.per_file_max_tokens is not None and done.window is not None:
         # perFileMaxTokens: a per-file cap like perFileMaxChars (partial, no code).
         done = token_cut(done, params.per_file_max_tokens, params, ws.cache, budget=False)
@@ -360,6 +369,10 @@ class Loads:
         """The o200k tokens of ``lo``'s shown text as the request's format writes it
         (``budget.tokens_of``, kept with the cache entry)."""
         return tokens_of(lo, self._params, self._ws.cache)
+
+    def outline(self, lo: LoadedItem) -> Outline:
+        """The outline of ``lo``'s whole text (``lo.full``), cached by content."""
+        return outline_of(self._ws, lo.full or "", lo.item.label)
 
     def peek(self, i: int) -> LoadedItem | None:
         """Item ``i`` if it has been loaded already, else None."""

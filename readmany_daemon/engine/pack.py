@@ -16,6 +16,7 @@ from typing import overload
 
 from readmany_daemon.engine.items import Item, Items, LoadedItem
 from readmany_daemon.engine.load import Loads
+from readmany_daemon.engine.outlines import MAX_EXAMINED, Outlined, Outliner
 from readmany_daemon.engine.render import MAX_NAMED_IN_CONTENT, Piece
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, Status
@@ -43,6 +44,10 @@ class PackPlan:
     dropped: set[int] = field(default_factory=set)
     #: The tokens the partial entry's content may have (``maxTotalTokens``), or None.
     partial_tokens: int | None = None
+    #: ``packing: "outlines"``: the entries given as outlines (item index → outline),
+    #: all at positions in ``[stop, outline_end)`` of ``order``.
+    outlined: dict[int, Outlined] = field(default_factory=dict)
+    outline_end: int = 0
 
     def not_loaded(self, active: int) -> tuple[int, set[int] | None]:
         """The entries this plan leaves unloaded, of the ``active`` positions: in request
@@ -52,6 +57,11 @@ class PackPlan:
         None for none."""
         if self.strategy == "request-order":
             return self.stop + (1 if self.partial is not None else 0), None
+        if self.strategy == "outlines":
+            end = max(self.outline_end, self.stop + (1 if self.partial is not None else 0))
+            part = self.partial[0] if self.partial is not None else None
+            rest = {i for i in self.order[self.stop : end] if i not in self.outlined and i != part}
+            return end, rest
         omitted = {
             i for i in self.order[self.stop :] if self.partial is None or i != self.partial[0]
         }
@@ -104,13 +114,21 @@ def choose_plan(
     loads: Loads,
     params: ReadManyParams,
     tokens: TokenBudget | None = None,
+    outliner: Outliner | None = None,
 ) -> tuple[PackPlan, bool]:
     """The packing of the ``active`` item positions under the request's totals (and
     ``tokens``, when a token budget applies), and whether ``packing: "auto"`` switched
     to smallest first (it does when that includes more whole files; never with
-    ``stopOnError`` nor over more than ``AUTO_SMALLEST_FIRST_MAX`` files)."""
+    ``stopOnError`` nor over more than ``AUTO_SMALLEST_FIRST_MAX`` files).
+    ``packing: "outlines"`` packs in request order, then gives the files after the stop
+    their outlines from ``outliner`` (:func:`extend_plan`)."""
     totals = (params.max_total_files, params.max_total_chars)
     plan = _pack(active, loads, *totals, "request-order", tokens)
+    if params.packing == "outlines":
+        if outliner is not None and plan.stop < len(active):
+            extend_plan(plan, loads, params.max_total_chars, tokens, outliner)
+        plan.strategy = "outlines"
+        return plan, False
     switched = False
     could_gain = plan.full_success < params.max_total_files and plan.stop < len(active)
     if params.packing == "smallest-first" or (
@@ -129,6 +147,76 @@ def choose_plan(
             switched = params.packing == "auto"
             plan = alt
     return plan, switched
+
+
+def extend_plan(
+    plan: PackPlan,
+    loaded_at: Callable[[int], LoadedItem],
+    max_chars: int,
+    tokens: TokenBudget | None,
+    outliner: Outliner,
+) -> None:
+    """Give the files of request-order ``plan`` from its stop on their outlines, in
+    order, while the characters (``max_chars``) and tokens the included files leave
+    hold; the first that does not fit ends them (the files after it are omitted, as
+    files without an outline are). Outlines do not count against ``maxTotalFiles``.
+
+    The plan's partial file keeps its cut when the characters and tokens left after the
+    outlines are at least what its own outline would take, and always when no file was
+    included whole (then the outlines may take at most half of what is left, so that
+    every page of a cursor chain delivers something); else it is given as an outline
+    too (or omitted)."""
+    order = plan.order
+    chars_left = max_chars - sum(loaded_at(i).result.chars for i in plan.included)
+    tokens_left: int | None = None
+    if tokens is not None:
+        tokens_left = tokens.limit - sum(tokens.cost(loaded_at(i)) for i in plan.included)
+    partial = plan.partial
+    keep_partial = partial is not None and not plan.included
+    start = plan.stop
+    c_room, t_room = chars_left, tokens_left
+    if keep_partial:
+        start += 1
+        c_room = chars_left // 2
+        if t_room is not None and plan.partial_tokens is not None:
+            t_room = min(t_room // 2, plan.partial_tokens - MIN_PARTIAL_TOKENS)
+    c_used = t_used = 0
+    end = start
+    for pos in range(start, min(len(order), start + MAX_EXAMINED)):
+        i = order[pos]
+        got = outliner.entry(i)
+        if got is None:
+            continue
+        if c_used + got.chars > c_room or (
+            t_room is not None and t_used + got.cost_tokens > t_room
+        ):
+            break
+        plan.outlined[i] = got
+        c_used += got.chars
+        t_used += got.cost_tokens
+        end = pos + 1
+    plan.outline_end = end
+    if partial is None or keep_partial:
+        if partial is not None:
+            plan.partial = (partial[0], partial[1] - c_used)
+            if plan.partial_tokens is not None:
+                plan.partial_tokens -= t_used
+        return
+    own = plan.outlined.get(partial[0])
+    own_chars, own_tokens = (own.chars, own.cost_tokens) if own else (0, 0)
+    c_rest = chars_left - c_used
+    t_rest = None if tokens_left is None else tokens_left - t_used
+    fits = c_rest >= max(own_chars, 1) and (
+        t_rest is None or t_rest >= max(own_tokens, MIN_PARTIAL_TOKENS)
+    )
+    if not fits:
+        plan.partial = None
+        plan.partial_tokens = None
+        return
+    plan.outlined.pop(partial[0], None)
+    plan.partial = (partial[0], c_rest + own_chars)
+    if plan.partial_tokens is not None:
+        plan.partial_tokens -= t_used - own_tokens
 
 
 def _pack(
@@ -228,6 +316,7 @@ class Account:
     unlisted_omitted_names: list[tuple[str, str | None]] = field(default_factory=list)
     unlisted_skipped_names: list[tuple[str, str | None]] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
+    outlined: int = 0
 
     def count(self, result: FileResult) -> None:
         """Count ``result`` into the summary: files read, cut and omitted, characters of
@@ -266,6 +355,13 @@ class Account:
                 if len(names) < MAX_NAMED_IN_CONTENT:  # the first few, for llmContent
                     names.append((r.path, r.code))
                 return
+        self.pieces.append(piece)
+
+    def add_outlined(self, piece: Piece) -> None:
+        """Count and list ``piece``, a file given as its outline (always listed: the
+        budget bounds how many there are)."""
+        self.count(piece.result)
+        self.outlined += 1
         self.pieces.append(piece)
 
     def omit_many(self, items: Items, start: int, end: int, code: str) -> None:
@@ -312,6 +408,17 @@ def omitted_piece(items: Items, i: int, code: str) -> Piece:
         message=_OMITTED_MESSAGES[code],
     )
     return Piece(result, item.key, None, item.explicit)
+
+
+def outlined_piece(items: Items, i: int, outlined: Outlined) -> Piece:
+    """The piece of item ``i`` given as its outline (``packing: "outlines"``): status
+    ``omitted``, code ``budget``, ``outline`` set, the outline framed as its content."""
+    piece = omitted_piece(items, i, Code.BUDGET)
+    piece.result.message = "not read: the answer's budget was used up; its outline is given instead"
+    piece.result.outline = outlined.symbols
+    piece.content = outlined.body
+    piece.tokens = outlined.body_tokens
+    return piece
 
 
 def account_tail(

@@ -184,8 +184,15 @@ def _notice_lines(pieces: Sequence[Piece], notices: Notices, framed_errors: bool
         codes = [r.code for r in omitted] + [code for _, code in notices.unlisted_omitted_names]
         stopped = all(code == Code.STOPPED for code in codes) and codes
         why = "after an error (stopOnError)" if stopped else "to stay within the budget"
-        names = [(r.path, r.code) for r in omitted] + notices.unlisted_omitted_names
+        # Files given as outlines are named by their frames above, not again here.
+        named = [
+            p.result for p in pieces if p.result.status == Status.OMITTED and p.content is None
+        ]
+        names = [(r.path, r.code) for r in named] + notices.unlisted_omitted_names
         head = f"Omitted {n_omitted} file(s) {why}"
+        outlined = len(omitted) - len(named)
+        if outlined:
+            head += f", {outlined} of them given as outlines above (structure only, not read)"
         line, used = _named_line(head, names, n_omitted, room, False)
         lines.append(line)
         room -= used
@@ -228,7 +235,7 @@ def _framed(pieces: Sequence[Piece], with_errors: bool, room: int | None = None)
     out: list[Piece] = []
     errors = 0
     for p in pieces:
-        if p.result.status == Status.UNCHANGED:
+        if p.result.status == Status.UNCHANGED or is_outlined(p):
             out.append(p)
             continue
         if p.result.status not in keep or (p.content is None and not with_errors):
@@ -249,9 +256,18 @@ def unchanged_text(r: FileResult) -> str:
     return f"[Unchanged: the same bytes as the copy you hold (sha256 {short}…); not sent again.]"
 
 
+def is_outlined(p: Piece) -> bool:
+    """Whether ``p`` is a file given as its outline (``omitted`` with its outline framed,
+    ``packing: "outlines"``)."""
+    return p.result.status == Status.OMITTED and p.content is not None
+
+
 def _shown(p: Piece) -> bool:
-    """Whether ``p``'s content is what its frame holds (not an error or unchanged line)."""
-    return p.result.status in (Status.OK, Status.PARTIAL) and p.content is not None
+    """Whether ``p``'s content (or outline) is what its frame holds (not an error or
+    unchanged line)."""
+    return p.content is not None and (
+        p.result.status in (Status.OK, Status.PARTIAL) or is_outlined(p)
+    )
 
 
 def _body(p: Piece) -> str:
@@ -396,11 +412,10 @@ def _xml(pieces: Sequence[Piece], notices: Notices) -> _Parts:
         r = p.result
         shown = _shown(p)
         body = _body(p)
-        out.add(
-            f'<document index="{index}"><source>{xml_escape(r.path)}</source><document_content>'
-        )
+        tag = "document_outline" if is_outlined(p) else "document_content"
+        out.add(f'<document index="{index}"><source>{xml_escape(r.path)}</source><{tag}>')
         out.add(xml_content(body), p if shown else None)
-        out.add("</document_content></document>")
+        out.add(f"</{tag}></document>")
     tail = _notice_lines(pieces, notices, framed_errors=True)
     out.add("".join(f"\n<notice>{xml_escape(line)}</notice>" for line in tail))
     out.add("\n</documents>" if tail else "</documents>")
@@ -440,7 +455,8 @@ def _json(pieces: Sequence[Piece], notices: Notices) -> _Parts:
     for p in pieces:
         r = p.result
         shown = r.status in (Status.OK, Status.PARTIAL) and p.content is not None
-        if not shown and r.status != Status.UNCHANGED and notices.room is not None:
+        outline = is_outlined(p)
+        if not shown and not outline and r.status != Status.UNCHANGED and notices.room is not None:
             not_shown[r.status] = not_shown.get(r.status, 0) + 1
             if not_shown[r.status] > notices.room:
                 continue
@@ -451,6 +467,10 @@ def _json(pieces: Sequence[Piece], notices: Notices) -> _Parts:
         entries += 1
         if shown and p.content is not None:
             out.add(lead + '      "status": "ok",\n      "content": ')
+            out.add(dump(p.content), p)
+            out.add("\n    }")
+        elif outline and p.content is not None:
+            out.add(lead + '      "status": "outline",\n      "outline": ')
             out.add(dump(p.content), p)
             out.add("\n    }")
         elif r.status == Status.UNCHANGED:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
 
 from readmany_daemon.content.cache import ContentCache
+from readmany_daemon.content.outline import OutlineCache
 from readmany_daemon.index.model import Index
 from readmany_daemon.paths import abs_path, rel_path
 from readmany_daemon.rules.ignore import IgnoreRules
@@ -53,6 +54,8 @@ class Workspace:
     cache: ContentCache | None = None
     overlay: Callable[[str], Overlay | None] | None = None
     checkpoint: Callable[[], None] | None = None
+    #: Outlines of texts that are no content cache entry's (``engine.outlines``).
+    outlines: OutlineCache = field(default_factory=OutlineCache, repr=False)
     name: str = ""
     instance: str = field(default_factory=lambda: f"{os.getpid():x}.{next(_instances)}")
     _expansions: OrderedDict[

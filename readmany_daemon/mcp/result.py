@@ -7,7 +7,8 @@ default) and moves one whose text is over 50,000 characters to a file. So:
   50,000 characters unless the call asks for more, ``schema.tool_budgets``);
 - ``structuredContent`` carries per-file results and the summary, not the file text a
   second time: no ``llmContent``/``returnDisplay``, attachments without their data, and
-  omitted files named once (``packing.omittedPaths``) instead of as ``files`` entries;
+  omitted files named once (``packing.omittedPaths``) instead of as ``files`` entries,
+  outlines only in the text;
 - images and PDFs named exactly follow as image / embedded resource blocks while the
   whole result, as JSON, stays within ``result_ceiling`` tokens (o200k); one that would
   push it over is left out, named in a notice at the end of the text with the call
@@ -57,9 +58,14 @@ def structured(answer: Mapping[str, Any]) -> dict[str, Any]:
     """``structuredContent`` of a ``ReadManyResult`` (builtins): its members but the text
     (``llmContent``, ``returnDisplay``), attachments as ``{path, mimeType}`` and
     ``files`` without ``omitted`` entries (``packing.omittedPaths`` names them; the
-    ``summary`` counts them all)."""
+    ``summary`` counts them all) and without ``outline`` (the text gives each symbol in
+    a line; as JSON a cut file's outline would cost as many tokens again)."""
     out = {k: v for k, v in answer.items() if k not in ("llmContent", "returnDisplay")}
-    out["files"] = [f for f in answer.get("files") or [] if f.get("status") != "omitted"]
+    out["files"] = [
+        {k: v for k, v in f.items() if k != "outline"}  # the text holds it, one line a symbol
+        for f in answer.get("files") or []
+        if f.get("status") != "omitted"
+    ]
     out["attachments"] = [
         {"path": a.get("path", ""), "mimeType": a.get("mimeType", "application/octet-stream")}
         for a in answer.get("attachments") or []

@@ -272,15 +272,17 @@ def output_schema(
     return out
 
 
-def tool_budgets(settings: Settings | None = None) -> dict[str, int]:
+def tool_budgets(settings: Settings | None = None) -> dict[str, int | str]:
     """The agent tools' own defaults (canonical names): ``maxTotalTokens`` from the
     setting ``toolMaxTotalTokens``; ``maxTotalChars`` (content) and ``maxAnswerChars``
-    (the whole text) from ``toolMaxTotalChars``."""
+    (the whole text) from ``toolMaxTotalChars``; and ``packing: "outlines"`` (what does
+    not fit comes as outlines; PROTOCOL §4)."""
     s = Settings() if settings is None else settings
     return {
         "maxTotalTokens": s.tool_max_total_tokens,
         "maxTotalChars": s.tool_max_total_chars,
         "maxAnswerChars": s.tool_max_total_chars,
+        "packing": "outlines",
     }
 
 
@@ -290,10 +292,11 @@ def with_tool_budgets(args: Mapping[str, Any], settings: Settings | None = None)
     ``maxTotalChars`` or ``maxTotalTokens``) and sets no ``maxAnswerChars`` gets no
     ``maxAnswerChars``: the text may then grow with what it asked for."""
     budgets = tool_budgets(settings)
-    asks_more = any(
-        isinstance(args.get(name), int) and args[name] > budgets[name]
-        for name in ("maxTotalChars", "maxTotalTokens")
-    )
+    asks_more = False
+    for name in ("maxTotalChars", "maxTotalTokens"):
+        own, default = args.get(name), budgets[name]
+        if isinstance(own, int) and isinstance(default, int) and own > default:
+            asks_more = True
     if asks_more and "maxAnswerChars" not in args:
         del budgets["maxAnswerChars"]
     return {**budgets, **args}

@@ -48,7 +48,7 @@ TotalTokens = Annotated[int, msgspec.Meta(ge=MIN_TOTAL_TOKENS)]
 MIN_ANSWER_CHARS = 4000
 AnswerChars = Annotated[int, msgspec.Meta(ge=MIN_ANSWER_CHARS)]
 
-Packing = Literal["auto", "request-order", "smallest-first"]
+Packing = Literal["auto", "request-order", "smallest-first", "outlines"]
 Format = Literal["separator", "heredoc", "xml", "json"]
 Sync = Literal["auto", "stat", "none"]
 
@@ -161,7 +161,7 @@ FIELD_DOCS: dict[str, str | None] = {
     "perFileMaxTokens": "o200k tokens per file.",
     "maxAnswerChars": "Characters of the whole text.",
     "preferFullRead": "Lift the per-file limits.",
-    "packing": "auto: smallest-first if that fits more files.",
+    "packing": "auto: smallest-first if that fits more files; outlines: outline what is left.",
     "stopOnError": None,
     "format": "How files are framed.",
     "lineNumbers": None,
@@ -184,6 +184,19 @@ class Redaction(msgspec.Struct, rename="camel"):
 
     line: int
     kind: str
+
+
+class OutlineSymbol(msgspec.Struct, rename="camel"):
+    """One symbol of a file's outline (PROTOCOL §4 "Outlines"): ``kind`` a lower-case LSP
+    SymbolKind name (``class``, ``function``, ``method``, …) or ``heading``; ``line_start``
+    and ``line_end`` 1-based and inclusive; ``depth`` 0 at the top level, +1 per
+    enclosing symbol."""
+
+    name: str
+    kind: str
+    line_start: int
+    line_end: int
+    depth: int
 
 
 class FileResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
@@ -214,6 +227,9 @@ class FileResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=Tru
     sha256: str | None = None
     #: Lines shown with a secret replaced, in line order (absent when none).
     redactions: list[Redaction] | None = None
+    #: The symbols of the lines not shown: of a cut file, its unseen lines; of a file
+    #: ``omitted`` under ``packing: "outlines"``, the file (absent otherwise).
+    outline: list[OutlineSymbol] | None = None
 
 
 class Attachment(msgspec.Struct, rename="camel"):

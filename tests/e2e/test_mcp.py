@@ -27,6 +27,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from readmany_daemon.content import tokens
 from tests.helpers import write_tree
 
 REPO = Path(__file__).resolve().parents[2]
@@ -322,9 +323,12 @@ async def test_the_default_answer_fits_the_clients(env: dict[str, str], tree: Pa
         assert s["summary"]["totalChars"] <= 50000 < 40 * len(_code(0))
         assert s["summary"]["omitted"] > 0 and s["nextCursor"]
         assert "llmContent" not in s
-        assert _tokens(text(r)) <= 20000
+        # maxTotalTokens bounds llmContent's o200k count (PROTOCOL §3); the whole
+        # result, as JSON, stays within what the client keeps.
+        assert _tokens(text(r)) <= 20000 * 1.1 and tokens.count(text(r)) <= 20000
         assert len(text(r)) <= 50000  # the whole text, file names and notices included
         assert _tokens(r) <= 25000
+        assert all("outline" not in f for f in s["files"])  # outlines: in the text only
         # omitted files are named once, in packing.omittedPaths, not as entries
         assert all(f["status"] != "omitted" for f in s["files"])
         assert len(s["packing"]["omittedPaths"]) == s["summary"]["omitted"]
@@ -356,7 +360,7 @@ async def test_the_whole_text_fits_when_names_and_notices_weigh(
         while True:
             pages += 1
             assert len(text(r)) <= 50000
-            assert _tokens(text(r)) <= 20000
+            assert tokens.count(text(r)) <= 20000
             cursor = r["structuredContent"].get("nextCursor")
             if not cursor or pages == 4:
                 break

@@ -109,6 +109,7 @@ def test_the_tool_budgets_are_the_read_tools_defaults() -> None:
     assert props["maxTotalTokens"]["minimum"] == messages.MIN_TOTAL_TOKENS
     assert props["maxTotalChars"]["default"] == 50000
     assert props["perFileMaxLines"]["default"] == 200  # the protocol's, unchanged
+    assert props["packing"]["default"] == "outlines"  # the tools' own (PROTOCOL §4 "Outlines")
     mine = Settings(tool_max_total_tokens=30000, tool_max_total_chars=90000)
     props = tool_definitions(mine)[0]["inputSchema"]["properties"]
     assert (props["maxTotalTokens"]["default"], props["maxTotalChars"]["default"]) == (
@@ -120,7 +121,7 @@ def test_the_tool_budgets_are_the_read_tools_defaults() -> None:
 def test_enums_keep_their_declared_order() -> None:
     props = tool_definitions()[0]["inputSchema"]["properties"]
     assert props["format"]["enum"] == ["separator", "heredoc", "xml", "json"]
-    assert props["packing"]["enum"] == ["auto", "request-order", "smallest-first"]
+    assert props["packing"]["enum"] == ["auto", "request-order", "smallest-first", "outlines"]
 
 
 def test_the_read_tool_declares_its_result_size() -> None:

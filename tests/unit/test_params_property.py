@@ -264,7 +264,9 @@ FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "max_total_chars": wrong_or(ints),
     "maxTotalChars": wrong_or(ints),
     "preferFullRead": bools,
-    "packing": wrong_or(st.sampled_from(["auto", "request-order", "smallest-first", "best"])),
+    "packing": wrong_or(
+        st.sampled_from(["auto", "request-order", "smallest-first", "outlines", "best"])
+    ),
     "stopOnError": bools,
     "format": wrong_or(st.sampled_from(["separator", "heredoc", "xml", "json", "yaml", ""])),
     "lineNumbers": bools,

@@ -122,6 +122,8 @@ def pieces_and_notices(draw: st.DrawFn) -> tuple[list[Piece], Notices]:
     for name in draw(st.lists(names, max_size=8, unique=True)):
         status, code = draw(st.sampled_from(STATUSES))
         content = draw(nasty_text) if status in (Status.OK, Status.PARTIAL) else None
+        if status == Status.OMITTED and code == Code.BUDGET and draw(st.booleans()):
+            content = "[Outline only:]\n" + draw(nasty_text)  # given as its outline
         message = draw(st.one_of(st.none(), nasty_text)) if status == Status.ERROR else None
         result = FileResult(
             path=name, status=status, source="disk", chars=len(content or ""), code=code
@@ -152,7 +154,7 @@ def _framed(pieces: list[Piece]) -> list[tuple[str, str]]:
     out = []
     for p in pieces:
         r = p.result
-        if r.status in (Status.OK, Status.PARTIAL) and p.content is not None:
+        if r.status in (Status.OK, Status.PARTIAL, Status.OMITTED) and p.content is not None:
             out.append((r.path, p.content))
         elif r.status == Status.ERROR:
             out.append((r.path, f"[Error: {r.message or r.code}]"))
@@ -178,7 +180,9 @@ def test_xml_parses_and_gives_back_each_text(case: tuple[list[Piece], Notices]) 
     for i, (doc, (name, body)) in enumerate(zip(docs, framed, strict=True), start=1):
         assert doc.get("index") == str(i)
         assert (doc.findtext("source") or "") == xml_expected(name)
-        assert (doc.findtext("document_content") or "") == xml_expected(body)
+        tag = "document_outline" if doc.find("document_outline") is not None else "document_content"
+        assert (doc.findtext(tag) or "") == xml_expected(body)
+        assert (tag == "document_outline") == body.startswith("[Outline only:]")
     notice_texts = [n.text or "" for n in root.findall("notice")]
     assert [child.tag for child in root] == ["document"] * len(docs) + ["notice"] * len(
         notice_texts
@@ -203,6 +207,8 @@ def test_json_parses_and_gives_back_each_content(case: tuple[list[Piece], Notice
         r = p.result
         if r.status in (Status.OK, Status.PARTIAL):
             assert value == {"status": "ok", "content": p.content}
+        elif p.content is not None:
+            assert value == {"status": "outline", "outline": p.content}
         else:
             assert value["status"] == "error" and value["code"] == r.code
     check_counts(doc.get("notices", []), *_counts(pieces, notices))
@@ -213,7 +219,17 @@ def test_json_parses_and_gives_back_each_content(case: tuple[list[Piece], Notice
 contents = st.one_of(
     nasty_text.map(lambda t: t.replace("\x00", "")),  # text: a NUL makes a file binary
     st.lists(
-        st.sampled_from(["line <a & b>\n", "x]]>y\r\n", "\x01\x02 ctl\n", "é\n"]), max_size=60
+        st.sampled_from(
+            [
+                "line <a & b>\n",
+                "x]]>y\r\n",
+                "\x01\x02 ctl\n",
+                "é\n",
+                "def f]]>():\n  pass\n",
+                "# H <&\n",
+            ]
+        ),
+        max_size=60,
     ).map("".join),
     st.binary(max_size=64),
 )
@@ -222,7 +238,8 @@ contents = st.one_of(
 @st.composite
 def trees(draw: st.DrawFn) -> dict[bytes, bytes]:
     files = {}
-    for name in draw(st.lists(name_bytes.filter(lambda b: b not in (b".", b"..")), max_size=10)):
+    for base in draw(st.lists(name_bytes.filter(lambda b: b not in (b".", b"..")), max_size=10)):
+        name = base + draw(st.sampled_from([b"", b".py", b".md"]))  # .py, .md: outlined
         body = draw(contents)
         folder = draw(st.sampled_from([b"", b"d/", b"d/e]]>/"]))
         files[folder + name] = body if isinstance(body, bytes) else body.encode("utf-8")
@@ -238,7 +255,8 @@ def _write(root: Path, files: dict[bytes, bytes]) -> None:
             f.write(data)
 
 
-_CUT = re.compile(r"\n?\[Showing lines [^\n]*\]$")
+#: A cut file's notice and what follows it: its outline block (PROTOCOL §4 "Outlines").
+_CUT = re.compile(r"\n?\[Showing lines [^\n]*\](?:\n\[(?:Outline|No )[^\n]*\]\n(?:.*\n)*)?$")
 
 
 @given(
@@ -250,7 +268,7 @@ _CUT = re.compile(r"\n?\[Showing lines [^\n]*\]$")
             "perFileMaxChars": st.integers(1, 300),
             "perFileMaxLines": st.integers(1, 30),
             "lineNumbers": st.booleans(),
-            "packing": st.sampled_from(["auto", "request-order", "smallest-first"]),
+            "packing": st.sampled_from(["auto", "request-order", "smallest-first", "outlines"]),
         }
     ),
     st.lists(st.sampled_from(["**", "d/**", "missing.txt", "*", "d/e]]>/*"]), min_size=1),
@@ -300,11 +318,17 @@ def test_answers_parse_in_both_framed_formats(
                 assert any(text.startswith(shown) for text in on_disk[f.path]), f
         elif f.status == Status.ERROR:
             framed.append((f.path, f"[Error: {f.message or f.code}]"))
+        elif f.outline is not None:  # given as its outline (packing: "outlines")
+            assert value["status"] == "outline" and value["outline"].startswith("[Outline"), f
+            framed.append((f.path, value["outline"]))
     xml_root = ET.fromstring(as_xml.llm_content)
     docs = xml_root.findall("document")
-    assert [(d.findtext("source") or "", d.findtext("document_content") or "") for d in docs] == [
-        (xml_expected(name), xml_expected(body)) for name, body in framed
-    ]
+    assert [
+        (d.findtext("source") or "", d.findtext("document_content") or "")
+        if d.find("document_outline") is None
+        else (d.findtext("source") or "", d.findtext("document_outline") or "")
+        for d in docs
+    ] == [(xml_expected(name), xml_expected(body)) for name, body in framed]
     check_counts(
         [n.text or "" for n in xml_root.iter("notice")],
         as_xml.summary.omitted,

@@ -88,7 +88,7 @@ def request(rng: random.Random, names: list[str]) -> dict[str, Any]:
                 specs.append(name)
         params["files" if all(isinstance(s, dict) for s in specs) else "paths"] = specs
     params["format"] = rng.choice(["separator", "heredoc", "xml", "json"])
-    params["packing"] = rng.choice(["auto", "request-order", "smallest-first"])
+    params["packing"] = rng.choice(["auto", "request-order", "smallest-first", "outlines"])
     params["maxTotalTokens"] = rng.choice(
         [1000, 1200, 2000, 5000, 20000, rng.randrange(1000, 30000)]
     )
@@ -123,5 +123,8 @@ def test_ten_thousand_random_requests_stay_within_their_budgets(tmp_path: Path) 
         assert r.summary.read <= params.get("maxTotalFiles", 20), why
         cut = [f for f in r.files if f.status == Status.PARTIAL and f.code == Code.BUDGET]
         assert len(cut) <= 1, why
+        for f in r.files:  # files given as outlines: only under packing "outlines"
+            if f.status == Status.OMITTED and f.outline is not None:
+                assert params["packing"] == "outlines" and f.code == Code.BUDGET, why
         if cut:
             assert r.packing.partial_included_path == cut[0].path, why

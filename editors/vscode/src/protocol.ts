@@ -41,7 +41,7 @@ export interface FileFilteringOptions {
   respectIgnoreFiles?: boolean;
 }
 
-export type Packing = 'auto' | 'request-order' | 'smallest-first';
+export type Packing = 'auto' | 'request-order' | 'smallest-first' | 'outlines';
 export type Format = 'separator' | 'heredoc' | 'xml' | 'json';
 export type Sync = 'auto' | 'stat' | 'none';
 
@@ -134,6 +134,8 @@ export interface FileResult {
   sha256?: string;
   /** Lines shown with a secret replaced by a `«redacted:<kind>:<hash>»` placeholder (1-based). */
   redactions?: { line: number; kind: string }[];
+  /** A cut file's unseen lines, or a file given as its outline (`packing: 'outlines'`). */
+  outline?: { name: string; kind: string; lineStart: number; lineEnd: number; depth: number }[];
 }
 
 /** An image or PDF named explicitly: `data` is base64. */

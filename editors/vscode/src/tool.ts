@@ -58,6 +58,10 @@ export interface ToolBudgets {
   maxTotalChars: number;
 }
 
+/** The tool's packing where the model set none: what does not fit comes as outlines
+ * (PROTOCOL §4 "Outlines"); the CLI and LSP keep `auto`. */
+export const TOOL_PACKING = 'outlines';
+
 /** The smallest `maxTotalTokens` the server accepts (PROTOCOL §3). */
 export const MIN_TOTAL_TOKENS = 1000;
 /** The smallest `maxAnswerChars` the server accepts (PROTOCOL §3). */
@@ -69,7 +73,7 @@ export const MIN_ANSWER_CHARS = 4000;
  * counts with the same o200k counter; at least `MIN_TOTAL_TOKENS`), else
  * `budgets.maxTotalTokens`; `maxTotalChars` is `budgets.maxTotalChars`, and so is
  * `maxAnswerChars` (the whole text) when VS Code gives no token budget and the model asks
- * for no more than the budgets. Beside a cursor
+ * for no more than the budgets; `packing` is `TOOL_PACKING`. Beside a cursor
  * they change nothing (the server answers the cursor's request with its first page's
  * budgets), and they keep a request sent with its cursor the same request.
  */
@@ -90,6 +94,7 @@ export function withToolBudgets(params: ReadManyParams, budgets: ToolBudgets, to
   if (!fromHost && !asksMore && !('maxAnswerChars' in out) && !('max_answer_chars' in out)) {
     out.maxAnswerChars = Math.max(MIN_ANSWER_CHARS, budgets.maxTotalChars);
   }
+  if (!('packing' in out)) out.packing = TOOL_PACKING;
   return out as ReadManyParams;
 }
 

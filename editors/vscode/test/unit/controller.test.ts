@@ -97,11 +97,11 @@ describe('ReadManyController', () => {
     assert.deepEqual((out.content[0] as LanguageModelTextPart).value, READ.llmContent);
     const sent = () => clients[0]?.client.requests.filter((r) => r.method === 'readMany/read').at(-1)?.params;
     // the tool's budgets (readmany.toolMaxTotal*), then a changed setting at the next call
-    assert.deepEqual(sent(), { paths: ['a.txt'], maxTotalTokens: 20000, maxTotalChars: 50000, maxAnswerChars: 50000 });
+    assert.deepEqual(sent(), { paths: ['a.txt'], maxTotalTokens: 20000, maxTotalChars: 50000, maxAnswerChars: 50000, packing: 'outlines' });
     fake.changeSettings({ toolMaxTotalTokens: 4000, toolMaxTotalChars: 9000 });
     await new Promise((resolve) => setImmediate(resolve));
     await tool.invoke({ input: { paths: ['a.txt'] } } as vscode.LanguageModelToolInvocationOptions<unknown>, undefined as unknown as vscode.CancellationToken);
-    assert.deepEqual(sent(), { paths: ['a.txt'], maxTotalTokens: 4000, maxTotalChars: 9000, maxAnswerChars: 9000 });
+    assert.deepEqual(sent(), { paths: ['a.txt'], maxTotalTokens: 4000, maxTotalChars: 9000, maxAnswerChars: 9000, packing: 'outlines' });
   });
 
   test('commands from the Explorer and the palette', async () => {

@@ -50,14 +50,14 @@ describe('languageModelTools contribution', () => {
       maxTotalFiles: 20,
       maxTotalChars: 50000, // the tool's budget (readmany.toolMaxTotalChars), not the protocol's
       maxTotalTokens: 20000, // readmany.toolMaxTotalTokens
-      packing: 'auto',
+      packing: 'outlines', // the tools' own default (PROTOCOL §4 "Outlines")
       format: 'separator',
       sync: 'auto',
     };
     for (const name of ['preferFullRead', 'stopOnError', 'lineNumbers', 'absolutePaths']) assert.equal(p[name].type, 'boolean', name);
     for (const [name, value] of Object.entries(expected)) assert.equal(p[name].default, value, name);
     assert.deepEqual(p.format.enum, FORMATS);
-    assert.deepEqual(p.packing.enum, ['auto', 'request-order', 'smallest-first']);
+    assert.deepEqual(p.packing.enum, ['auto', 'request-order', 'smallest-first', 'outlines']);
     assert.deepEqual(p.sync.enum, ['auto', 'stat', 'none']);
     for (const name of ['perFileMaxLines', 'perFileMaxChars', 'maxTotalFiles', 'maxTotalChars', 'perFileMaxTokens']) {
       assert.equal(p[name].type, 'integer', name);

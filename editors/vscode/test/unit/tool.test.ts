@@ -77,7 +77,7 @@ describe('tool input → ReadManyParams', () => {
 
   test("the tool's budgets fill what the model left out; VS Code's token budget is maxTotalTokens", () => {
     const budgets = { maxTotalTokens: 20000, maxTotalChars: 50000 };
-    assert.deepEqual(withToolBudgets({ paths: ['a'] }, budgets), { paths: ['a'], maxTotalTokens: 20000, maxTotalChars: 50000, maxAnswerChars: 50000 });
+    assert.deepEqual(withToolBudgets({ paths: ['a'] }, budgets), { paths: ['a'], maxTotalTokens: 20000, maxTotalChars: 50000, maxAnswerChars: 50000, packing: 'outlines' });
     assert.equal(withToolBudgets({ paths: ['a'] }, budgets, 8000).maxAnswerChars, undefined, 'the host gave a token budget');
     assert.equal(withToolBudgets({ paths: ['a'], maxTotalChars: 90000 }, budgets).maxAnswerChars, undefined, 'asked for more');
     assert.equal(withToolBudgets({ paths: ['a'], maxTotalChars: 9000 }, budgets).maxAnswerChars, 50000, 'asked for less');
@@ -88,7 +88,8 @@ describe('tool input → ReadManyParams', () => {
     const own = withToolBudgets({ paths: ['a'], maxTotalChars: 5, max_total_tokens: 90000 } as ReadManyParams, budgets, 8000);
     assert.equal(own.maxTotalChars, 5);
     assert.equal(own.maxTotalTokens, undefined, 'the model asked for its own, in any spelling');
-    assert.deepEqual(withToolBudgets({ cursor: 'c' }, budgets), { cursor: 'c', maxTotalTokens: 20000, maxTotalChars: 50000, maxAnswerChars: 50000 });
+    assert.equal(withToolBudgets({ paths: ['a'], packing: 'auto' }, budgets).packing, 'auto', 'the model chose');
+    assert.deepEqual(withToolBudgets({ cursor: 'c' }, budgets), { cursor: 'c', maxTotalTokens: 20000, maxTotalChars: 50000, maxAnswerChars: 50000, packing: 'outlines' });
   });
 });
 
@@ -180,7 +181,7 @@ describe('createReadManyTool', () => {
       onDidRead: (r) => seen.push(r),
     });
     const out = (await tool.invoke({ input: { paths: 'a.txt' }, toolInvocationToken: undefined } as unknown as Options, token)) as unknown as LanguageModelToolResult;
-    assert.deepEqual(calls, [{ params: { paths: ['a.txt'], maxTotalTokens: 20000, maxTotalChars: 50000, maxAnswerChars: 50000 }, token }]);
+    assert.deepEqual(calls, [{ params: { paths: ['a.txt'], maxTotalTokens: 20000, maxTotalChars: 50000, maxAnswerChars: 50000, packing: 'outlines' }, token }]);
     assert.ok(out instanceof LanguageModelToolResult);
     assert.equal((out.content[0] as LanguageModelTextPart).value, result().llmContent);
     assert.equal(seen.length, 1);

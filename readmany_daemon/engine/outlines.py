@@ -1,0 +1,187 @@
+"""Outlines in answers (PROTOCOL §4 "Outlines"): the outline block of a cut file, and
+the files ``packing: "outlines"`` gives as outlines instead of omitting them.
+
+* **The cut file.** A ``partial`` file's shown text ends with its cut notice and then
+  :func:`cut_block`: the symbols of the lines after the part shown
+  (``Outline.overlapping``), one a line, ``kind name Lstart-end`` indented by depth,
+  under ``[Outline of lines 201-2500 (not shown):]``; or one phrase saying why there is
+  none (``[No outline: no grammar for .txt.]``). Like the cut notice it is framing: it
+  counts in tokens (``perFileMaxTokens``, ``maxTotalTokens``) but not in ``chars``, and
+  takes at most as many characters as the content shown, and :data:`MAX_OUTLINE_CHARS`.
+* **Packing.** :func:`extend_plan` gives the files after a request-order plan's stop
+  their outlines while the characters and tokens the totals leave hold
+  (:class:`Outliner` makes each once per request); the plan's partial file keeps its
+  cut when room is left for it.
+
+Outlines are made by ``content.outline`` and kept by content hash: in the content
+cache's ``derived`` slot when the text is a cache entry's, else in the workspace's
+``OutlineCache``. Units: lines 1-based inclusive; sizes in characters; tokens o200k.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from readmany_daemon.content import tokens
+from readmany_daemon.content.outline import Outline, Symbol, language_for, outline, render_outline
+from readmany_daemon.engine.items import LoadedItem
+from readmany_daemon.engine.render import content_form
+from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.errors import Status
+from readmany_daemon.wire.messages import FileResult, OutlineSymbol, wire_safe
+
+#: Characters one outline block may take in ``llmContent`` (about 1,000 tokens); the
+#: symbols past it are counted in a last line (``[… and 40 more symbols.]``).
+MAX_OUTLINE_CHARS: Final = 4000
+#: Files past a plan's stop examined at most for outlines (a glob of files without a
+#: grammar loads no more than this many in vain).
+MAX_EXAMINED: Final = 200
+
+
+def outline_of(ws: Workspace, text: str, path: str) -> Outline:
+    """The outline of ``text`` (the content of ``path``, whose name picks the language),
+    made once per content: kept with the content cache entry whose text ``text`` is
+    (``ContentCache.derived``), else in ``ws.outlines`` by a hash of the text."""
+    lang = language_for(path, text)
+    if lang is not None and ws.cache is not None:
+        got = ws.cache.derived(
+            text,
+            f"outline {lang}",
+            lambda t: outline(t, path),
+            size=lambda o: 300 + sum(200 + len(s.name) for s in o.symbols),
+        )
+        if got is not None:
+            return got
+    return outline(text, path, cache=ws.outlines)
+
+
+def wire_symbols(symbols: Sequence[Symbol]) -> list[OutlineSymbol]:
+    """``symbols`` as the FileResult's ``outline`` entries."""
+    return [OutlineSymbol(s.name, s.kind, s.line_start, s.line_end, s.depth) for s in symbols]
+
+
+def _lines(head: str, symbols: Sequence[Symbol], cap: int) -> tuple[str, int]:
+    """``head`` then the symbols' lines while ``cap`` characters hold (a last line
+    counting the ones left out); ``("", 0)`` when not even one symbol fits. Returns the
+    text and how many symbols it shows."""
+    body = render_outline(symbols)
+    if len(head) + len(body) <= cap:
+        return head + body, len(symbols)
+    used = len(head)
+    shown = 0
+    for line in body.splitlines(keepends=True):
+        more = f"[… and {len(symbols) - shown - 1} more symbols.]\n"
+        if used + len(line) + len(more) > cap:
+            break
+        used += len(line)
+        shown += 1
+    if not shown:
+        return "", 0
+    text = head + render_outline(symbols[:shown])
+    return text + f"[… and {len(symbols) - shown} more symbols.]\n", shown
+
+
+def cut_block(o: Outline, r: FileResult, cap: int) -> tuple[str, list[OutlineSymbol] | None]:
+    """The outline block of cut file ``r`` (its lines after ``r.line_end``; after
+    ``r.line_end - 1`` when that line was cut short), in at most ``cap`` characters, and
+    the symbols it shows (None when it shows none). ``""`` when nothing fits or nothing
+    is unseen."""
+    if r.line_end is None:
+        return "", None
+    first = r.line_end if r.next_column is not None else r.line_end + 1
+    last = max(r.total_lines or 0, o.lines)
+    if first > last:
+        return "", None
+    cap = min(cap, MAX_OUTLINE_CHARS)
+    if o.reason is not None:
+        # One line of valid Unicode, whatever the file's name holds.
+        phrase = f"[No outline: {wire_safe(' '.join(o.reason.split()))}.]\n"
+        return (phrase, None) if len(phrase) <= cap else ("", None)
+    symbols = o.overlapping(first, last)
+    span = f"lines {first}-{last}" if first < last else f"line {first}"
+    if not symbols:
+        phrase = f"[No symbols in {span} (not shown).]\n"
+        return (phrase, []) if len(phrase) <= cap else ("", None)
+    text, shown = _lines(f"[Outline of {span} (not shown):]\n", symbols, cap)
+    return text, (wire_symbols(symbols[:shown]) if shown else None)
+
+
+def with_cut_block(shown: str, base: FileResult, outline_for: Callable[[], Outline] | None) -> str:
+    """``shown`` (a cut file's text, its notice last) with its outline block after it,
+    setting ``base.outline``; ``shown`` unchanged without ``outline_for``."""
+    if outline_for is None or base.status != Status.PARTIAL:
+        return shown
+    block, symbols = cut_block(outline_for(), base, base.chars)
+    base.outline = symbols
+    if not block:
+        return shown
+    return shown + ("" if not shown or shown.endswith("\n") else "\n") + block
+
+
+@dataclass
+class Outlined:
+    """A file given as its outline (``packing: "outlines"``): the framed ``body``, the
+    ``symbols`` it shows, and what it costs: ``chars`` (of ``body``) and ``tokens``
+    (the body as the format writes it, its label and framing: ``cost_tokens``)."""
+
+    body: str
+    symbols: list[OutlineSymbol]
+    chars: int
+    body_tokens: int
+    cost_tokens: int
+
+
+@dataclass
+class Outliner:
+    """The outlined form of the items of one request, each made at most once.
+
+    ``loaded_at(i)`` loads item ``i``; ``outline_for(lo)`` outlines a loaded file;
+    ``fmt`` is the request's format; ``frame_tokens`` is counted per framed file beside
+    its label."""
+
+    loaded_at: Callable[[int], LoadedItem]
+    outline_for: Callable[[LoadedItem], Outline]
+    fmt: str
+    frame_tokens: int
+    _made: dict[int, Outlined | None] = field(default_factory=dict)
+
+    def entry(self, i: int) -> Outlined | None:
+        """Item ``i`` as an outline, or None when it has none (not text, no grammar, no
+        room in :data:`MAX_OUTLINE_CHARS` for one symbol)."""
+        if i not in self._made:
+            self._made[i] = self._make(i)
+        return self._made[i]
+
+    def _make(self, i: int) -> Outlined | None:
+        lo = self.loaded_at(i)
+        if (
+            lo.text is None
+            or lo.full is None
+            or lo.result.status
+            not in (
+                Status.OK,
+                Status.PARTIAL,
+            )
+        ):
+            return None
+        o = self.outline_for(lo)
+        if o.reason is not None:
+            return None
+        item = lo.item
+        first = item.offset or 1
+        last = first + item.limit - 1 if item.limit is not None else max(o.lines, first)
+        symbols = o.overlapping(first, last)
+        whole = item.limit is None and first == 1
+        lines = f"{o.lines:,} lines" if whole else f"lines {first}-{last}"
+        head = f"[Outline only, not the content ({lines}; not read: budget):]\n"
+        if not symbols:
+            body, shown = f"[Outline only ({lines}; not read: budget): no symbols.]\n", 0
+        else:
+            body, shown = _lines(head, symbols, MAX_OUTLINE_CHARS)
+            if not shown:
+                return None
+        body_tokens = tokens.count(content_form(self.fmt, body))
+        cost = body_tokens + tokens.count(lo.result.path) + self.frame_tokens
+        return Outlined(body, wire_symbols(symbols[:shown]), len(body), body_tokens, cost)

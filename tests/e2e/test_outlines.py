@@ -1,0 +1,119 @@
+"""Outlines (PROTOCOL §4 "Outlines") end to end: the real CLI (``--packing outlines``, a
+cut file's outline), the shared daemon (a cursor chain that still delivers every
+outlined file once) and the MCP server, whose read tool defaults to ``outlines``."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.daemon_helpers import Daemon
+from tests.e2e.test_mcp import mcp_session, read, text
+from tests.helpers import make_env, write_tree
+
+ReadJson = Callable[..., dict[str, Any]]
+
+
+def module(n: int) -> str:
+    out = [f'"""Module {n}."""\n']
+    for c in range(3):
+        out.append(f"class C{n}_{c}:\n")
+        for m in range(4):
+            out.append(f"    def m{m}(self, x):\n")
+            out.extend(f"        x = x + {k}\n" for k in range(6))
+            out.append("        return x\n\n")
+    return "".join(out)
+
+
+def make(root: Path, n: int = 12) -> list[str]:
+    names = [f"pkg/m{i:02}.py" for i in range(n)]
+    write_tree(root, {name: module(i) for i, name in enumerate(names)})
+    return names
+
+
+def test_cli_packing_outlines_and_the_cut_file(tmp_path: Path, read_json: ReadJson) -> None:
+    make(tmp_path)
+    budget = str(len(module(0)) * 2 + 1700)
+    r = read_json(tmp_path, "pkg/*.py", "--packing", "outlines", "--max-total-chars", budget)
+    assert r["packing"]["strategy"] == "outlines"
+    outlined = [f for f in r["files"] if f["status"] == "omitted" and "outline" in f]
+    assert len(outlined) >= 3 and all(f["code"] == "budget" for f in outlined)
+    first = outlined[0]["outline"][0]
+    n = int(outlined[0]["path"][5:7])
+    assert first == {"name": f"C{n}_0", "kind": "class", "lineStart": 2, "lineEnd": 37, "depth": 0}
+    assert outlined[0]["outline"][1]["kind"] == "method" and outlined[0]["outline"][1]["depth"] == 1
+    assert "nextCursor" in r
+    cut = read_json(tmp_path, "pkg/m00.py", "--per-file-max-lines", "20", "--format", "xml")
+    (f,) = cut["files"]
+    assert f["status"] == "partial" and f["outline"][0]["name"] == "C0_0"
+    doc = ET.fromstring(cut["llmContent"]).find("document")
+    assert doc is not None
+    shown = doc.findtext("document_content") or ""
+    assert "Continue with offset=21.]\n[Outline of lines 21-" in shown
+    assert "\n  method m2 L" in shown
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    d = Daemon(make_env(tmp_path_factory.mktemp("home"))).start()
+    yield d
+    d.cleanup()
+
+
+def test_daemon_cursor_chain_delivers_each_outlined_file_once(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    root = tmp_path / "ws"
+    names = make(root, 15)
+    params: dict[str, Any] = {
+        "paths": ["pkg/*.py"],
+        "packing": "outlines",
+        "maxTotalChars": 2500,
+        "format": "json",
+    }
+    whole: dict[str, list[str]] = {}
+    outlined_once = 0
+    with daemon.session(root) as client:
+        r: dict[str, Any] = client.request("readMany/read", params)
+        pages = 1
+        while True:
+            doc = json.loads(r["llmContent"])["results"]
+            for f in r["files"]:
+                if f["status"] in ("ok", "partial"):
+                    content = doc[f["path"]]["content"] if f["path"] in doc else None
+                    if content is None:  # keyed by its window on later pages
+                        content = next(
+                            v["content"] for k, v in doc.items() if k.startswith(f["path"])
+                        )
+                    body = content.split("\n[Showing lines", 1)[0]
+                    whole.setdefault(f["path"], []).append(body)
+                elif "outline" in f:
+                    outlined_once += 1
+                    assert doc[f["path"]]["status"] == "outline"
+            if "nextCursor" not in r:
+                break
+            r = client.request("readMany/read", {"cursor": r["nextCursor"]})
+            pages += 1
+            assert pages < 100
+    assert outlined_once > 0 and pages > 2
+    assert sorted(whole) == names
+    for name, parts in whole.items():
+        joined = "".join(p if p.endswith("\n") else p + "\n" for p in parts)
+        assert joined == module(int(name[5:7])), name  # every line once, in order
+
+
+async def test_the_mcp_read_tool_defaults_to_outlines(env: dict[str, str], tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    make(root, 40)
+    async with mcp_session(env, "--root", str(root)) as session:
+        got = await read(session, paths=["pkg/*.py"], maxTotalChars=8000)
+        said = text(got)
+        assert "[Outline only, not the content (" in said
+        assert "of them given as outlines above" in said
+        plain = await read(session, paths=["pkg/*.py"], maxTotalChars=8000, packing="auto")
+        assert "[Outline only" not in text(plain)

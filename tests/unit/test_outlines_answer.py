@@ -1,0 +1,222 @@
+"""Outlines in answers (PROTOCOL §4 "Outlines"): the cut file's outline of its unseen
+lines in every format, ``packing: "outlines"`` (omitted + budget + outline, against the
+character and token totals but not ``maxTotalFiles``), cursors that still deliver an
+outlined file's content exactly once, and outlines cached by content."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from readmany_daemon.content import outline as outline_mod
+from readmany_daemon.content import tokens
+from readmany_daemon.content.cache import ContentCache
+from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.settings import Settings
+from readmany_daemon.wire.decode import decode_read_params
+from readmany_daemon.wire.messages import ReadManyResult
+from tests.helpers import answer, write_tree
+from tests.unit.test_cursor_moving import follow, once
+
+FORMATS = ("separator", "heredoc", "xml", "json")
+
+
+def module(n: int, classes: int = 3, methods: int = 4) -> str:
+    """A Python module of ``classes`` classes of ``methods`` methods, some lines each."""
+    out = [f'"""Module {n}."""\n', "\n"]
+    for c in range(classes):
+        out.append(f"class C{n}_{c}:\n")
+        for m in range(methods):
+            out.append(f"    def m{m}(self, x):\n")
+            out.extend(f"        x = x + {k}  # some work\n" for k in range(6))
+            out.append("        return x\n\n")
+    return "".join(out)
+
+
+def ask(root: Path, ws: Workspace | None = None, **params: Any) -> ReadManyResult:
+    ws = ws or Workspace.open(str(root), Settings())
+    return answer(ws, decode_read_params(params))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_cut_file_carries_the_outline_of_its_unseen_lines(tmp_path: Path, fmt: str) -> None:
+    write_tree(tmp_path, {"big.py": module(0)})
+    r = ask(tmp_path, paths=["big.py"], perFileMaxLines=20, format=fmt)
+    (f,) = r.files
+    assert (f.status, f.line_end, f.next_offset) == ("partial", 20, 21)
+    assert f.outline, f
+    # Exactly the symbols that overlap lines 41 and later, parents kept, in order.
+    whole = outline_mod.outline(module(0), "big.py")
+    want = whole.overlapping(21, whole.lines)
+    assert [(s.name, s.kind, s.line_start, s.line_end, s.depth) for s in f.outline] == [
+        (s.name, s.kind, s.line_start, s.line_end, s.depth) for s in want
+    ]
+    assert f.outline[0].name == "C0_0" and f.outline[0].line_start == 3  # its class, partly seen
+    assert all(s.line_end >= 21 for s in f.outline)
+    block = f"[Outline of lines 21-{whole.lines} (not shown):]\n" + outline_mod.render_outline(want)
+    notice = f"[Showing lines 1-20 of {whole.lines}. Continue with offset=21.]"
+    if fmt == "xml":
+        (doc,) = ET.fromstring(r.llm_content).findall("document")
+        shown = doc.findtext("document_content") or ""
+    elif fmt == "json":
+        (value,) = json.loads(r.llm_content)["results"].values()
+        shown = value["content"]
+    else:
+        shown = r.llm_content
+    assert notice + "\n" + block in shown
+    assert "  method m1 L" in shown  # indented by depth
+    assert f.chars == len("".join(module(0).splitlines(keepends=True)[:20]))  # not the block
+
+
+def test_a_cut_file_without_a_grammar_says_so(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"notes.xyz": "".join(f"line {i}\n" for i in range(300))})
+    r = ask(tmp_path, paths=["notes.xyz"], perFileMaxLines=10)
+    (f,) = r.files
+    assert f.status == "partial" and f.outline is None
+    assert "[Showing lines 1-10 of 300. Continue with offset=11.]\n" in r.llm_content
+    assert "[No outline: no grammar for .xyz.]\n" in r.llm_content
+
+
+def test_the_outline_block_never_takes_more_than_the_content_shown(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"big.py": module(0, classes=40)})
+    r = ask(tmp_path, paths=["big.py"], perFileMaxChars=300)
+    (f,) = r.files
+    assert f.status == "partial" and f.outline
+    block = r.llm_content.split("(not shown):]\n", 1)[1].split("--- End", 1)[0]
+    assert len(block) <= 300 + 60  # the head line aside
+    assert re.search(r"\[… and \d+ more symbols\.\]", block)
+
+
+def tree(root: Path, n: int = 12) -> list[str]:
+    names = [f"pkg/m{i:02}.py" for i in range(n)]
+    write_tree(root, {name: module(i) for i, name in enumerate(names)})
+    return names
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_outlines_packing_gives_what_does_not_fit_as_outlines(tmp_path: Path, fmt: str) -> None:
+    names = tree(tmp_path)
+    size = len(module(0))
+    budget = {"maxTotalChars": size * 3 + 2500, "maxTotalTokens": 20000}
+    auto = ask(tmp_path, paths=["pkg/*.py"], format=fmt, **budget)
+    r = ask(tmp_path, paths=["pkg/*.py"], format=fmt, packing="outlines", **budget)
+    assert r.packing.strategy == "outlines"
+    outlined = [f for f in r.files if f.status == "omitted" and f.outline]
+    assert [f.status for f in r.files[:3]] == ["ok"] * 3
+    assert len(outlined) >= 5
+    for f in outlined:
+        assert f.code == "budget" and f.chars == 0
+    seen = sum(f.status in ("ok", "partial") or bool(f.outline) for f in r.files)
+    assert seen > sum(f.status in ("ok", "partial") for f in auto.files)
+    assert r.summary.omitted == sum(f.status == "omitted" for f in r.files)
+    assert r.next_cursor  # outlined files are not delivered
+    assert tokens.count(r.llm_content) <= 20000
+    text = r.llm_content
+    if fmt == "xml":
+        root = ET.fromstring(text)
+        bodies = [d.findtext("document_outline") for d in root.findall("document")]
+        assert sum(b is not None for b in bodies) == len(outlined)
+    elif fmt == "json":
+        results = json.loads(text)["results"]
+        assert sum(v["status"] == "outline" for v in results.values()) == len(outlined)
+        body = results[outlined[0].path]["outline"]
+        assert body.startswith("[Outline only, not the content (")
+    assert text.count("[Outline only, not the content (") == len(outlined) or fmt == "json"
+    assert f"{len(outlined)} of them given as outlines above" in text
+    # The outlines count against maxTotalChars: content plus outline bodies fit it.
+    bodies_chars = sum(
+        len(outline_mod.render_outline([]))
+        + len(f"{'  ' * s.depth}{s.kind} {s.name} L{s.line_start}-{s.line_end}\n")
+        for f in outlined
+        for s in f.outline or []
+    )
+    assert r.summary.total_chars + bodies_chars <= budget["maxTotalChars"]
+    assert names  # the tree
+
+
+def test_outlines_do_not_count_against_max_total_files(tmp_path: Path) -> None:
+    tree(tmp_path, 6)
+    r = ask(tmp_path, paths=["pkg/*.py"], packing="outlines", maxTotalFiles=1)
+    assert [f.status for f in r.files][:1] == ["ok"]
+    assert sum(bool(f.outline) for f in r.files[1:]) == 5
+    assert r.summary.read == 1
+
+
+def test_outlines_stop_when_the_budget_is_gone_and_the_rest_is_omitted(tmp_path: Path) -> None:
+    tree(tmp_path, 40)
+    size = len(module(0))
+    r = ask(tmp_path, paths=["pkg/*.py"], packing="outlines", maxTotalChars=size + 2000)
+    statuses = [(f.status, bool(f.outline)) for f in r.files]
+    first_plain = statuses.index(("omitted", False))
+    assert all(s == ("omitted", False) for s in statuses[first_plain:])
+    assert 0 < sum(o for _, o in statuses) < 40
+
+
+def test_files_without_a_grammar_are_omitted_not_outlined(tmp_path: Path) -> None:
+    write_tree(tmp_path, {f"d/{i}.txt": "x\n" * 500 for i in range(5)})
+    r = ask(tmp_path, paths=["d/*"], packing="outlines", maxTotalChars=1500)
+    assert not any(f.outline for f in r.files)
+    assert "[Outline only" not in r.llm_content
+
+
+@pytest.mark.parametrize("chars", [900, 2500, 6000])
+def test_a_cursor_chain_still_delivers_every_outlined_file_once(tmp_path: Path, chars: int) -> None:
+    names = tree(tmp_path, 15)
+    pages = follow(tmp_path, {"paths": ["pkg/*.py"], "packing": "outlines", "maxTotalChars": chars})
+    assert len(pages) > 1
+    assert any(f.outline and f.status == "omitted" for f in pages[0].files)
+    # Every file's content, pieced together from its ok/partial entries, exactly once.
+    got: dict[str, list[tuple[int, int]]] = {}
+    for r in pages:
+        assert r.packing.strategy == "outlines"
+        for f in r.files:
+            if f.status == "ok":  # whole, or the rest of a cut file from its offset
+                got.setdefault(f.path, []).append((f.line_start or 1, f.line_end or 10**9))
+            elif f.status == "partial":
+                assert f.line_start is not None and f.line_end is not None
+                got.setdefault(f.path, []).append((f.line_start, f.line_end))
+    assert sorted(got) == names
+    for spans in got.values():
+        assert spans[0][0] == 1
+        for (_, end), (start, _) in itertools.pairwise(spans):
+            assert start == end + 1  # contiguous, nothing twice
+    once([f.path for r in pages for f in r.files if f.status == "ok"])
+
+
+def shape(r: ReadManyResult) -> list[tuple[str, str, Any]]:
+    return [(f.path, f.status, f.outline) for f in r.files]
+
+
+def test_a_warm_answer_does_not_parse_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in tree(tmp_path, 8):  # old enough for the content cache (racy timestamps)
+        os.utime(tmp_path / name, (time.time() - 100, time.time() - 100))
+    made: list[str] = []
+    real = outline_mod._make
+
+    def counting(lang: str, data: bytes, text: str) -> outline_mod.Outline:
+        made.append(lang)
+        return real(lang, data, text)
+
+    monkeypatch.setattr(outline_mod, "_make", counting)
+    cache = ContentCache(64 * 1024 * 1024)
+    ws = Workspace.open(str(tmp_path), Settings(), cache=cache)
+    params = {"paths": ["pkg/*.py"], "packing": "outlines", "maxTotalChars": 3000}
+    first = ask(tmp_path, ws, **params)
+    assert made and any(f.outline for f in first.files)
+    cold = len(made)
+    second = ask(tmp_path, ws, **params)
+    assert len(made) == cold  # every outline came from the cache
+    assert shape(second) == shape(first)
+    # Kept with the content cache's entries (its derived slot), not only per workspace.
+    third = ask(tmp_path, Workspace.open(str(tmp_path), Settings(), cache=cache), **params)
+    assert len(made) == cold and shape(third) == shape(first)
