@@ -10,17 +10,16 @@ bad exclude pattern), naming the field. A cursor is decoded at the edge
 from __future__ import annotations
 
 import itertools
-import math
-import os
-import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 
 import msgspec
 
 from readmany_daemon.content import tokens
+from readmany_daemon.engine import paging
 from readmany_daemon.engine.budget import budget_cut, token_cut
-from readmany_daemon.engine.items import Expansion, Items, LoadedItem, Resolved
+from readmany_daemon.engine.items import LoadedItem, Piece, Resolved
 from readmany_daemon.engine.load import Loads, RequestPaths
+from readmany_daemon.engine.notices import Notices, continuation_request
 from readmany_daemon.engine.outlines import Outliner
 from readmany_daemon.engine.pack import (
     FRAME_TOKENS,
@@ -34,26 +33,14 @@ from readmany_daemon.engine.pack import (
     omitted_piece,
     outlined_piece,
 )
-from readmany_daemon.engine.render import (
-    Notices,
-    Piece,
-    continuation_request,
-    render_counted,
-    return_display,
-)
+from readmany_daemon.engine.render import render_counted, return_display
 from readmany_daemon.engine.resolve import resolve
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, InvalidParams, Status
 from readmany_daemon.wire.cursor import (
     MAX_CURSOR_CHARS,
-    Continuation,
-    Key,
-    Position,
     ReadRequest,
     cursor_digest,
-    encode_cursor,
-    key_hash,
-    key_order,
 )
 from readmany_daemon.wire.messages import (
     PackingInfo,
@@ -98,11 +85,11 @@ def answer_parts(
             "send it alone, in the root it came from",
             "$.cursor",
         )
-    since = _now()
+    since = paging.now()
     resolved = resolve(ws, params)
     items = resolved.items
-    positions = _positions(items, cont)
-    created = _created(ws, items, cont) if cont is not None else []
+    positions = paging.positions(items, cont)
+    created = paging.created_files(ws, items, cont) if cont is not None else []
     # Later pages go in request order, whatever the first one did (outlines go on).
     later = cont is not None and params.packing != "outlines"
     packing = msgspec.structs.replace(params, packing="request-order") if later else params
@@ -116,18 +103,18 @@ def answer_parts(
         for attempt in itertools.count():
             plan, switched = choose_plan(ws, items, active, loads, packing, budget, outliner)
             acc = _account(resolved, positions, len(active), stopped_at, plan, loads, params)
-            cursor = _next_cursor(ws, params, items, positions, cont, since, acc, carry=True)
+            cursor = paging.next_cursor(ws, params, items, positions, cont, since, acc, carry=True)
             if cursor is not None and len(cursor) > MAX_CURSOR_CHARS:
                 # Too many keys delivered beyond the prefix (a smallest-first page of many
                 # small files): leave the last of them for later pages instead. Only a
                 # request too large to carry is then left out of the cursor.
-                dropped = _overflow(ws, params, items, positions, cont, since, acc)
+                dropped = paging.overflow(ws, params, items, positions, cont, since, acc)
                 if dropped:
                     plan.drop(dropped)
                     acc = _account(
                         resolved, positions, len(active), stopped_at, plan, loads, params
                     )
-                cursor = _next_cursor(ws, params, items, positions, cont, since, acc)
+                cursor = paging.next_cursor(ws, params, items, positions, cont, since, acc)
             acc.created = [items.label(i) for i in created[:MAX_LISTED]]
             answered = _assemble(ws, params, resolved, plan, switched, acc, cursor, room)
             limit = params.max_total_tokens
@@ -230,241 +217,6 @@ def _as_request(req: ReadRequest | ReadManyParams) -> ReadRequest:
             "a request with a cursor must be decoded first (wire.cursor.decode_read_request)"
         )
     return ReadRequest(params=req)
-
-
-def _positions(items: Items, continuation: Continuation | None) -> Flat:
-    """The item positions to answer: all of them, or those after the cursor's key that
-    it does not name as delivered already (a budget-cut file resuming at its next
-    offset). Positions come from keys, so files created or deleted since the cursor was
-    made move nothing."""
-    if continuation is None:
-        return Flat([(0, len(items))] if len(items) else [])
-    at = continuation.position
-    start = items.first_after(at.after)
-    skip = sorted({i for i in _found(items, at.beyond) if i >= start})
-    ranges: list[tuple[int, int]] = []
-    a = start
-    for i in skip:
-        ranges.append((a, i))
-        a = i + 1
-    ranges.append((a, len(items)))
-    if at.resume is not None:
-        cut = items.find(at.resume[0])
-        if cut is not None and cut >= start and cut not in skip:
-            # Budget cuts resume at a line's start: a column asked for is behind.
-            items.replace(cut, offset=at.resume[1], limit=at.resume[2], column=None)
-    return Flat([r for r in ranges if r[0] < r[1]])
-
-
-def _found(items: Items, keys: Iterable[Key]) -> Iterator[int]:
-    """The positions of the ``keys`` that exist now."""
-    for key in keys:
-        i = items.find(key)
-        if i is not None:
-            yield i
-
-
-def _now() -> int:
-    """The time (ns) a file changed from now on will have at least as its ``st_ctime``:
-    file times come from the kernel's coarse clock (Linux), which lags the fine one."""
-    coarse = getattr(time, "CLOCK_REALTIME_COARSE", None)
-    if coarse is not None:
-        return time.clock_gettime_ns(coarse)
-    return time.time_ns() - _CTIME_SLACK_NS
-
-
-#: Where no coarse clock is known: how far file times may lag ``time.time_ns()``.
-_CTIME_SLACK_NS = 20_000_000
-
-
-#: At most this many subsets of the candidates are tried to tell created files from
-#: changed ones; past it, every candidate is named (none is ever lost).
-_SUBSETS_TRIED = 20_000
-
-
-def _region(items: Items, upto: int, beyond: Iterable[int]) -> Iterator[int]:
-    """The positions of the files of the delivered part: before ``upto`` and
-    ``beyond`` (entries answered at resolve time, errors and the like, aside)."""
-    for seg, segment in enumerate(items.segments):
-        a = items.starts[seg]
-        if a >= upto:
-            break
-        if isinstance(segment, Expansion):
-            yield from range(a, min(upto, a + len(segment.matches)))
-        elif segment.result is None:
-            yield a
-    for i in sorted(set(beyond)):
-        if i >= upto and not items.is_preset(i):
-            yield i
-
-
-def _fingerprint(items: Items, region: Iterable[int]) -> tuple[int, int]:
-    """How many files ``region`` holds and the sum of their key hashes (mod 2**64)."""
-    count = total = 0
-    for i in region:
-        count += 1
-        total += key_hash(items.key(i))
-    return count, total % (1 << 64)
-
-
-def _created(ws: Workspace, items: Items, cont: Continuation) -> list[int]:
-    """Files created since the cursor's page in the part of the order it had delivered
-    (a rename into it too), to be named in a notice: never delivered by the chain.
-
-    The cursor holds how many files that part held and the sum of their key hashes.
-    When they still match, nothing was created there. Otherwise the files whose inode
-    changed since the page (``st_ctime``) are the candidates, and the subset of them
-    that makes the counts match again is what was there before; when no subset does
-    (files were deleted there too) every candidate is named."""
-    at = cont.position
-    region = list(_region(items, items.first_after(at.after), _found(items, at.beyond)))
-    if _fingerprint(items, region) == (at.count, at.total):
-        return []
-    # A file created there since has changed since; the others changed may be edits.
-    candidates: list[tuple[int, int]] = []
-    kept = kept_total = 0
-    for i in region:
-        h = key_hash(items.key(i))
-        try:
-            ctime = os.lstat(ws.abspath(items[i].rel or "")).st_ctime_ns
-        except OSError:
-            ctime = 0
-        if ctime >= at.since:
-            candidates.append((i, h))
-        else:
-            kept, kept_total = kept + 1, kept_total + h
-    new = len(candidates) - (at.count - kept)
-    want = (sum(h for _, h in candidates) - (at.total - kept_total)) % (1 << 64)
-    if new == 1:  # the common case, among any number of edited files
-        one = [i for i, h in candidates if h == want]
-        if len(one) == 1:
-            return one
-    if 0 <= new <= len(candidates) and math.comb(len(candidates), new) <= _SUBSETS_TRIED:
-        for subset in itertools.combinations(candidates, new):
-            if sum(h for _, h in subset) % (1 << 64) == want:
-                return [i for i, _ in subset]
-    return [i for i, _ in candidates]
-
-
-def _merged(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for a, b in sorted(r for r in ranges if r[0] < r[1]):
-        if out and a <= out[-1][1]:
-            out[-1] = (out[-1][0], max(b, out[-1][1]))
-        else:
-            out.append((a, b))
-    return out
-
-
-def _done_beyond(positions: Flat, remaining: list[tuple[int, int]], start: int) -> list[int]:
-    """The positions answered on this page from ``start`` on (not in ``remaining``)."""
-    done: list[int] = []
-    for a, b in positions.ranges:
-        a = max(a, start)
-        for ra, rb in remaining:
-            if rb <= a or ra >= b:
-                continue
-            done.extend(range(a, ra))
-            a = max(a, rb)
-        if a < b:
-            done.extend(range(a, b))
-    return done
-
-
-def _position(
-    items: Items,
-    positions: Flat,
-    cont: Continuation | None,
-    since: int,
-    acc: Account,
-) -> tuple[Position, list[int]] | None:
-    """Where the chain stands after this page, and the positions this page delivered
-    beyond its prefix; None when nothing is left."""
-    if not acc.omitted_total:
-        return None
-    remaining = _merged(acc.remaining)
-    first = remaining[0][0]
-    before = cont.position if cont is not None else Position()
-    start = items.first_after(before.after)
-    after = items.key(first - 1) if first > start else before.after
-    extra = _done_beyond(positions, remaining, first)
-    beyond = {items.key(i) for i in extra}
-    if after is not None:
-        kept = [k for k in before.beyond if key_order(k) > key_order(after)]
-    else:
-        kept = list(before.beyond)
-    beyond.update(kept)
-    resume = None
-    for i, (offset, limit) in acc.resume.items():
-        resume = (items.key(i), offset, limit)
-    region = _region(items, first, [*extra, *_found(items, kept)])
-    count, total = _fingerprint(items, region)
-    position = Position(
-        after=after,
-        beyond=sorted(beyond, key=key_order),
-        resume=resume,
-        count=count,
-        total=total,
-        since=since,
-    )
-    return position, extra
-
-
-def _next_cursor(
-    ws: Workspace,
-    params: ReadManyParams,
-    items: Items,
-    positions: Flat,
-    cont: Continuation | None,
-    since: int,
-    acc: Account,
-    *,
-    carry: bool = False,
-) -> str | None:
-    """The ``nextCursor`` after this page, or None when no file is left for one."""
-    made = _position(items, positions, cont, since, acc)
-    return None if made is None else encode_cursor(params, ws.root, made[0], carry=carry)
-
-
-def _overflow(
-    ws: Workspace,
-    params: ReadManyParams,
-    items: Items,
-    positions: Flat,
-    cont: Continuation | None,
-    since: int,
-    acc: Account,
-) -> set[int]:
-    """The files delivered beyond the prefix, last keys first, to leave for later pages
-    so that the cursor fits in ``MAX_CURSOR_CHARS``."""
-    made = _position(items, positions, cont, since, acc)
-    if made is None:
-        return set()
-    position, extra = made
-    droppable = sorted(
-        (i for i in extra if not items.is_preset(i)), key=lambda i: key_order(items.key(i))
-    )
-
-    def fits(k: int) -> bool:
-        """Whether the cursor fits once the last ``k`` droppable files are left out."""
-        gone = {items.key(i) for i in droppable[len(droppable) - k :]} if k else set()
-        trial = msgspec.structs.replace(
-            position,
-            beyond=[key for key in position.beyond if key not in gone],
-            resume=None
-            if position.resume is not None and position.resume[0] in gone
-            else position.resume,
-        )
-        return len(encode_cursor(params, ws.root, trial, carry=True)) <= MAX_CURSOR_CHARS
-
-    low, high = 0, len(droppable)  # the fewest to leave out is in (low, high]
-    if not fits(high):
-        return set(droppable)
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (low, mid) if fits(mid) else (mid, high)
-    dropped = set(droppable[len(droppable) - high :])
-    return dropped
 
 
 def _stop_on_error(

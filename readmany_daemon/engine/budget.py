@@ -19,8 +19,9 @@ from readmany_daemon.content import tokens
 from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.content.outline import Outline
 from readmany_daemon.engine.items import Item, LoadedItem
+from readmany_daemon.engine.notices import cut_notice
 from readmany_daemon.engine.outlines import with_cut_block
-from readmany_daemon.engine.render import content_form, cut_notice
+from readmany_daemon.engine.render import content_form
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.wire.messages import FileResult, ReadManyParams
 

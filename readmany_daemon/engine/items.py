@@ -203,3 +203,22 @@ class Resolved:
     items: Items
     hidden: Counter[str] = field(default_factory=Counter)
     hints: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Piece:
+    """One entry of the answer in output (request) order.
+
+    ``content`` is the text shown for an ``ok`` or ``partial`` entry (already windowed,
+    line-numbered, with a cut file's notice as its last line) and ``None`` otherwise.
+    ``key`` is the ``json`` format's key (PROTOCOL §5). ``listed`` is False for expansion
+    matches that are counted but not named (past the 200 cap).
+    """
+
+    result: FileResult
+    key: str
+    content: str | None = None
+    explicit: bool = True
+    #: o200k tokens of ``content`` as the format writes it (:func:`content_form`), when
+    #: known (the answer counts each file once, through the content cache).
+    tokens: int | None = None

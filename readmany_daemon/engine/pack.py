@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import overload
 
-from readmany_daemon.engine.items import Item, Items, LoadedItem
+from readmany_daemon.engine.items import Item, Items, LoadedItem, Piece
 from readmany_daemon.engine.load import Loads
+from readmany_daemon.engine.notices import MAX_NAMED_IN_CONTENT
 from readmany_daemon.engine.outlines import MAX_EXAMINED, Outlined, Outliner
-from readmany_daemon.engine.render import MAX_NAMED_IN_CONTENT, Piece
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.wire.messages import Attachment, FileResult, ReadManyParams, Summary

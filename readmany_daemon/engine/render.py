@@ -1,4 +1,5 @@
-"""Framing of ``llmContent`` (PROTOCOL §5), notices, and the short ``returnDisplay``.
+"""Framing of ``llmContent`` (PROTOCOL §5) and the short ``returnDisplay``; the notice
+lines come from ``engine.notices``.
 
 Pure functions over ``Piece`` lists: no I/O. Each format is byte-exact as PROTOCOL §5
 gives it; the shapes come from the reference tools (seed 002/003 ``separator``, seed 001
@@ -11,10 +12,11 @@ import functools
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from readmany_daemon.content.tokens import BOUNDARY_MARGIN
-from readmany_daemon.errors import Code, Status
+from readmany_daemon.engine.items import Piece
+from readmany_daemon.engine.notices import Notices, notice_lines
+from readmany_daemon.errors import Status
 from readmany_daemon.wire.messages import FileResult, Summary, wire_safe
 
 #: Heredoc delimiter words, one per 1-based index, cycling past 26 (PROTOCOL §5, seed 001).
@@ -23,53 +25,6 @@ HEREDOC_WORDS: tuple[str, ...] = (
     "TIDAL", "QUARTZ", "ACORN", "BLAZE", "FJORD", "GLYPH", "HARBOR", "IVORY", "JUNIPER",
     "SIERRA", "UMBRA", "VIOLET", "WILLOW", "XENON", "YARROW", "ZEPHYR",
 )  # fmt: skip
-
-#: At most this many omitted or skipped files are named in ``llmContent`` (PROTOCOL §4).
-MAX_NAMED_IN_CONTENT = 50
-
-
-@dataclass
-class Piece:
-    """One entry of the answer in output (request) order.
-
-    ``content`` is the text shown for an ``ok`` or ``partial`` entry (already windowed,
-    line-numbered, with a cut file's notice as its last line) and ``None`` otherwise.
-    ``key`` is the ``json`` format's key (PROTOCOL §5). ``listed`` is False for expansion
-    matches that are counted but not named (past the 200 cap).
-    """
-
-    result: FileResult
-    key: str
-    content: str | None = None
-    explicit: bool = True
-    #: o200k tokens of ``content`` as the format writes it (:func:`content_form`), when
-    #: known (the answer counts each file once, through the content cache).
-    tokens: int | None = None
-
-
-@dataclass
-class Notices:
-    """What the model must be told beyond the framed files (PROTOCOL §4).
-
-    ``continuations`` are ready-made request fragments for cut files; ``cursor`` the
-    ``nextCursor`` when files were omitted; ``hints`` one-line advice (e.g. which flag shows
-    hidden files when an expansion came back empty); ``unlisted_omitted`` and
-    ``unlisted_skipped`` count omitted/skipped expansion matches not present in
-    ``pieces``, and ``unlisted_omitted_names`` / ``unlisted_skipped_names`` hold the
-    first of them (label, code), up to ``MAX_NAMED_IN_CONTENT``, in output order.
-    """
-
-    continuations: list[str] = field(default_factory=list)
-    cursor: str | None = None
-    hints: list[str] = field(default_factory=list)
-    unlisted_omitted: int = 0
-    unlisted_skipped: int = 0
-    unlisted_omitted_names: list[tuple[str, str | None]] = field(default_factory=list)
-    unlisted_skipped_names: list[tuple[str, str | None]] = field(default_factory=list)
-    created: list[str] = field(default_factory=list)
-    #: When set (a token budget that binds), at most this many omitted, skipped or
-    #: failed entries are named or framed; the others are counted in a notice.
-    room: int | None = None
 
 
 def djb2_hex6(label: str) -> str:
@@ -81,151 +36,6 @@ def djb2_hex6(label: str) -> str:
     for i in range(0, len(data), 2):
         h = (h * 33 + (data[i] | data[i + 1] << 8)) & 0xFFFFFFFF
     return f"{h:X}".rjust(6, "0")[:6]
-
-
-def cut_notice(r: FileResult, cut_line: int | None = None, column: int = 1) -> str | None:
-    """The last content line of a cut file, e.g.
-    ``[Showing lines 1-200 of 2500. Continue with offset=201.]``; ``cut_line`` names a
-    line shown only in part (longer than the character cap), continued at
-    ``r.next_column``: ``[Showing lines 1-1 of 3, line 1 cut short. Continue with
-    offset=1, column=20001 (offset=2 skips its rest).]``; ``column`` is where the first
-    line shown starts. None when nothing was cut."""
-    if r.line_start is None or r.line_end is None or (r.next_offset is None and cut_line is None):
-        return None
-    total = f" of {r.total_lines}" if r.total_lines is not None else ""
-    why = " (budget)" if r.code == Code.BUDGET else ""
-    text = f"[Showing lines {r.line_start}-{r.line_end}{total}{why}"
-    if column > 1:
-        text += f", line {r.line_start} from column {column}"
-    if cut_line is not None:
-        text += f", line {cut_line} cut short"
-    if cut_line is not None and r.next_column is not None:
-        text += f". Continue with offset={cut_line}, column={r.next_column}"
-        if r.next_offset is not None:
-            text += f" (offset={r.next_offset} skips its rest)"
-    elif r.next_offset is not None:
-        text += f". Continue with offset={r.next_offset}"
-    return text + ".]"
-
-
-def continuation_request(path: str, offset: int, column: int | None = None) -> str:
-    """A request fragment the four reference shapes can all make for the rest of a file
-    (with ``column``, for the rest of a line cut short)."""
-    spec: dict[str, str | int] = {"path": path, "offset": offset}
-    if column is not None:
-        spec["column"] = column
-    return "files: " + json.dumps([spec], ensure_ascii=False)
-
-
-def _named_line(
-    head: str, names: Sequence[tuple[str, str | None]], total: int, room: int, with_code: bool
-) -> tuple[str, int]:
-    """``[{head}: a, b, and N more.]``: the first ``room`` of ``names``, then one count of
-    all the others, so that the names shown plus N are ``total``; ``[{head}.]`` when no
-    name is shown. Returns the line and how many names it shows."""
-    shown = names[: max(room, 0)]
-    if not shown:
-        return f"[{head}.]", 0
-    parts = [f"{label} ({code})" if with_code and code else label for label, code in shown]
-    rest = total - len(shown)
-    if rest:
-        parts.append(f"and {rest} more")
-    return f"[{head}: {', '.join(parts)}.]", len(shown)
-
-
-def _line_ranges(numbers: Sequence[int]) -> str:
-    """``line 3``, ``lines 3, 7``, ``lines 10-35, 40``: sorted 1-based line numbers."""
-    runs: list[list[int]] = []
-    for n in sorted(set(numbers)):
-        if runs and n == runs[-1][1] + 1:
-            runs[-1][1] = n
-        else:
-            runs.append([n, n])
-    text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
-    return ("line " if len(runs) == 1 and runs[0][0] == runs[0][1] else "lines ") + text
-
-
-def redaction_lines(pieces: Sequence[Piece]) -> list[str]:
-    """The notice naming the lines shown with secrets replaced (PROTOCOL §4 "Secrets"),
-    at most ``MAX_NAMED_IN_CONTENT`` files, and what the model must never do with the
-    placeholders; ``[]`` when nothing was redacted."""
-    named: list[str] = []
-    files = 0
-    for p in pieces:
-        r = p.result
-        if not r.redactions or p.content is None or r.status not in (Status.OK, Status.PARTIAL):
-            continue
-        files += 1
-        if len(named) < MAX_NAMED_IN_CONTENT:
-            kinds = ", ".join(dict.fromkeys(x.kind for x in r.redactions))
-            named.append(f"{r.path} {_line_ranges([x.line for x in r.redactions])} ({kinds})")
-    if not files:
-        return []
-    more = f"; and {files - len(named)} more file(s)" if files > len(named) else ""
-    return [
-        f"[Secrets redacted: {'; '.join(named)}{more}. Those lines show «redacted:<kind>:<hash>» "
-        "placeholders, not the file's text: never write a placeholder back into a file; "
-        "edit around it, and ask the user for the real value if you need it.]"
-    ]
-
-
-def _notice_lines(pieces: Sequence[Piece], notices: Notices, framed_errors: bool) -> list[str]:
-    """Lines after the framed files: omitted, skipped and (when not framed) failed entries,
-    at most ``MAX_NAMED_IN_CONTENT`` named in all, each kind's count stated once (names
-    shown + "and N more" = the count), then continuation requests and hints."""
-    omitted = [p.result for p in pieces if p.result.status == Status.OMITTED]
-    skipped = [p.result for p in pieces if p.result.status == Status.SKIPPED]
-    errors = [p.result for p in pieces if p.result.status == Status.ERROR]
-    lines: list[str] = redaction_lines(pieces)
-    room = MAX_NAMED_IN_CONTENT if notices.room is None else notices.room
-
-    n_omitted = len(omitted) + notices.unlisted_omitted
-    if n_omitted:
-        codes = [r.code for r in omitted] + [code for _, code in notices.unlisted_omitted_names]
-        stopped = all(code == Code.STOPPED for code in codes) and codes
-        why = "after an error (stopOnError)" if stopped else "to stay within the budget"
-        # Files given as outlines are named by their frames above, not again here.
-        named = [
-            p.result for p in pieces if p.result.status == Status.OMITTED and p.content is None
-        ]
-        names = [(r.path, r.code) for r in named] + notices.unlisted_omitted_names
-        head = f"Omitted {n_omitted} file(s) {why}"
-        outlined = len(omitted) - len(named)
-        if outlined:
-            head += f", {outlined} of them given as outlines above (structure only, not read)"
-        line, used = _named_line(head, names, n_omitted, room, False)
-        lines.append(line)
-        room -= used
-    if notices.cursor:
-        lines.append(
-            f'[To read the omitted files, repeat the request with cursor="{notices.cursor}".]'
-        )
-    n_skipped = len(skipped) + notices.unlisted_skipped
-    if n_skipped:
-        names = [(r.path, r.code) for r in skipped] + notices.unlisted_skipped_names
-        line, used = _named_line(f"Skipped {n_skipped} file(s)", names, n_skipped, room, True)
-        lines.append(line)
-        room -= used
-    if errors and framed_errors and notices.room is not None and len(errors) > notices.room:
-        lines.append(f"[{len(errors) - notices.room} more error(s) not named.]")
-    if errors and not framed_errors:
-        for r in errors[: max(room, 0)]:
-            lines.append(f"[Error: {r.path}: {r.message or r.code}]")
-        if len(errors) > max(room, 0):
-            lines.append(f"[{len(errors) - max(room, 0)} more error(s) not named.]")
-    if notices.created:
-        shown = notices.created[:MAX_NAMED_IN_CONTENT]
-        rest = len(notices.created) - len(shown)
-        more = f", and {rest} more (see createdPaths)" if rest else ""
-        ask = json.dumps(shown, ensure_ascii=False)
-        lines.append(
-            f"[Created after an earlier page, in the part it had already delivered: "
-            f"{', '.join(shown)}{more}. Read them with paths: {ask}.]"
-        )
-    for c in notices.continuations:
-        lines.append(f"[To continue {c}]")
-    lines.extend(notices.hints)
-    return lines
 
 
 def _framed(pieces: Sequence[Piece], with_errors: bool, room: int | None = None) -> list[Piece]:
@@ -314,7 +124,7 @@ def _separator(pieces: Sequence[Piece], notices: Notices) -> _Parts:
         out.add(f"--- {p.result.path} ---\n")
         out.add(content, p if _shown(p) else None)
         out.add("\n" if content.endswith("\n") else "\n\n")
-    for line in _notice_lines(pieces, notices, framed_errors=False):
+    for line in notice_lines(pieces, notices, framed_errors=False):
         out.add(line + "\n")
     out.add("--- End of content ---")
     return out
@@ -353,7 +163,7 @@ def _heredoc(pieces: Sequence[Piece], notices: Notices) -> _Parts:
         out.add(("\n\n" if index > 1 else "") + f"@{r.path}\n<<'{delimiter}'\n")
         out.add(body, p if shown else None)
         out.add(f"\n{delimiter}")
-    tail = _notice_lines(pieces, notices, framed_errors=True)
+    tail = notice_lines(pieces, notices, framed_errors=True)
     if tail:
         out.add(("\n\n" if out.parts else "") + "\n".join(tail))
     return out
@@ -416,7 +226,7 @@ def _xml(pieces: Sequence[Piece], notices: Notices) -> _Parts:
         out.add(f'<document index="{index}"><source>{xml_escape(r.path)}</source><{tag}>')
         out.add(xml_content(body), p if shown else None)
         out.add(f"</{tag}></document>")
-    tail = _notice_lines(pieces, notices, framed_errors=True)
+    tail = notice_lines(pieces, notices, framed_errors=True)
     out.add("".join(f"\n<notice>{xml_escape(line)}</notice>" for line in tail))
     out.add("\n</documents>" if tail else "</documents>")
     return out
@@ -486,7 +296,7 @@ def _json(pieces: Sequence[Piece], notices: Notices) -> _Parts:
                 f'      "message": {dump(r.message or r.status)}\n    }}'
             )
     close = (head + "}") if not entries else "\n  }"
-    extra = _notice_lines(pieces, notices, framed_errors=True)
+    extra = notice_lines(pieces, notices, framed_errors=True)
     if extra:
         close += ',\n  "notices": [\n' + ",\n".join(f"    {dump(x)}" for x in extra) + "\n  ]"
     out.add(close + "\n}")

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
+from readmany_daemon.engine.items import Piece
+from readmany_daemon.engine.notices import Notices, cut_notice
 from readmany_daemon.engine.render import (
     HEREDOC_WORDS,
-    Notices,
-    Piece,
-    cut_notice,
     djb2_hex6,
     render_heredoc,
     render_json,

@@ -27,7 +27,9 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from readmany_daemon.engine.render import Notices, Piece, render
+from readmany_daemon.engine.items import Piece
+from readmany_daemon.engine.notices import Notices
+from readmany_daemon.engine.render import render
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.settings import Settings

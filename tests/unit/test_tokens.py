@@ -18,7 +18,9 @@ from readmany_daemon.content import tokens
 from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.engine import budget as budget_mod
 from readmany_daemon.engine.answer import answer
-from readmany_daemon.engine.render import Notices, Piece, render_json
+from readmany_daemon.engine.items import Piece
+from readmany_daemon.engine.notices import Notices
+from readmany_daemon.engine.render import render_json
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, InvalidParams, Status, jsonrpc_code
 from readmany_daemon.settings import Settings
