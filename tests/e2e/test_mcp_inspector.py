@@ -158,8 +158,9 @@ def test_each_tool_answers_with_structured_output_its_schema_accepts(client: Ins
     assert code == 0 and not result.get("isError"), err
     read = _valid(result, tools["read_many_files"])
     assert [f["path"] for f in read["files"]] == ["a.txt", "src/m.py", "big.txt"]
-    assert "alpha" in read["llmContent"] and "line 300" in read["llmContent"]
-    assert result["content"][0] == {"type": "text", "text": read["llmContent"]}
+    text = result["content"][0]["text"]
+    assert "alpha" in text and "line 300" in text
+    assert "llmContent" not in read  # the text is sent once, as content
 
     code, result, err = client.call("list_files", patterns=["**/*.txt"])
     assert code == 0 and not result.get("isError"), err
