@@ -255,6 +255,26 @@ def flatness(results: list[SizeResult]) -> dict[str, Any] | None:
     }
 
 
+#: issue 16 item 5: the index's bytes per file at 1M paths at most this
+BYTES_PER_FILE_MAX = 300
+CAP_PATHS = 1_000_000
+
+
+def per_file_cap(results: list[SizeResult]) -> dict[str, Any] | None:
+    """The target "index ≤ 300 B per file at 1M paths", on the run of 1,000,000 paths or
+    more (None when there is none)."""
+    done = [r for r in results if r.bytes_per_file and r.files >= CAP_PATHS]
+    if not done:
+        return None
+    got = done[-1].bytes_per_file
+    assert got is not None
+    return {
+        "target": f"index bytes per file at {done[-1].files:,} paths ≤ {BYTES_PER_FILE_MAX}",
+        "ratio": f"{got:.0f} B",
+        "result": "PASS" if got <= BYTES_PER_FILE_MAX else "FAIL",
+    }
+
+
 def plot(results: list[SizeResult], path: Path) -> Path | None:
     """A PNG: bytes/file, index µs/file and warm p50 against paths (log x)."""
     try:
@@ -397,9 +417,12 @@ def main(argv: list[str] | None = None) -> int:
     text = table(rows(results))
     print(text)
     verdict = flatness(results)
-    if verdict is not None:
-        text += "\n\n" + table([{**verdict, "ratio": f"{verdict['ratio']:.2f}x"}])
-        print("\n" + table([{**verdict, "ratio": f"{verdict['ratio']:.2f}x"}]))
+    cap = per_file_cap(results)
+    targets = [{**verdict, "ratio": f"{verdict['ratio']:.2f}x"}] if verdict is not None else []
+    targets += [cap] if cap is not None else []
+    if targets:
+        text += "\n\n" + table(targets)
+        print("\n" + table(targets))
     # The committed plot is the full run's; a smoke run's goes with the results.
     if args.results_dir or args.quick:
         png_path = (args.results_dir or RESULTS_DIR) / "scale-latest.png"
@@ -418,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
             "requests": requests,
             "sizes": [r.to_json() for r in results],
             "flat": verdict,
+            "per_file_cap": cap,
             "plot": str(png) if png else None,
             "kept": args.keep,
         },

@@ -1,10 +1,9 @@
-"""Run every benchmark — files, daemon, peers, scale, exclude, oneshot — and rewrite the tables in
-bench/README.md.
+"""Run every benchmark — files, coldlist, daemon, peers, scale, exclude, oneshot — and
+rewrite the tables in bench/README.md.
 
 Usage::
 
-    python bench/run_all.py [--only files,daemon,peers,scale,exclude,oneshot] [--runs N]
-                            [--no-readme]
+    python bench/run_all.py [--only files,coldlist,daemon,...] [--runs N] [--no-readme]
     python bench/run_all.py --quick          # smoke: tiny trees, one run, README untouched
 
 Each benchmark runs as its own process (``bench/bench_*.py``), one after the other (never
@@ -31,7 +30,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 README = BENCH / "README.md"
-ORDER = ("files", "daemon", "peers", "scale", "exclude", "oneshot")
+ORDER = ("files", "coldlist", "daemon", "peers", "scale", "exclude", "oneshot")
 
 
 def command(
@@ -40,8 +39,10 @@ def command(
     """The argv of one benchmark."""
     argv = [sys.executable, str(BENCH / f"bench_{name}.py")]
     if quick:
+        scratch = str(tree and tree.parent)
         argv += {
             "files": ["--tree", str(tree), "--runs", "1", "--warmup", "0"],
+            "coldlist": ["--sizes", "300", "--runs", "1", "--trees", scratch, "--copies", scratch],
             "daemon": ["--quick", "--tree", str(tree)],
             "peers": ["--quick", "--tree", str(tree)],
             "scale": ["--quick"],

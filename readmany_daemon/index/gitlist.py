@@ -39,7 +39,8 @@ enabled kind hides it.
 
 Falls back to ``Index.build(root, settings).files(filters)`` (``FastListing.fallback``
 says why) when ``--no-gitignore`` is given (git's answer would be wrong), git is absent
-or fails, the root is not in a work tree (``rules.git.repo_location``), rules above a root
+or fails, the root is not in a work tree (``rules.git.repo_location``, checked before git is
+started: no git process runs for such a root), rules above a root
 below the repository's top exclude it (the index reads such a root as named explicitly;
 git lists nothing untracked there), or ``--no-ignore-files`` is given (see
 ``_FAST_WITHOUT_IGNORE_FILES``: the index then hides tracked paths an ignore file also
@@ -56,7 +57,7 @@ from __future__ import annotations
 
 import os
 
-from readmany_daemon.rules.git import GitCall, git_env
+from readmany_daemon.rules.git import GitCall, git_env, repo_location
 
 TYPE_CHECKING = False  # not typing's: importing typing here would delay git's start
 if TYPE_CHECKING:
@@ -66,7 +67,10 @@ if TYPE_CHECKING:
     from readmany_daemon.rules.kinds import Filters
     from readmany_daemon.settings import Settings
 
-__all__ = ["FastListing", "start"]
+__all__ = ["NO_REPOSITORY", "FastListing", "start"]
+
+#: ``FastListing.fallback`` for a root in no git work tree (found as git would, upward)
+NO_REPOSITORY = "not in a repository"
 
 #: an index file that cannot exist (its folder does not): git reads an empty index
 _NO_INDEX = "/nonexistent-readmany-fastlist/index"
@@ -116,6 +120,9 @@ def start(root: str, gitignore: bool = True, ignore_files: bool = True) -> FastL
         return FastListing(real, "--no-gitignore")
     if not ignore_files and not _FAST_WITHOUT_IGNORE_FILES:
         return FastListing(real, "--no-ignore-files (the index walk hides tracked paths then)")
+    if repo_location(real) is None:
+        # no git to ask: starting it would only cost a fork, an exec and a failure
+        return FastListing(real, NO_REPOSITORY)
     return FastListing(real, None)
 
 
@@ -195,7 +202,7 @@ class FastListing:
             tracked.sort()  # the order rules.git.TrackedSet keeps (str, not git's bytes)
         rules = IgnoreRules(self.root, settings, tracked)
         if rules.repo is None:
-            self.fallback = "not in a repository"
+            self.fallback = NO_REPOSITORY
             return None
         if rules.root_prefix:
             rules.root_frame(DENY | GITIGNORE)

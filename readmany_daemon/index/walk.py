@@ -20,6 +20,11 @@ Verdicts that depend on git's tracked set wait until the end of the walk (``_set
 during the walk. Memory is ~200 bytes per visible file at 100k files, the tracked set
 (~90 bytes per tracked path) included: per folder, a tuple of names.
 
+The walk stays on one thread. ``os.scandir`` releases the GIL around each ``readdir``
+entry, not once per folder, so two threads listing at once hand the GIL to each other at
+every entry: a two-thread walk of the 100k corpus took 1.5x the wall time and CPU of a
+one-thread walk (``bench/bench_coldlist.py`` measures both in every run).
+
 ``IndexWalk`` holds an index's records and the walk; ``IndexChanges`` (``changes.py``)
 keeps them current and ``Index`` (``model.py``) answers queries from them.
 """

@@ -568,6 +568,43 @@ def test_fallbacks(repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     assert fastlist.start(str(tmp_path / "missing")) is None
 
 
+def test_no_repository_starts_no_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A root in no git work tree lists with the index walk and never starts git (which
+    could only fail there); the answer is the index's, nested repositories included."""
+    plain = tmp_path / "plain"
+    write_tree(
+        plain,
+        {".gitignore": "*.log\n", "a.log": "", "b.py": "", "node_modules/x.js": "", "c/d.txt": ""},
+    )
+    nested = plain / "nested"
+    write_tree(nested, {".gitignore": "*.txt\n", "e.txt": "", "f.py": ""})
+    git(nested, "init", "-q")
+    started: list[list[str]] = []
+    real_call = gitlist.GitCall
+
+    def spy(args: list[str], *rest: object, **kw: object) -> object:
+        started.append(args)
+        return real_call(args, *rest, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gitlist, "GitCall", spy)
+    for filters in FILTERS:
+        job = fastlist.start(str(plain), filters.respect_gitignore, filters.respect_ignore_files)
+        assert job is not None
+        got = job.files(Settings(), filters)
+        assert got == Index.build(str(plain), Settings()).files(filters), filters
+        assert job.fallback is not None
+    assert started == []
+    job = fastlist.start(str(plain))
+    assert job is not None and job.fallback == gitlist.NO_REPOSITORY
+    assert job.files(Settings(), Filters()) == [
+        ".gitignore",
+        "b.py",
+        "c/d.txt",
+        "nested/.gitignore",
+        "nested/f.py",
+    ]
+
+
 def test_cli_files_uses_the_fast_listing(
     repo: Path, capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:
