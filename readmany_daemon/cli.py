@@ -483,10 +483,11 @@ def cmd_lsp(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    """``readmany mcp``: the MCP server on stdio (``mcp.sdk``, imported only here)."""
-    from readmany_daemon.mcp import sdk
+    """``readmany mcp``: the MCP server on stdio (``mcp.front`` answers first while
+    ``mcp.sdk`` loads)."""
+    from readmany_daemon.mcp import front
 
-    return sdk.run(args.root, args.no_daemon)
+    return front.run(args.root, args.no_daemon)
 
 
 def cmd_status(args: argparse.Namespace) -> int:

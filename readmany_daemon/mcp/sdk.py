@@ -121,12 +121,22 @@ def build_server(app: ReadManyMcp) -> Any:
     return legacy
 
 
-async def serve(app: ReadManyMcp) -> None:
-    """Serve ``app`` over stdio with the SDK's low-level server until the client closes."""
+def load() -> None:
+    """Import what serving needs (``mcp/front.py`` calls it in its loader thread)."""
+    import anyio.to_thread  # noqa: F401
+    import mcp.server.lowlevel
+    import mcp.server.stdio
+    import mcp.types  # noqa: F401
+
+
+async def serve(app: ReadManyMcp, stdin: Any = None, stdout: Any = None) -> None:
+    """Serve ``app`` with the SDK's low-level server until the client closes: over the
+    process's stdio, or over ``stdin`` (async iterable of lines) and ``stdout`` (async
+    ``write``/``flush`` of text) when given (``mcp/front.py``'s hand-over)."""
     from mcp.server.stdio import stdio_server
 
     server = build_server(app)
-    async with stdio_server() as (read_stream, write_stream):
+    async with stdio_server(stdin, stdout) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 

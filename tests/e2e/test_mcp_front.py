@@ -1,0 +1,160 @@
+"""``readmany mcp``'s front stage end to end (``mcp/front.py``): raw newline-delimited
+JSON-RPC over the real process's pipes, as a client writes it.
+
+- Pipelined messages (initialize, initialized, tools/list, tools/call, ping in one write)
+  get every answer, initialize and tools/list first, byte for byte what the SDK alone answers
+  (``READMANY_MCP_FRONT=0``), for protocol versions the front stage answers and for
+  ones it leaves to the SDK.
+- ``roots/list`` is still asked by the SDK after the hand-over.
+- ``initialize`` and ``tools/list`` are answered while the SDK is held back
+  (``READMANY_MCP_SDK_GATE``: the loader waits on a FIFO before importing it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import write_tree
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    write_tree(root, {"a.py": "print('a')\n", "src/b.py": "print('b')\n"})
+    return root
+
+
+def _init(version: str, roots: bool = False) -> dict[str, Any]:
+    caps: dict[str, Any] = {"roots": {"listChanged": True}} if roots else {}
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": caps,
+            "clientInfo": {"name": "test", "version": "0"},
+        },
+    }
+
+
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+TOOLS_CALL = {
+    "jsonrpc": "2.0",
+    "id": 3,
+    "method": "tools/call",
+    "params": {"name": "read_many_files", "arguments": {"paths": ["a.py", "src/b.py"]}},
+}
+PING = {"jsonrpc": "2.0", "id": 4, "method": "ping"}
+
+
+def _start(env: dict[str, str], *args: str, cwd: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "readmany_daemon", "mcp", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+    )
+
+
+def _send(proc: subprocess.Popen[bytes], *messages: dict[str, Any]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+    proc.stdin.flush()
+
+
+def _line(proc: subprocess.Popen[bytes]) -> bytes:
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line, "the server closed stdout"
+    return line
+
+
+def _finish(proc: subprocess.Popen[bytes]) -> str:
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.close()
+    err = proc.stderr.read().decode(errors="replace")
+    assert proc.wait(60) == 0, err
+    proc.stdout.close()
+    proc.stderr.close()
+    return err
+
+
+def _pipelined(env: dict[str, str], tree: Path, version: str, front: bool) -> list[bytes]:
+    env = {**env, "READMANY_MCP_FRONT": "1" if front else "0"}
+    proc = _start(env, "--root", str(tree), cwd=tree)
+    _send(proc, _init(version), INITIALIZED, TOOLS_LIST, TOOLS_CALL, PING)
+    # The clock names the process's index instance: the one part that differs per run.
+    lines = [re.sub(rb'"clock":"[^"]*"', b'"clock":""', _line(proc)) for _ in range(4)]
+    err = _finish(proc)
+    assert "otherwise than the front stage" not in err, err
+    return lines
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25", "1999-01-01"])
+def test_pipelined_messages_are_answered_in_order_as_the_sdk_answers(
+    env: dict[str, str], tree: Path, version: str
+) -> None:
+    with_front = _pipelined(env, tree, version, front=True)
+    sdk_only = _pipelined(env, tree, version, front=False)
+    # initialize, then tools/list; the SDK runs tools/call and ping concurrently, so
+    # either may come first (as without the front stage).
+    assert [json.loads(line)["id"] for line in with_front[:2]] == [1, 2]
+    by_id = {json.loads(line)["id"]: line for line in with_front}
+    assert set(by_id) == {1, 2, 3, 4}
+    call = json.loads(by_id[3])["result"]
+    assert not call["isError"] and "print('b')" in call["content"][0]["text"]
+    assert by_id == {json.loads(line)["id"]: line for line in sdk_only}
+    assert with_front[:2] == sdk_only[:2]
+
+
+def test_the_sdk_asks_the_clients_roots_after_the_hand_over(
+    env: dict[str, str], tree: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = _start(env, cwd=elsewhere)  # no --root: the client's roots, then the cwd
+    listing = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "list_files", "arguments": {}},
+    }
+    _send(proc, _init("2025-06-18", roots=True), INITIALIZED, listing)
+    assert json.loads(_line(proc))["id"] == 1
+    ask = json.loads(_line(proc))
+    assert ask["method"] == "roots/list"
+    _send(proc, {"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": [{"uri": tree.as_uri()}]}})
+    answer = json.loads(_line(proc))
+    assert answer["id"] == 3
+    assert answer["result"]["structuredContent"]["total"] == 2
+    _finish(proc)
+
+
+def test_initialize_and_tools_list_are_answered_before_the_sdk_loads(
+    env: dict[str, str], tree: Path, tmp_path: Path
+) -> None:
+    gate = tmp_path / "sdk-gate"
+    os.mkfifo(gate)
+    proc = _start({**env, "READMANY_MCP_SDK_GATE": str(gate)}, "--root", str(tree), cwd=tree)
+    _send(proc, _init("2025-06-18"), INITIALIZED, TOOLS_LIST, TOOLS_CALL)
+    assert json.loads(_line(proc))["result"]["serverInfo"]["name"] == "readmany"
+    assert len(json.loads(_line(proc))["result"]["tools"]) == 3
+    # The loader still waits at the gate, before importing the SDK: a FIFO opens for
+    # writing without blocking only while a reader holds it (else ENXIO).
+    fd = os.open(gate, os.O_WRONLY | os.O_NONBLOCK)
+    os.close(fd)  # the loader reads the end of the FIFO: the SDK loads now
+    answer = json.loads(_line(proc))
+    assert answer["id"] == 3 and not answer["result"]["isError"]
+    _finish(proc)
