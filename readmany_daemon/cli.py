@@ -6,7 +6,8 @@ Whether the warm daemon or this process answers, and when the daemon is started,
 Exit codes: 0 answered (per-file problems never change it); 2 usage errors and invalid
 params, one line on stderr; 1 the answer could not be produced.
 
-This module stays light: the one-shot path imports neither pygls nor watchdog.
+This module stays light: the one-shot path imports neither pygls nor watchdog, nor
+``argparse`` (``quickargs`` parses the common ``read`` lines) nor ``json`` (``quickjson``).
 """
 
 from __future__ import annotations
