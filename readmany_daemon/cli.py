@@ -6,24 +6,24 @@ Whether the warm daemon or this process answers, and when the daemon is started,
 Exit codes: 0 answered (per-file problems never change it); 2 usage errors and invalid
 params, one line on stderr; 1 the answer could not be produced.
 
-This module stays light: the one-shot path imports neither pygls nor watchdog.
+This module stays light: the one-shot path imports neither pygls nor watchdog, nor
+``argparse`` (``quickargs`` parses the common ``read`` lines) nor ``json`` (``quickjson``).
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import json
 import os
 import sys
-from collections.abc import Sequence
 
-from readmany_daemon import __version__
+from readmany_daemon import __version__, quickjson
 from readmany_daemon.errors import InvalidParams, ReadManyError, UsageError
+from readmany_daemon.quickargs import ReadArgs, parse_read
 from readmany_daemon.route import ask_daemon, autostart, cli_root, say
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~2 ms)
 if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
     from typing import Any, NoReturn
 
 EXIT_OK = 0
@@ -36,37 +36,49 @@ class _UsageLine(UsageError):
     """A usage error already worded as its stderr line (``PROG: message``)."""
 
 
-class _Formatter(argparse.HelpFormatter):
-    """argparse's help layout, its width found without ``shutil`` (which argparse
-    imports to build every parser, with ``bz2`` and ``lzma``: ~3 ms of a one-shot
-    call): ``$COLUMNS``, else the terminal's width, else 80, as
-    ``shutil.get_terminal_size`` finds it."""
+def _parser_class() -> type[argparse.ArgumentParser]:
+    """The parser class of :func:`build_parser`, made on first use: ``argparse`` is
+    imported only when a command line is not one ``quickargs.parse_read`` recognises
+    (~4 ms of a one-shot call, with ``re``, ``gettext`` and ``locale``)."""
+    import argparse
 
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24) -> None:
-        try:
-            width = int(os.environ.get("COLUMNS", ""))
-        except ValueError:
-            width = 0
-        if width <= 0:
+    class _Formatter(argparse.HelpFormatter):
+        """argparse's help layout, its width found without ``shutil`` (which argparse
+        imports to build every parser, with ``bz2`` and ``lzma``: ~3 ms of a one-shot
+        call): ``$COLUMNS``, else the terminal's width, else 80, as
+        ``shutil.get_terminal_size`` finds it."""
+
+        def __init__(
+            self, prog: str, indent_increment: int = 2, max_help_position: int = 24
+        ) -> None:
             try:
-                width = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-            except (AttributeError, ValueError, OSError):
+                width = int(os.environ.get("COLUMNS", ""))
+            except ValueError:
                 width = 0
-        super().__init__(prog, indent_increment, max_help_position, width or 80)
+            if width <= 0:
+                try:
+                    width = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+                except (AttributeError, ValueError, OSError):
+                    width = 0
+            super().__init__(prog, indent_increment, max_help_position, width or 80)
 
+    class _Parser(argparse.ArgumentParser):
+        """argparse that raises instead of printing usage and exiting, so every usage
+        error becomes one line on stderr (``readmany: read: argument …``) and exit 2."""
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of printing usage and exiting, so every usage error
-    becomes one line on stderr (``readmany: read: argument …``) and exit code 2."""
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("formatter_class", _Formatter)
+            super().__init__(*args, **kwargs)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", _Formatter)
-        super().__init__(*args, **kwargs)
+        def error(self, message: str) -> NoReturn:
+            # Every line starts "readmany: " (scripts match it); a command's own errors
+            # name it.
+            command = self.prog.partition(" ")[2]
+            raise _UsageLine(
+                f"readmany: {command}: {message}" if command else f"readmany: {message}"
+            )
 
-    def error(self, message: str) -> NoReturn:
-        # Every line starts "readmany: " (scripts match it); a command's own errors name it.
-        command = self.prog.partition(" ")[2]
-        raise _UsageLine(f"readmany: {command}: {message}" if command else f"readmany: {message}")
+    return _Parser
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -106,11 +118,12 @@ def _add_filter_flags(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
-    parser = _Parser(
+    parser_class = _parser_class()
+    parser = parser_class(
         prog="readmany", description="Read many files at once, exactly, within budgets."
     )
     parser.add_argument("--version", action="version", version=f"readmany {__version__}")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", parser_class=parser_class)
 
     r = sub.add_parser("read", help="read files, folders and globs; print llmContent")
     r.add_argument("paths", nargs="*", metavar="PATH", help="paths, folders or glob patterns")
@@ -231,14 +244,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read_params(args: argparse.Namespace) -> dict[str, Any]:
+def _read_params(args: argparse.Namespace | ReadArgs) -> dict[str, Any]:
     """ReadManyParams (canonical names) from ``--params`` overridden by flags."""
     params: dict[str, Any] = {}
     if args.params:
         from readmany_daemon.wire.decode import fold_read_params
 
         try:
-            raw = json.loads(args.params)
+            raw = quickjson.loads(args.params)
         except ValueError as exc:
             raise InvalidParams(f"invalid params: --params is not JSON: {exc}", "$") from None
         params = fold_read_params(raw)
@@ -294,10 +307,10 @@ def _known_file(name: str) -> list[Any]:
     read or holds neither; the receipts themselves are checked with the request."""
     try:
         if name == "-":
-            raw = json.load(sys.stdin)
+            raw = quickjson.loads(sys.stdin.read())
         else:
             with open(name, encoding="utf-8") as f:
-                raw = json.load(f)
+                raw = quickjson.loads(f.read())
     except (OSError, ValueError) as exc:
         raise InvalidParams(f"invalid params: --known {name}: {exc}", "--known") from None
     if isinstance(raw, dict) and isinstance(raw.get("files"), list):
@@ -360,7 +373,7 @@ def _write_parts(parts: Sequence[str | bytes | bytearray]) -> None:
         raise _OutputError(str(exc)) from None
 
 
-def cmd_read(args: argparse.Namespace) -> int:
+def cmd_read(args: argparse.Namespace | ReadArgs) -> int:
     """``readmany read``: print ``llmContent`` (or the whole result with ``--json``)."""
     raw = _read_params(args)
     asked = ask_daemon(
@@ -368,7 +381,7 @@ def cmd_read(args: argparse.Namespace) -> int:
     )
     if (answer := asked.answer) is not None:
         if args.json:
-            _write(json.dumps(answer, ensure_ascii=False, separators=(",", ":")) + "\n")
+            _write(quickjson.dumps(answer) + "\n")
         elif (content := asked.content) is not None:
             # The daemon's bytes as they came (a content frame): no decode, no copy.
             _write_parts([content] if content.endswith(b"\n") else [content, b"\n"])
@@ -504,6 +517,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     finally:
         client.exit()
     if args.json:
+        import json
+
         _write(json.dumps(status, ensure_ascii=False, indent=2) + "\n")
         return EXIT_OK
     cache = status.get("cache", {})
@@ -546,8 +561,13 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code."""
+    """Run the CLI; returns the exit code. A common ``read`` command line is parsed by
+    ``quickargs.parse_read`` (no argparse: the warm one-shot path), any other by
+    :func:`parse_args`, to the same arguments."""
     try:
+        quick = parse_read(sys.argv[1:] if argv is None else argv)
+        if quick is not None:
+            return cmd_read(quick)
         args = parse_args(argv)
         return COMMANDS[args.command](args)
     except _UsageLine as exc:
@@ -573,5 +593,7 @@ def _drop_stdout() -> None:
     """Point standard output at /dev/null: what its buffer still holds would fail again
     when the interpreter flushes it on exit (exit 120 and a second message)."""
     if sys.stdout is not None:
-        with contextlib.suppress(OSError, ValueError):
+        try:  # noqa: SIM105 (contextlib costs the warm path collections, functools)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass  # no descriptor to point anywhere: nothing will be flushed to it

@@ -6,8 +6,9 @@ UTF-8 JSON body) over a unix or TCP socket. A session is ``initialize`` →
 
 The warm ``readmany read`` must cost at most two ``python -c pass``, so this module is
 the whole of what that path imports besides the CLI: neither pygls (~0.4 s) nor watchdog,
-nor msgspec (~20 ms; the stdlib ``json`` encodes here, and decodes all but a body of
-``MSGSPEC_BODY_BYTES``), nor ``socket`` (its enum tables
+nor msgspec (~20 ms; ``quickjson``, the C codec of the stdlib's ``json`` without the
+``json`` package and its ``re``, encodes here, and decodes all but a body of
+``MSGSPEC_BODY_BYTES``), nor ``contextlib``, nor ``socket`` (its enum tables
 and ``selectors``; the C ``_socket`` does the same work). The socket path rules
 (PROTOCOL §1) live here for the same reason; ``daemon`` re-exports and documents them.
 """
@@ -15,12 +16,11 @@ and ``selectors``; the C ``_socket`` does the same work). The socket path rules
 from __future__ import annotations
 
 import _socket
-import contextlib
-import json
 import os
 
 # Re-exported: ``mcp_server`` and ``server`` import it from here until integration.
 from readmany_daemon.paths import path_to_uri as path_to_uri
+from readmany_daemon.quickjson import dumps, loads
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~2 ms)
 if TYPE_CHECKING:
@@ -39,7 +39,8 @@ CONTENT_FRAME_TYPE = b"text/plain; charset=utf-8"
 
 
 def decode_body(body: bytes | bytearray) -> Any:
-    """JSON ``body`` (UTF-8) as builtins: ``json.loads`` for a small body, ``msgspec.json``
+    """JSON ``body`` (UTF-8) as builtins: ``json.loads`` for a small body (through
+    ``quickjson.loads``: the same C scanner, the same result), ``msgspec.json``
     for one of ``MSGSPEC_BODY_BYTES`` or more (the same builtins; a body msgspec refuses,
     with a lone-surrogate escape such as ``\\udc80``, goes to ``json.loads``). Raises
     ``ValueError`` for a body that is not JSON."""
@@ -50,7 +51,7 @@ def decode_body(body: bytes | bytearray) -> Any:
             return msgspec.json.decode(body)
         except msgspec.DecodeError:
             pass  # a lone surrogate (json.loads keeps it) or not JSON (it says so)
-    return json.loads(body)
+    return loads(body)
 
 
 def runtime_dir(environ: Any = None) -> str:
@@ -241,9 +242,7 @@ class Client:
     def send(self, message: dict[str, Any]) -> None:
         """Write one JSON-RPC ``message`` with LSP framing (``Content-Length``). Raises
         ``ConnectionClosed`` when the daemon went away."""
-        body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode(
-            "utf-8", "surrogatepass"
-        )
+        body = dumps(message).encode("utf-8", "surrogatepass")
         try:
             self._sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
         except (BrokenPipeError, ConnectionResetError):
@@ -410,8 +409,10 @@ class Client:
 
     def exit(self) -> None:
         """Send ``exit`` and close (the connection only; the daemon goes on)."""
-        with contextlib.suppress(OSError):  # already gone: nothing to end
+        try:  # noqa: SIM105 (contextlib costs the warm path collections, functools)
             self.notify("exit")
+        except OSError:
+            pass  # already gone: nothing to end
         self.close()
 
     def close(self) -> None:

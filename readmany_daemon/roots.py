@@ -19,10 +19,13 @@ path resolves ``--root`` through ``route``).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 
 from readmany_daemon.errors import RootNotFound
 from readmany_daemon.paths import is_inside, path_to_uri, uri_to_path
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 class Root:

@@ -12,18 +12,30 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from readmany_daemon.client import connect_pipelined
 from tests.e2e.daemon_helpers import Daemon, cli, fresh_daemon
 
 daemon = fresh_daemon  # the fixture (tests/e2e/daemon_helpers.py)
 
+REPO = Path(__file__).resolve().parents[2]
+
 #: Modules a warm one-shot ``readmany read`` must not load (each costs its budget
-#: milliseconds: typing ~2, dataclasses ~5, shutil ~3, msgspec ~20, pygls ~400).
-HEAVY = ("typing", "dataclasses", "inspect", "shutil", "msgspec", "pygls", "watchdog")
+#: milliseconds: typing ~2, dataclasses ~5, shutil ~3, msgspec ~20, pygls ~400; argparse
+#: and json ~4 with what they import: re, enum, functools, collections, gettext, locale;
+#: contextlib pulls collections and functools).
+HEAVY = (
+    "typing", "dataclasses", "inspect", "shutil", "msgspec", "pygls", "watchdog",
+    "argparse", "json", "re", "enum", "functools", "collections", "contextlib", "gettext",
+    "locale",
+)  # fmt: skip
 
 #: Text with what JSON escapes (quotes, backslashes, tabs, control characters), non-ASCII
 #: and astral characters, and a line without its newline.
@@ -37,12 +49,21 @@ def _tree(root: Path) -> None:
     (root / "big.txt").write_text("line é\n" * 200_000, encoding="utf-8")  # ~1.4 MB
 
 
-def test_warm_read_loads_only_light_modules(daemon: Daemon, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "flags",
+    [(), ("--json",), ("--line-numbers", "--max-total-chars", "100000", "--no-gitignore")],
+)
+def test_warm_read_loads_only_light_modules(
+    daemon: Daemon, tmp_path: Path, flags: tuple[str, ...]
+) -> None:
+    """``python -S``: the interpreter alone loads none of the modules checked, so each
+    one found was loaded by the read (site's own imports would hide ``re``)."""
     root = tmp_path / "ws"
     _tree(root)
     daemon.start()
     code = (
-        "import json, sys\n"
+        "import sys\n"
+        "before = set(sys.modules)\n"
         "from readmany_daemon import cli\n"
         "asked = []\n"
         "def ask(*a, **k):\n"
@@ -50,14 +71,18 @@ def test_warm_read_loads_only_light_modules(daemon: Daemon, tmp_path: Path) -> N
         "    return asked[-1]\n"
         "ask.__wrapped__ = cli.ask_daemon\n"
         "cli.ask_daemon = ask\n"
-        f"rc = cli.main(['read', '--root', {str(root)!r}, 'a.py'])\n"
-        "by_daemon = asked[0].answer is not None and asked[0].content is not None\n"
-        "print(json.dumps([rc, by_daemon, sorted({m.partition('.')[0] for m in sys.modules})]),"
-        " file=sys.stderr)\n"
+        f"rc = cli.main(['read', '--root', {str(root)!r}, 'a.py', *{flags!r}])\n"
+        "by_daemon = asked[0].answer is not None\n"
+        "framed = asked[0].content is not None\n"
+        "tops = sorted({m.partition('.')[0] for m in set(sys.modules) - before})\n"
+        "import json\n"
+        "print(json.dumps([rc, by_daemon, framed, tops]), file=sys.stderr)\n"
     )
+    env = dict(daemon.env)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     proc = subprocess.run(
-        [sys.executable, "-c", code],
-        env=daemon.env,
+        [sys.executable, "-S", "-c", code],
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,
@@ -65,10 +90,14 @@ def test_warm_read_loads_only_light_modules(daemon: Daemon, tmp_path: Path) -> N
     )
     assert proc.returncode == 0, proc.stderr
     assert "print('a')" in proc.stdout
-    rc, by_daemon, tops = json.loads(proc.stderr.strip().splitlines()[-1])
+    rc, by_daemon, framed, tops = json.loads(proc.stderr.strip().splitlines()[-1])
     assert rc == 0
-    assert by_daemon  # answered by the daemon, in a content frame
+    assert by_daemon  # answered by the daemon
+    assert framed == ("--json" not in flags)  # the text in a content frame
+    assert "readmany_daemon" in tops  # the snapshot was taken before the read
     assert [m for m in HEAVY if m in tops] == []
+    if "--json" in flags:
+        assert json.loads(proc.stdout)["files"][0]["path"] == "a.py"
 
 
 def test_content_frames_carry_the_same_text(daemon: Daemon, tmp_path: Path) -> None:
@@ -87,9 +116,14 @@ def test_content_frames_carry_the_same_text(daemon: Daemon, tmp_path: Path) -> N
         assert answer["llmContent"] == ""
         assert bytes(content) == usual["llmContent"].encode("utf-8")
         assert TRICKY.encode("utf-8") in content
-        assert {k: v for k, v in answer.items() if k != "llmContent"} == {
-            k: v for k, v in usual.items() if k != "llmContent"
-        }
+
+        # The same answer but llmContent; a file's ``source`` says where this read took
+        # it from (the first read may find a file too fresh to cache: disk, then cache).
+        def rest(result: dict[str, Any]) -> dict[str, Any]:
+            files = [{k: v for k, v in f.items() if k != "source"} for f in result["files"]]
+            return {**{k: v for k, v in result.items() if k != "llmContent"}, "files": files}
+
+        assert rest(answer) == rest(usual)
         # Other methods on a framed connection are plain JSON-RPC.
         status = framed.request("readMany/status")
         assert framed.take_content() is None and status["connections"] >= 2
