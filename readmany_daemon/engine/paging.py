@@ -109,32 +109,68 @@ def _fingerprint(items: Items, region: Iterable[int]) -> tuple[int, int]:
     return count, total % (1 << 64)
 
 
+def _changed_since(
+    ws: Workspace, items: Items, region: list[int], since: int, folders: dict[str, int] | None
+) -> tuple[list[tuple[int, int]], int, int]:
+    """The files of ``region`` changed since ``since`` (ns), with their key hashes (also
+    when one of their folders changed, when ``folders`` is given: its cache), and how
+    many others there are and the sum of their key hashes."""
+    candidates: list[tuple[int, int]] = []
+    kept = kept_total = 0
+    for i in region:
+        h = key_hash(items.key(i))
+        rel = items[i].rel or ""
+        try:
+            ctime = os.lstat(ws.abspath(rel)).st_ctime_ns
+        except OSError:
+            ctime = 0
+        if ctime < since and folders is not None:
+            ctime = _folders_ctime(ws, rel, folders)
+        if ctime >= since:
+            candidates.append((i, h))
+        else:
+            kept, kept_total = kept + 1, kept_total + h
+    return candidates, kept, kept_total
+
+
+def _folders_ctime(ws: Workspace, rel: str, seen: dict[str, int]) -> int:
+    """The latest ``st_ctime`` (ns) of the folders holding ``rel`` below the root, each
+    folder's read once per call (``seen``); 0 when none can be read."""
+    latest = 0
+    folder = rel.rpartition("/")[0]
+    while folder:
+        ctime = seen.get(folder)
+        if ctime is None:
+            try:
+                ctime = os.lstat(ws.abspath(folder)).st_ctime_ns
+            except OSError:
+                ctime = 0
+            seen[folder] = ctime
+        latest = max(latest, ctime)
+        folder = folder.rpartition("/")[0]
+    return latest
+
+
 def created_files(ws: Workspace, items: Items, cont: Continuation) -> list[int]:
     """Files created since the cursor's page in the part of the order it had delivered
     (a rename into it too), to be named in a notice: never delivered by the chain.
 
     The cursor holds how many files that part held and the sum of their key hashes.
     When they still match, nothing was created there. Otherwise the files whose inode
-    changed since the page (``st_ctime``) are the candidates, and the subset of them
-    that makes the counts match again is what was there before; when no subset does
-    (files were deleted there too) every candidate is named."""
+    changed since the page (``st_ctime``) are the candidates (also those whose folder
+    did, when there are more files than those explain: a folder moved in), and the
+    subset of them that makes the counts match again is what was there before; when
+    no subset does (files were deleted there too) every candidate is named."""
     at = cont.position
     region = list(_region(items, items.first_after(at.after), found(items, at.beyond)))
     if _fingerprint(items, region) == (at.count, at.total):
         return []
     # A file created there since has changed since; the others changed may be edits.
-    candidates: list[tuple[int, int]] = []
-    kept = kept_total = 0
-    for i in region:
-        h = key_hash(items.key(i))
-        try:
-            ctime = os.lstat(ws.abspath(items[i].rel or "")).st_ctime_ns
-        except OSError:
-            ctime = 0
-        if ctime >= at.since:
-            candidates.append((i, h))
-        else:
-            kept, kept_total = kept + 1, kept_total + h
+    # A folder moved or renamed into the part keeps its files' times, not its own: when
+    # more files are there than changed ones explain, the folders' times count too.
+    candidates, kept, kept_total = _changed_since(ws, items, region, at.since, None)
+    if len(candidates) < len(region) - at.count:
+        candidates, kept, kept_total = _changed_since(ws, items, region, at.since, {})
     new = len(candidates) - (at.count - kept)
     want = (sum(h for _, h in candidates) - (at.total - kept_total)) % (1 << 64)
     if new == 1:  # the common case, among any number of edited files

@@ -126,6 +126,28 @@ def test_a_rename_is_a_delete_and_a_create(tmp_path: Path) -> None:
     assert "src/m03b.py" in pages[1].created_paths
 
 
+def test_a_folder_moved_in_behind_is_named_with_its_files(tmp_path: Path) -> None:
+    """Files moved in with their folder keep their own times: the folder's tells."""
+    names = [f"src/pkg/m{i:02}.py" for i in range(30)]
+    write_tree(tmp_path, {name: "".join(f"v{n} = {n}\n" for n in range(25)) for name in names})
+    write_tree(tmp_path, {"src/pkg/zz_sub/one.py": "q = 1\n", "src/pkg/zz_sub/two.py": "q = 2\n"})
+    write_tree(tmp_path, {"stash/aaa_dir/three.py": "q = 3\n"})
+    settle()
+
+    def move(page: int) -> None:
+        if page == 1:
+            os.rename(tmp_path / "src/pkg/zz_sub", tmp_path / "src/pkg/aa_sub")  # ahead → behind
+            os.rename(tmp_path / "stash/aaa_dir", tmp_path / "src/pkg/aaa_dir")  # from outside
+
+    pages = follow(tmp_path, {"paths": ["src/**/*.py"]}, move)
+    got = delivered(pages)
+    once(got)
+    named = [p for r in pages for p in (r.created_paths or [])]
+    moved = {"src/pkg/aa_sub/one.py", "src/pkg/aa_sub/two.py", "src/pkg/aaa_dir/three.py"}
+    assert moved <= set(got) | set(named), (got, named)
+    assert set(names) <= set(got)
+
+
 def test_an_edited_file_behind_is_not_named_as_created(tmp_path: Path) -> None:
     py_tree(tmp_path)
 
