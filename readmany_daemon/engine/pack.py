@@ -83,6 +83,9 @@ class PackPlan:
 #: A file is included partially under ``maxTotalTokens`` only when at least this many
 #: tokens are left for its content: fewer would show little beyond its cut notice.
 MIN_PARTIAL_TOKENS = 48
+#: The fewest characters a cut file with ``lineNumbers`` can show: one character after
+#: its number, right-aligned in six columns, and a tab.
+MIN_PARTIAL_NUMBERED = 8
 #: Tokens counted for one file's framing while packing (beside the o200k count of its
 #: label); the answer's exact sum is checked after rendering (``answer``).
 FRAME_TOKENS = 12
@@ -123,7 +126,8 @@ def choose_plan(
     ``packing: "outlines"`` packs in request order, then gives the files after the stop
     their outlines from ``outliner`` (:func:`extend_plan`)."""
     totals = (params.max_total_files, params.max_total_chars)
-    plan = _pack(active, loads, *totals, "request-order", tokens)
+    least = MIN_PARTIAL_NUMBERED if params.line_numbers else 1
+    plan = _pack(active, loads, *totals, "request-order", tokens, least)
     if params.packing == "outlines":
         if outliner is not None and plan.stop < len(active):
             extend_plan(plan, loads, params.max_total_chars, tokens, outliner)
@@ -142,7 +146,7 @@ def choose_plan(
             by_size = sorted(active, key=lambda i: (_size_hint(ws, items[i], loads.peek(i)), i))
             if tokens is not None:
                 tokens.by_size = by_size
-        alt = _pack(by_size, loads, *totals, "smallest-first", tokens)
+        alt = _pack(by_size, loads, *totals, "smallest-first", tokens, least)
         if params.packing == "smallest-first" or alt.full_success > plan.full_success:
             switched = params.packing == "auto"
             plan = alt
@@ -226,10 +230,12 @@ def _pack(
     max_chars: int,
     strategy: str,
     tokens: TokenBudget | None = None,
+    least: int = 1,
 ) -> PackPlan:
     """Include whole blocks in ``order`` while the totals hold (``tokens`` too, when
     given: each file costs its content's and its framing's tokens); the first block that
-    does not fit may be included partially (at most one); every file after it is omitted
+    does not fit may be included partially (at most one, when at least ``least``
+    characters are left for it); every file after it is omitted
     (block-safe packing, seed 001). Errors and skipped entries cost nothing. Entries
     after the stop are never loaded."""
     included: list[int] = []
@@ -258,7 +264,11 @@ def _pack(
         left: int | None = None
         if tokens is not None:
             left = tokens.limit - used - (token_cost - (lo.tokens or 0))  # less its framing
-        if files < max_files and chars < max_chars and (left is None or left >= MIN_PARTIAL_TOKENS):
+        if (
+            files < max_files
+            and max_chars - chars >= least
+            and (left is None or left >= MIN_PARTIAL_TOKENS)
+        ):
             partial = (i, max_chars - chars)
         plan = PackPlan(strategy, order, pos, included, partial, full_success, full_count)
         plan.partial_tokens = left if partial is not None else None

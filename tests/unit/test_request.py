@@ -373,3 +373,15 @@ def test_offset_past_the_end_is_out_of_range(tmp_path: Path) -> None:
         ("empty.txt", "ok", None),
     ]
     assert "offset 3 is past the end of f.txt (2 lines)" in (r.files[0].message or "")
+
+
+def test_line_numbers_never_take_content_past_max_total_chars(tmp_path: Path) -> None:
+    """A cut file shows at least one character after its number: where fewer characters
+    are left than that takes, it is omitted instead of cut (maxTotalChars holds)."""
+    ws = tree(tmp_path, {f"f{i}.py": "".join(f"x{n} = {n}\n" for n in range(40)) for i in range(7)})
+    for limit in (1, 7, 8, 50, 104):
+        r = ask(ws, paths=["*.py"], lineNumbers=True, maxTotalChars=limit, perFileMaxTokens=10)
+        assert r.summary.total_chars <= limit, (limit, r.summary)
+    r = ask(ws, paths=["*.py"], lineNumbers=True, maxTotalChars=1)
+    assert r.summary.read == 0 and r.next_cursor
+    assert ask(ws, paths=["*.py"], lineNumbers=True, maxTotalChars=8).files[0].chars == 8
