@@ -156,7 +156,8 @@ def notice_lines(pieces: Sequence[Piece], notices: Notices, framed_errors: bool)
         outlined = len(omitted) - len(named)
         if outlined:
             head += f", {outlined} of them given as outlines above (structure only, not read)"
-        line, used = _named_line(head, names, n_omitted, room, False)
+        # The outlined are counted in the head; the names and "N more" are the others.
+        line, used = _named_line(head, names, n_omitted - outlined, room, False)
         lines.append(line)
         room -= used
     if notices.cursor:

@@ -220,3 +220,22 @@ def test_a_warm_answer_does_not_parse_again(
     # Kept with the content cache's entries (its derived slot), not only per workspace.
     third = ask(tmp_path, Workspace.open(str(tmp_path), Settings(), cache=cache), **params)
     assert len(made) == cold and shape(third) == shape(first)
+
+
+def test_omission_counts_add_up_with_outlines(tmp_path: Path) -> None:
+    """Outlined files are counted once, in the head; the names shown and "N more" are
+    the others: together they are the omitted count (PROTOCOL §4)."""
+    import re
+
+    code = "".join(f"def f{n}(x):\n    return x * {n}\n\n" for n in range(60))
+    write_tree(tmp_path, {f"pkg/m{i:03}.py": code for i in range(150)})
+    r = ask(tmp_path, paths=["pkg/*.py"], packing="outlines", maxTotalFiles=3, maxTotalChars=20000)
+    m = re.search(
+        r"\[Omitted (\d+) file\(s\)[^\]]*?, (\d+) of them given as outlines above"
+        r" \(structure only, not read\): (.*?)(?:, and (\d+) more)?\.\]",
+        r.llm_content,
+    )
+    assert m, r.llm_content[-2000:]
+    total, outlined, names, more = int(m[1]), int(m[2]), m[3].split(", "), int(m[4] or 0)
+    assert outlined >= 1 and total == r.summary.omitted
+    assert len(names) + more + outlined == total
