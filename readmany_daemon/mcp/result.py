@@ -109,6 +109,38 @@ def _total(text: str, structure: Mapping[str, Any], blocks: list[dict[str, Any]]
     return count_tokens(_compact(result))
 
 
+#: What ``_fit_files`` leaves the content blocks and the notices when it trims.
+_FILES_ROOM = 1000
+
+
+def _fit_files(text: str, structure: dict[str, Any], ceiling: int) -> None:
+    """Keep ``structure`` within ``ceiling`` tokens with the text: when its ``files``
+    would push the whole result over (thousands of missing paths, each with its
+    message), the entries that carry no content (errors, skipped) are left out from the
+    end, and ``filesLeftOut`` says how many. The text names them and the summary counts
+    them; entries with content are all kept."""
+    limit = ceiling - _FILES_ROOM
+    if _total(text, structure, []) <= limit:
+        return
+    files: list[dict[str, Any]] = structure["files"]
+    shown = {"ok", "partial", "unchanged"}
+    droppable = [k for k, f in enumerate(files) if f.get("status") not in shown]
+
+    def trimmed(n: int) -> list[dict[str, Any]]:
+        gone = set(droppable[len(droppable) - n :]) if n else set()
+        return [f for k, f in enumerate(files) if k not in gone]
+
+    low, high = 0, len(droppable)  # the fewest to leave out is in (low, high]
+    while high - low > 1:
+        mid = (low + high) // 2
+        if _total(text, {**structure, "files": trimmed(mid), "filesLeftOut": mid}, []) <= limit:
+            high = mid
+        else:
+            low = mid
+    structure["files"] = trimmed(high)
+    structure["filesLeftOut"] = high
+
+
 def read_result(
     answer: Mapping[str, Any], root: str, ceiling: int = RESULT_MAX_TOKENS
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -119,6 +151,7 @@ def read_result(
     room for the notice (naming them all, the longest it can be) is kept first."""
     text = answer.get("llmContent", "")
     structure = structured(answer)
+    _fit_files(text, structure, ceiling)
     attachments = list(answer.get("attachments") or [])
     if not attachments:
         return [{"type": "text", "text": text}], structure

@@ -350,7 +350,10 @@ def tool_definitions(settings: Settings | None = None) -> list[dict[str, Any]]:
             "description": READ_DESCRIPTION,
             "inputSchema": read_input_schema(settings),
             "outputSchema": output_schema(
-                messages.ReadManyResult, READ_STRUCTURED, drop={"Attachment": ("data",)}
+                messages.ReadManyResult,
+                READ_STRUCTURED,
+                extra={"filesLeftOut": {"type": "integer"}},
+                drop={"Attachment": ("data",)},
             ),
             "annotations": hints,
             "_meta": {"anthropic/maxResultSizeChars": MAX_RESULT_SIZE_CHARS},

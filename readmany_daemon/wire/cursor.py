@@ -45,10 +45,10 @@ MAX_CURSOR_CHARS = 1000
 #: The payload format; tokens of another one are refused naming ``$.cursor``.
 VERSION = 2
 
-#: Decompressed payloads larger than this are not cursors this daemon issued.
+#: Decompressed payloads larger than this are not cursors readmany issued.
 _MAX_PAYLOAD = 1 << 20
 
-_NOT_OURS = "invalid params: cursor is not a cursor this daemon issued"
+_NOT_OURS = "invalid params: cursor is not a cursor readmany issued"
 
 
 def key_order(key: Key) -> tuple[int, bytes]:
@@ -192,7 +192,7 @@ def encode_cursor(
 
 
 def decode_cursor(token: str) -> Continuation:
-    """The ``Continuation`` of a cursor this daemon issued; raises ``InvalidParams``
+    """The ``Continuation`` of a cursor readmany issued; raises ``InvalidParams``
     naming ``$.cursor`` for anything else."""
     try:
         packed = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))

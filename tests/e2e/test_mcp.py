@@ -368,6 +368,24 @@ async def test_the_whole_text_fits_when_names_and_notices_weigh(
         assert pages == 4
 
 
+async def test_thousands_of_missing_paths_keep_the_result_within_25000_tokens(
+    env: dict[str, str], tree: Path
+) -> None:
+    """Each missing path is an entry with its message (and a did-you-mean): past what
+    the result holds, entries without content are left out of structuredContent and
+    counted in filesLeftOut; the text and the summary still count them all."""
+    write_tree(tree, {f"lib/module{i:03}.py": "x = 1\n" for i in range(50)})
+    async with mcp_session(env, "--root", str(tree)) as session:
+        missing = [f"nosuch/dir{i}/modle{i}.py" for i in range(1500)]
+        r = await read(session, paths=["lib/module001.py", *missing])
+        s = r["structuredContent"]
+        assert _tokens(r) <= 25000
+        assert s["summary"]["errors"] == 1500 and s["filesLeftOut"] > 0
+        assert len(s["files"]) + s["filesLeftOut"] == 1501
+        assert s["files"][0]["path"] == "lib/module001.py" and s["files"][0]["status"] == "ok"
+        assert "1500" in text(r) or "more error" in text(r)
+
+
 async def test_attachments_that_do_not_fit_are_named_not_dropped(
     env: dict[str, str], tree: Path
 ) -> None:

@@ -179,7 +179,7 @@ def test_bad_token_is_invalid_params_naming_cursor(token: str) -> None:
     with pytest.raises(InvalidParams) as info:
         decode_cursor(token)
     assert info.value.field == "$.cursor"
-    assert str(info.value) == "invalid params: cursor is not a cursor this daemon issued"
+    assert str(info.value) == "invalid params: cursor is not a cursor readmany issued"
     assert jsonrpc_code(info.value) == -32602
 
 
