@@ -152,7 +152,9 @@ class IgnoreRules:
     subprocesses started at construction: ``git config -z --path --get-regexp`` for
     ``core.excludesFile`` and ``core.ignoreCase`` (the root repository's, applied to nested
     ones too, as git applies one setting per process), and ``git ls-files -z --cached``
-    (per nested repository too). The rule engine itself never asks git for a verdict.
+    (per nested repository too). The configuration is asked again when one of git's
+    configuration files changed (``outside_changed``, called at the freshness barrier).
+    The rule engine itself never asks git for a verdict.
 
     Attributes: ``repo`` (``RepoLocation`` or ``None``), ``repo_top`` (its working tree
     top or ``None``), ``root_prefix`` (the root relative to ``repo_top``, byte view,

@@ -12,6 +12,10 @@ Three routes, chosen per request by its ``sync`` and by the root's watcher:
   validated by stat in the content cache).
 - **none** (``sync: "none"``): the index as it is.
 
+Before the first two, ``sync_outside_rules`` stats the rule sources no watch covers (git's
+configuration files, ``core.excludesFile``'s file, ``info/exclude``; ``rules/outside.py``)
+and walks the root again when one changed what is visible.
+
 When no watcher runs for a root (``watch=False``, the watcher off or gone) the stat
 route also compares each walked folder's ignore files with their stamps
 (``sync_ignore_files``): an in-place edit of a ``.gitignore`` moves no folder's mtime.

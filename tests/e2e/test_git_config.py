@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from readmany_daemon.client import Client
-from tests.e2e.daemon_helpers import Daemon, status_root, wait_for
+from tests.e2e.daemon_helpers import Daemon, listed, status_root, wait_for
 from tests.helpers import git, make_env, write_tree
 
 FILES = {
@@ -88,6 +88,8 @@ def test_ignorecase_true_false_true(daemon: Daemon, repo: Path) -> None:
         assert agree(client, daemon, repo, "false -> true again") == folded
         git(repo, "config", "--unset", "core.ignorecase", env=daemon.env)
         assert agree(client, daemon, repo, "unset") == sensitive
+        git(repo, "config", "core.ignorecase", "true", env=daemon.env)
+        assert listed(client, sync="stat") == folded  # the stat route sees it too
 
 
 def test_excludes_file_set_changed_edited_unset(daemon: Daemon, repo: Path, tmp_path: Path) -> None:
