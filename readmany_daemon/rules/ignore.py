@@ -71,6 +71,7 @@ from readmany_daemon.rules.kinds import (
     Filters,
     Verdict,
 )
+from readmany_daemon.rules.outside import FileStamps, config_files
 from readmany_daemon.rules.patterns import NameMatcher, Pattern, PatternList
 from readmany_daemon.rules.regex import compile_quick
 from readmany_daemon.rules.wildmatch import byte_view, from_byte_view
@@ -151,7 +152,9 @@ class IgnoreRules:
     subprocesses started at construction: ``git config -z --path --get-regexp`` for
     ``core.excludesFile`` and ``core.ignoreCase`` (the root repository's, applied to nested
     ones too, as git applies one setting per process), and ``git ls-files -z --cached``
-    (per nested repository too). The rule engine itself never asks git for a verdict.
+    (per nested repository too). The configuration is asked again when one of git's
+    configuration files changed (``outside_changed``, called at the freshness barrier).
+    The rule engine itself never asks git for a verdict.
 
     Attributes: ``repo`` (``RepoLocation`` or ``None``), ``repo_top`` (its working tree
     top or ``None``), ``root_prefix`` (the root relative to ``repo_top``, byte view,
@@ -176,6 +179,10 @@ class IgnoreRules:
         #: the same as a plain ``str`` (surrogate escapes, not byte view)
         self.root_prefix_str = "" if rel_top == "." else rel_top + "/"
         self._top = top
+        #: git's configuration files, stamped before git reads them (``outside_changed``)
+        self._config_stamps = FileStamps(config_files(loc))
+        #: the pattern files read from outside the walked tree (``outside_changed``)
+        self._outside = FileStamps()
         #: ``core.excludesFile`` and ``core.ignoreCase`` in one process (``_config``)
         self._config_call = GitCall(["config", "-z", "--path", "--get-regexp", _CONFIG_KEYS], root)
         self._config_values: dict[str, str] | None = None
@@ -272,6 +279,31 @@ class IgnoreRules:
             self._config_values = got
         return got
 
+    def outside_changed(self) -> bool:
+        """Whether a rule source no watch covers changed since it was read: git's
+        configuration files (``rules/outside.config_files``; git is asked again, and only
+        a new ``core.ignoreCase`` or ``core.excludesFile`` value counts), the file
+        ``core.excludesFile`` names, ``info/exclude`` (the root repository's and nested
+        ones'). If so every cached rule file is dropped and True is returned: the caller
+        walks the root again (``Index.apply`` with ``RULES``). Costs a few ``stat``
+        calls; git runs only when a configuration file changed."""
+        changed = False
+        if self._config_stamps.changed():
+            before = self._config()
+            self._config_call = GitCall(
+                ["config", "-z", "--path", "--get-regexp", _CONFIG_KEYS], self.root
+            )
+            self._config_values = None
+            changed = self._config() != before
+        if self._outside.changed():
+            changed = True
+        if changed:
+            self._lists.clear()  # above the root too: core.ignoreCase folds them all
+            self._nested.clear()
+            self._outside.forget()
+            self.forget_dir("")
+        return changed
+
     @property
     def ignore_case(self) -> bool:
         """git's ``core.ignoreCase`` for this root: when true, the patterns of the
@@ -307,6 +339,8 @@ class IgnoreRules:
         """Read one ignore file (``None`` when absent or unreadable, with a warning for
         anything but "missing")."""
         label = self._label(abspath)
+        if not nofollow:  # outside the walked tree: no watch sees it change
+            self._outside.stamp(abspath)
         flags = os.O_RDONLY | (os.O_NOFOLLOW if nofollow else 0)
         try:
             fd = os.open(abspath, flags)

@@ -12,6 +12,10 @@ Three routes, chosen per request by its ``sync`` and by the root's watcher:
   validated by stat in the content cache).
 - **none** (``sync: "none"``): the index as it is.
 
+Before the first two, ``sync_outside_rules`` stats the rule sources no watch covers (git's
+configuration files, ``core.excludesFile``'s file, ``info/exclude``; ``rules/outside.py``)
+and walks the root again when one changed what is visible.
+
 When no watcher runs for a root (``watch=False``, the watcher off or gone) the stat
 route also compares each walked folder's ignore files with their stamps
 (``sync_ignore_files``): an in-place edit of a ``.gitignore`` moves no folder's mtime.
@@ -40,6 +44,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from readmany_daemon.index.model import Index
+from readmany_daemon.index.records import RULES
 from readmany_daemon.runtime.roots import RootEntry
 from readmany_daemon.runtime.watcher import Watcher
 from readmany_daemon.wire.messages import Sync
@@ -132,6 +137,16 @@ def sync_ignore_files(entry: RootEntry, index: Index) -> None:
             known[sub] = _ignore_stamp(entry, sub)
 
 
+def sync_outside_rules(index: Index) -> None:
+    """Before any answer but ``sync: "none"``: walk the root again when a rule source
+    that no watch covers changed (git's configuration: ``core.ignoreCase``,
+    ``core.excludesFile``; the file ``core.excludesFile`` names; ``info/exclude``):
+    ``IgnoreRules.outside_changed``, a few ``stat`` calls. The caller holds the root's
+    lock."""
+    if index.rules.outside_changed():
+        index.apply([("", RULES)])
+
+
 def stamp_ignore_files(entry: RootEntry, index: Index) -> None:
     """After a stat-route answer: stamp the folders it walked."""
     known = entry.ignore_stamps
@@ -201,11 +216,13 @@ class Freshness:
             self.watch(entry, entry.ws.index)
             watcher = None  # this answer goes through stat checks; later ones the barrier
         if mode == "auto" and watcher is not None and watcher.barrier(since=since):
+            sync_outside_rules(entry.ws.index)
             yield False
             return
         if watcher is not None:
             watcher.drain()
         index = entry.ws.index
+        sync_outside_rules(index)
         unwatched = not watcher_runs(entry)
         if unwatched:
             sync_ignore_files(entry, index)
