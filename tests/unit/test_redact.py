@@ -79,6 +79,64 @@ def test_sentinel_shape_and_same_value_same_sentinel() -> None:
     assert redact(plain).text is plain
 
 
+#: Shapes a secret is written in, beyond `name = value` (``{v}``: the value).
+SHAPES = (
+    ("db_password: str = '{v}'", "password"),  # Python annotated assignment
+    ("db_password: Optional[str] = '{v}'", "password"),
+    ("const apiKey: string = '{v}';", "api-key"),  # TypeScript
+    ('config["password"] = "{v}"', "password"),  # subscript assignment
+    ("config['api_key'] = '{v}'", "api-key"),
+    ("ENV['SECRET_TOKEN'] = '{v}'", "token"),
+    ("<password>{v}</password>", "password"),  # XML element
+    ("  <db:Password>{v}</db:Password>", "password"),
+    ('<add key="ApiKey" value="{v}" />', "api-key"),  # .NET appSettings
+    ('<add name="ClientSecret" value="{v}"/>', "secret"),
+)
+
+
+@pytest.mark.parametrize(("shape", "kind"), SHAPES)
+def test_common_shapes_are_redacted(shape: str, kind: str) -> None:
+    value = "Xk9#mP2$" + "vL7qR4!nT8wZ"  # built here, so this file holds no secret
+    text = "before\n" + shape.format(v=value) + "\nafter\n"
+    out = redact(text)
+    assert out.text == text.replace(value, redact_mod.sentinel(kind, value))
+    assert out.lines == ((2, kind),)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgres://admin:{v}@db.example.com/app",
+        "DATABASE_URL=mysql+pymysql://app_user:{v}@10.0.0.5:3306/db",
+        "redis://default:{v}@[::1]:6379/0",
+        'requests.get("https://bot:{v}@api.example.org/v1")',
+    ],
+)
+def test_the_password_of_a_url_is_redacted_alone(url: str) -> None:
+    value = "Xk9mP2vL7qR4" + "nT8wZa"
+    out = redact(url.format(v=value))
+    assert out.text == url.format(v=redact_mod.sentinel("password", value))
+    assert out.lines == ((1, "password"),)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "https://user:password@example.com/",  # a placeholder, no digit
+        "postgres://app:${DB_PASSWORD}@db/app",  # a variable
+        "http://user:pass@host",  # too short to be a secret
+        "git+ssh://git@github.com:org/repo.git",  # no password
+        "password: str = field(default_factory=str)",  # code
+        "token: Optional[Token] = None",
+        "if password == expected_password2:",
+        "<token>{{ vault_token }}</token>",
+        '<add key="Timeout" value="a9b8c7d6e5f4" />',  # not a secret's name
+    ],
+)
+def test_code_and_placeholders_in_those_shapes_are_kept(text: str) -> None:
+    assert redact(text).lines == ()
+
+
 def test_a_window_lists_only_its_redacted_lines(corpus: Any) -> None:
     root, _, secrets = corpus
     ws = Workspace.open(str(root), Settings())
