@@ -160,6 +160,29 @@ def test_turned_off_per_request_and_by_setting(corpus: Any) -> None:
     assert [s for s in secrets if s in hidden] == []
 
 
+def test_a_receipt_of_a_redacted_copy_does_not_hide_the_real_values(tmp_path: Path) -> None:
+    """The hash is of the bytes on disk, so a redacted answer's receipt equals the real
+    text's: asking without redaction must send the content (the values the caller lacks)."""
+    token = "ghp_" + "k3Jd9" * 8
+    write_tree(
+        tmp_path,
+        {"s.py": f"T = '{token}'\n" + "x = 1  # a line of filler\n" * 100, "plain.py": "y = 2\n"},
+    )
+    ws = Workspace.open(str(tmp_path), Settings(), cache=ContentCache(1 << 24))
+    first = _ask(ws, paths=["s.py", "plain.py"])
+    assert token not in first.llm_content
+    known = [{"path": f.path, "sha256": f.sha256} for f in first.files]
+    for _ in range(2):  # cold, then with the scan kept beside the cached text
+        real = _ask(ws, paths=["s.py", "plain.py"], redactSecrets=False, known=known)
+        assert [f.status for f in real.files] == ["ok", "unchanged"]
+        assert token in real.llm_content
+    # redacted again: the caller holds either copy, and gets the one it would be sent
+    again = _ask(ws, paths=["s.py", "plain.py"], known=known)
+    assert [f.status for f in again.files] == ["unchanged", "unchanged"]
+    off = Workspace.open(str(tmp_path), Settings(redact_secrets=False))
+    assert _ask(off, paths=["s.py"], known=known[:1]).files[0].status == "ok"
+
+
 def test_deny_rules_come_first(tmp_path: Path) -> None:
     write_tree(tmp_path, {".env": "AWS_ACCESS_KEY_ID=AKIA" + "Z9" * 8 + "\n"})
     ws = Workspace.open(str(tmp_path), Settings())
