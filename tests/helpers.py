@@ -141,6 +141,10 @@ def seeded_secrets(seed: int = 0) -> tuple[dict[str, str], list[str]]:
     db_secret = draw(32)
     api_key = draw(40)
     token = draw(24)
+    annotated = draw(20, alnum + "!@#%^&*$")
+    subscripted = [draw(20, alnum + "!@#%^&*$"), draw(32)]
+    xml_password, xml_key = draw(20, alnum + "!@#%^&*"), draw(32)
+    url_password = draw(18)
     pem = "\n".join(["-----BEGIN RSA PRIVATE KEY-----", *body, "-----END RSA PRIVATE KEY-----\n"])
     files = {
         "config/app.env": (
@@ -173,6 +177,19 @@ def seeded_secrets(seed: int = 0) -> tuple[dict[str, str], list[str]]:
         )
         + "\n",
         "certs/server-key.txt": "Generated for the tests.\n" + pem + "trailer line\n",
+        "src/db.py": (
+            f"db_password: str = '{annotated}'\n"
+            f'config["password"] = "{subscripted[0]}"\n'
+            f"config['api_key'] = '{subscripted[1]}'\n"
+            f'DSN = "postgres://admin:{url_password}@db.example.com:5432/app"\n'
+        ),
+        "config/web.config": (
+            "<configuration>\n  <appSettings>\n"
+            f'    <add key="ApiKey" value="{xml_key}" />\n'
+            "  </appSettings>\n  <database>\n"
+            f"    <password>{xml_password}</password>\n"
+            "  </database>\n</configuration>\n"
+        ),
         "docs/auth.md": (
             f"# Auth\n\nSend the header:\n\n    Authorization: Bearer {jwt}\n\nThat is all.\n"
         ),
@@ -180,5 +197,6 @@ def seeded_secrets(seed: int = 0) -> tuple[dict[str, str], list[str]]:
     secrets = [
         aws_id, aws_id2, aws_secret, *github, github_pat, gitlab, slack, slack_user, hook,
         *stripe, google, *openai, jwt, *body, password, db_secret, api_key, token,
+        annotated, *subscripted, xml_password, xml_key, url_password,
     ]  # fmt: skip
     return files, secrets

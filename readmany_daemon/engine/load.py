@@ -349,7 +349,7 @@ class Loads:
         self._params = params
         self._paths = paths
         self._loaded: dict[int, LoadedItem] = {}
-        self._receipts = Receipts(ws, params.known)
+        self._receipts = Receipts(ws, params.known, redacting=redacting(ws, params))
 
     def __call__(self, i: int) -> LoadedItem:
         """Item ``i`` loaded (``unchanged`` when the request's receipt for it holds)."""

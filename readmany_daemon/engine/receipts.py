@@ -13,7 +13,11 @@ these hold (PROTOCOL §4, "Receipts"):
   (``content.cache``), so an edit that keeps the size and restores the mtime is seen
   (its ``ctime`` moves);
 - when it came from an open buffer (an overlay), the buffer's text equals the disk's
-  bytes: an unsaved buffer always sends content.
+  bytes: an unsaved buffer always sends content;
+- when this answer shows secrets as they are (``redactSecrets`` false), the text holds
+  none that redaction would replace (``engine.redact.redact_cached``, kept with the
+  cache entry): the caller may hold the redacted copy, which has the same ``sha256``
+  (the hash is of the bytes on disk), and asks now for the real values.
 
 Files over ``maxFileBytes`` have no ``sha256`` and never come back unchanged.
 """
@@ -28,6 +32,7 @@ from typing import Final
 
 from readmany_daemon.content import reader
 from readmany_daemon.engine.items import LoadedItem
+from readmany_daemon.engine.redact import redact_cached
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Status
 from readmany_daemon.paths import to_rel
@@ -67,10 +72,12 @@ class Receipts:
 
     ``known`` paths are read as request paths are (relative to the root, absolute inside
     it, or ``file:`` URIs), lexically normalized; those outside the root are ignored.
-    When one path is given twice, the last receipt counts."""
+    When one path is given twice, the last receipt counts. ``redacting`` is whether this
+    answer redacts secrets (``engine.load.redacting``)."""
 
-    def __init__(self, ws: Workspace, known: list[Known]) -> None:
+    def __init__(self, ws: Workspace, known: list[Known], *, redacting: bool = True) -> None:
         self._ws = ws
+        self._redacting = redacting
         self._by_rel: dict[str, str] = {}
         for receipt in known:
             rel = to_rel(ws.root, receipt.path)
@@ -94,6 +101,8 @@ class Receipts:
             return lo
         if res.source == "overlay" and self._disk_sha256(item.rel) != want:
             return lo  # an unsaved buffer: its text always goes out
+        if not self._redacting and self._holds_secrets(lo):
+            return lo  # the receipt may be of the redacted copy: the real values go out
         res.status = Status.UNCHANGED
         res.chars = 0
         res.message = "unchanged: the same bytes as the caller's receipt; content not sent"
@@ -101,6 +110,14 @@ class Receipts:
         res.replaced_bytes = None
         res.mime_type = None
         return LoadedItem(item, res)
+
+    def _holds_secrets(self, lo: LoadedItem) -> bool:
+        """Whether ``lo``'s text (the whole file as read, or a notebook's cells as shown)
+        holds a value redaction would replace; the scan is kept with a cached text."""
+        text = lo.full if lo.full is not None else lo.text
+        if not text:
+            return False
+        return bool(redact_cached(text, self._ws.cache).lines)
 
     def _disk_sha256(self, rel: str) -> str | None:
         """SHA-256 of the file's bytes on disk now (a stat-validated cache entry, else a

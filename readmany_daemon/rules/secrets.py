@@ -40,6 +40,8 @@ class SecretRule(NamedTuple):
 _B64_END = r"(?:[^A-Za-z0-9+/=]|$)"
 _WORD_END = r"(?:[^A-Za-z0-9_]|$)"
 _DASH_END = r"(?:[^A-Za-z0-9_-]|$)"
+#: The value of the loose rules: 8 to 200 characters of a token, quotes and space aside.
+_VALUE = r"[A-Za-z0-9+/=_.~!@#$%^&*][A-Za-z0-9+/=_.~!@#$%^&*-]{7,199}"
 #: Names a secret is assigned to, for the loose rule (gitleaks' generic-api-key words).
 _NAMES = (
     r"(?:passw(?:or)?d|pwd|pass|secret|token|api[_.-]?key|apikey|access[_.-]?key"
@@ -90,11 +92,37 @@ RULES: Final[tuple[SecretRule, ...]] = (
     ),
     # A value assigned to a secret's name: `password = "…"`, `API_KEY: …`, `"token": "…"`,
     # `--secret=…`; quoted or bare, up to the end of the value.
+    # `config["password"] = …` (a subscript), `db_password: str = …` (a Python or
+    # TypeScript annotation before the `=`).
     SecretRule(
         "assigned",
-        r"(?i:" + _NAMES + r")[A-Za-z0-9_.-]{0,20}[\"']?[ \t]{0,5}(?:=|:=|=>|:|\?=)[ \t]{0,5}"
-        r"[\"'`]?(?P<v>[A-Za-z0-9+/=_.~!@#$%^&*][A-Za-z0-9+/=_.~!@#$%^&*-]{7,199})"
-        r"(?:[\"'`\s,;]|$)",
+        r"(?i:" + _NAMES + r")[A-Za-z0-9_.-]{0,20}[\"']?\]?"
+        r"(?:[ \t]{0,5}:[ \t]{0,5}[A-Za-z_][A-Za-z0-9_.\[\], |]{0,40}?[ \t]{0,5}="
+        r"|[ \t]{0,5}(?:=|:=|=>|:|\?=))[ \t]{0,5}[\"'`]?(?P<v>" + _VALUE + r")(?:[\"'`\s,;]|$)",
+        True,
+    ),
+    # XML: `<password>…</password>`, and a name/value pair of attributes, as .NET
+    # settings write it: `<add key="ApiKey" value="…"/>`.
+    SecretRule(
+        "assigned",
+        r"<[A-Za-z0-9_.:-]{0,20}(?i:" + _NAMES + r")[A-Za-z0-9_.-]{0,20}>[ \t]{0,5}"
+        r"(?P<v>" + _VALUE + r")[ \t]{0,5}</",
+        True,
+    ),
+    SecretRule(
+        "assigned",
+        r"(?i:key|name)[ \t]{0,5}=[ \t]{0,5}\"[A-Za-z0-9_.:-]{0,20}(?i:" + _NAMES + r")"
+        r"[A-Za-z0-9_.-]{0,20}\"[ \t]{1,5}(?i:value)[ \t]{0,5}=[ \t]{0,5}\""
+        r"(?P<v>" + _VALUE + r")\"",
+        True,
+    ),
+    # Credentials in a URL, `scheme://user:password@host`: the password alone (RFC 3986
+    # userinfo: unreserved, percent-encoded and sub-delimiter characters). The match
+    # starts at `://`: a scheme before it would make every word a place to start.
+    SecretRule(
+        "password",
+        r"://[A-Za-z0-9._~%!$&()*+,;=-]{1,100}:"
+        r"(?P<v>[A-Za-z0-9._~%!$&()*+,;=-]{8,200})@[A-Za-z0-9\[]",
         True,
     ),
 )

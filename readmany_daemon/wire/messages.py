@@ -169,7 +169,7 @@ FIELD_DOCS: dict[str, str | None] = {
     "root": "A root (name, path, URI) or folder in one.",
     "sync": "auto: see writes made before the call.",
     "cursor": "An answer's nextCursor; send it alone.",
-    "known": "Hashes you hold: unchanged files are not resent.",
+    "known": "sha256 of files you hold whole: not resent.",
     "redactSecrets": "false: show secrets as they are.",
     "patterns": "Globs, folders or paths; none: every file.",
 }

@@ -182,3 +182,27 @@ def test_the_cli_takes_an_earlier_answer_as_receipts(daemon: Daemon, tmp_path: P
     assert "b = 3" in text and "a = 1" not in text and "Unchanged" in text
     bad = cli(env, "read", "--root", str(root), "--known", str(tmp_path / "none.json"), "a.py")
     assert bad.returncode == 2 and "--known" in bad.stderr
+
+
+def test_a_redacted_copy_is_no_receipt_for_the_real_values(daemon: Daemon, tmp_path: Path) -> None:
+    """The sha256 of a redacted answer is of the bytes on disk: a caller that held the
+    redacted copy and asks with ``redactSecrets: false`` gets the content, through the
+    daemon and through the CLI with ``--known``."""
+    root = tmp_path / "ws"
+    token = "glpat-" + "Q7w2e" * 5
+    write_tree(root, {"s.py": f"TOKEN = '{token}'\n", "p.py": "x = 1\n"})
+    with daemon.session(root) as client:
+        first = client.request("readMany/read", {"paths": ["s.py", "p.py"], "format": "json"})
+        assert token not in first["llmContent"]
+        known = [{"path": f["path"], "sha256": f["sha256"]} for f in first["files"]]
+        real = read(client, "s.py", known, redactSecrets=False)
+        assert real["files"][0]["status"] == "ok" and token in real["llmContent"]
+        plain = read(client, "p.py", known, redactSecrets=False)
+        assert plain["files"][0]["status"] == "unchanged"
+        assert read(client, "s.py", known)["files"][0]["status"] == "unchanged"
+    saved = tmp_path / "answer.json"
+    saved.write_text(json.dumps({"files": first["files"]}))
+    args = ("read", "--root", str(root), "--known", str(saved), "--no-redact-secrets", "s.py")
+    shown = cli(daemon.env, *args)
+    assert shown.returncode == 0, shown.stderr
+    assert token in shown.stdout and "Unchanged" not in shown.stdout

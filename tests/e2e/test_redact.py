@@ -40,6 +40,9 @@ def test_cli_in_process(corpus: Any, readmany: Any, fmt: str) -> None:
     whole = run("read", "--no-daemon", "--json", "--root", str(root), "--format", fmt, *ALL)
     assert _leaks(plain, secrets) == [] and _leaks(whole.stdout, secrets) == []
     assert "«redacted:" in plain and "Secrets redacted: " in plain
+    # the password of a URL goes, its user and host stay; XML keeps its tags
+    assert "postgres://admin:«redacted:password:" in plain and "@db.example.com:5432" in plain
+    assert "<password>«redacted:password:" in plain
     assert any(f.get("redactions") for f in json.loads(whole.stdout)["files"])
     shown = run(
         "read", "--no-daemon", "--root", str(root), "--format", fmt, "--no-redact-secrets", *ALL

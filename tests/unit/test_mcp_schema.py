@@ -174,5 +174,12 @@ def test_generated_fields_carry_their_description(name: str) -> None:
     assert prop["description"] == messages.FIELD_DOCS[name]
 
 
+def test_receipts_are_described_as_of_whole_files() -> None:
+    """A ``partial`` entry has a ``sha256`` too (of the whole file): the advertised
+    description must say that only a file held whole is a receipt (PROTOCOL §4)."""
+    prop = tool_definitions()[0]["inputSchema"]["properties"]["known"]
+    assert "whole" in prop["description"]
+
+
 if __name__ == "__main__":
     GOLDEN.write_text(_golden_text(), encoding="utf-8")

@@ -79,6 +79,64 @@ def test_sentinel_shape_and_same_value_same_sentinel() -> None:
     assert redact(plain).text is plain
 
 
+#: Shapes a secret is written in, beyond `name = value` (``{v}``: the value).
+SHAPES = (
+    ("db_password: str = '{v}'", "password"),  # Python annotated assignment
+    ("db_password: Optional[str] = '{v}'", "password"),
+    ("const apiKey: string = '{v}';", "api-key"),  # TypeScript
+    ('config["password"] = "{v}"', "password"),  # subscript assignment
+    ("config['api_key'] = '{v}'", "api-key"),
+    ("ENV['SECRET_TOKEN'] = '{v}'", "token"),
+    ("<password>{v}</password>", "password"),  # XML element
+    ("  <db:Password>{v}</db:Password>", "password"),
+    ('<add key="ApiKey" value="{v}" />', "api-key"),  # .NET appSettings
+    ('<add name="ClientSecret" value="{v}"/>', "secret"),
+)
+
+
+@pytest.mark.parametrize(("shape", "kind"), SHAPES)
+def test_common_shapes_are_redacted(shape: str, kind: str) -> None:
+    value = "Xk9#mP2$" + "vL7qR4!nT8wZ"  # built here, so this file holds no secret
+    text = "before\n" + shape.format(v=value) + "\nafter\n"
+    out = redact(text)
+    assert out.text == text.replace(value, redact_mod.sentinel(kind, value))
+    assert out.lines == ((2, kind),)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgres://admin:{v}@db.example.com/app",
+        "DATABASE_URL=mysql+pymysql://app_user:{v}@10.0.0.5:3306/db",
+        "redis://default:{v}@[::1]:6379/0",
+        'requests.get("https://bot:{v}@api.example.org/v1")',
+    ],
+)
+def test_the_password_of_a_url_is_redacted_alone(url: str) -> None:
+    value = "Xk9mP2vL7qR4" + "nT8wZa"
+    out = redact(url.format(v=value))
+    assert out.text == url.format(v=redact_mod.sentinel("password", value))
+    assert out.lines == ((1, "password"),)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "https://user:password@example.com/",  # a placeholder, no digit
+        "postgres://app:${DB_PASSWORD}@db/app",  # a variable
+        "http://user:pass@host",  # too short to be a secret
+        "git+ssh://git@github.com:org/repo.git",  # no password
+        "password: str = field(default_factory=str)",  # code
+        "token: Optional[Token] = None",
+        "if password == expected_password2:",
+        "<token>{{ vault_token }}</token>",
+        '<add key="Timeout" value="a9b8c7d6e5f4" />',  # not a secret's name
+    ],
+)
+def test_code_and_placeholders_in_those_shapes_are_kept(text: str) -> None:
+    assert redact(text).lines == ()
+
+
 def test_a_window_lists_only_its_redacted_lines(corpus: Any) -> None:
     root, _, secrets = corpus
     ws = Workspace.open(str(root), Settings())
@@ -100,6 +158,29 @@ def test_turned_off_per_request_and_by_setting(corpus: Any) -> None:
     assert all(s in _ask(off, **everything).llm_content for s in secrets)
     hidden = _ask(off, **everything, redact_secrets=True).llm_content
     assert [s for s in secrets if s in hidden] == []
+
+
+def test_a_receipt_of_a_redacted_copy_does_not_hide_the_real_values(tmp_path: Path) -> None:
+    """The hash is of the bytes on disk, so a redacted answer's receipt equals the real
+    text's: asking without redaction must send the content (the values the caller lacks)."""
+    token = "ghp_" + "k3Jd9" * 8
+    write_tree(
+        tmp_path,
+        {"s.py": f"T = '{token}'\n" + "x = 1  # a line of filler\n" * 100, "plain.py": "y = 2\n"},
+    )
+    ws = Workspace.open(str(tmp_path), Settings(), cache=ContentCache(1 << 24))
+    first = _ask(ws, paths=["s.py", "plain.py"])
+    assert token not in first.llm_content
+    known = [{"path": f.path, "sha256": f.sha256} for f in first.files]
+    for _ in range(2):  # cold, then with the scan kept beside the cached text
+        real = _ask(ws, paths=["s.py", "plain.py"], redactSecrets=False, known=known)
+        assert [f.status for f in real.files] == ["ok", "unchanged"]
+        assert token in real.llm_content
+    # redacted again: the caller holds either copy, and gets the one it would be sent
+    again = _ask(ws, paths=["s.py", "plain.py"], known=known)
+    assert [f.status for f in again.files] == ["unchanged", "unchanged"]
+    off = Workspace.open(str(tmp_path), Settings(redact_secrets=False))
+    assert _ask(off, paths=["s.py"], known=known[:1]).files[0].status == "ok"
 
 
 def test_deny_rules_come_first(tmp_path: Path) -> None:

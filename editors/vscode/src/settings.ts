@@ -7,7 +7,7 @@
  * - launch settings (`path`, `interpreter`, `shared`): which server to start; a change
  *   restarts the server;
  * - server settings (PROTOCOL §7: `ignoreFileNames`, `denyPatterns`, `defaultExcludes`,
- *   `maxFileBytes`, `shareOverlays`) and read defaults (`readmany.read.*`: budgets and
+ *   `maxFileBytes`, `shareOverlays`, `redactSecrets`) and read defaults (`readmany.read.*`: budgets and
  *   format for every read of this window) — sent as `initializationOptions` and, on
  *   change, as `workspace/didChangeConfiguration`;
  * - the agent tool's budgets (`toolMaxTotalTokens`, `toolMaxTotalChars`): applied by the
@@ -32,6 +32,8 @@ export interface ServerSettings {
   defaultExcludes: string[] | null;
   maxFileBytes: number;
   shareOverlays: boolean;
+  /** Replace secrets by `«redacted:…»` placeholders in this window's answers (PROTOCOL §4). */
+  redactSecrets: boolean;
 }
 
 /** Per-connection `ReadManyParams` defaults (a request's own value wins). */
@@ -72,6 +74,7 @@ export const DEFAULTS: Settings = {
     defaultExcludes: null,
     maxFileBytes: 20 * 1024 * 1024,
     shareOverlays: true,
+    redactSecrets: true,
   },
   read: {
     perFileMaxLines: 200,
@@ -122,6 +125,7 @@ export function readSettings(config: ConfigurationLike, warn: (message: string) 
       defaultExcludes: get('defaultExcludes', isStringsOrNull, d.server.defaultExcludes, 'a list of patterns or null'),
       maxFileBytes: get('maxFileBytes', isPositiveInt, d.server.maxFileBytes, 'an integer >= 1'),
       shareOverlays: get('shareOverlays', isBool, d.server.shareOverlays, 'true or false'),
+      redactSecrets: get('redactSecrets', isBool, d.server.redactSecrets, 'true or false'),
     },
     read: {
       perFileMaxLines: get('read.perFileMaxLines', isPositiveInt, d.read.perFileMaxLines, 'an integer >= 1'),
@@ -147,6 +151,7 @@ export function toInitializationOptions(settings: Settings): Record<string, unkn
     ignoreFileNames: [...server.ignoreFileNames],
     maxFileBytes: server.maxFileBytes,
     shareOverlays: server.shareOverlays,
+    redactSecrets: server.redactSecrets,
     perFileMaxLines: read.perFileMaxLines,
     perFileMaxChars: read.perFileMaxChars,
     maxTotalFiles: read.maxTotalFiles,

@@ -93,6 +93,12 @@ describe('settings contribution', () => {
     assert.deepEqual(props['readmany.read.format']?.enum, FORMATS);
   });
 
+  test('readmany.redactSecrets is a boolean setting, on by default', () => {
+    const prop = props['readmany.redactSecrets'];
+    assert.equal(prop?.type, 'boolean');
+    assert.equal(prop?.default, true);
+  });
+
   test('launch settings are restricted in untrusted workspaces', () => {
     assert.deepEqual(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations, ['readmany.path', 'readmany.interpreter']);
   });

@@ -25,6 +25,7 @@ describe('readSettings', () => {
         defaultExcludes: [],
         maxFileBytes: 1000,
         shareOverlays: false,
+        redactSecrets: false,
         'read.perFileMaxLines': 50,
         'read.perFileMaxChars': 5000,
         'read.maxTotalFiles': 100,
@@ -40,7 +41,7 @@ describe('readSettings', () => {
       interpreter: ['py', '-3'],
       shared: false,
       statusRefreshSeconds: 0,
-      server: { ignoreFileNames: ['.aiignore'], denyPatterns: ['*.secret'], defaultExcludes: [], maxFileBytes: 1000, shareOverlays: false },
+      server: { ignoreFileNames: ['.aiignore'], denyPatterns: ['*.secret'], defaultExcludes: [], maxFileBytes: 1000, shareOverlays: false, redactSecrets: false },
       read: { perFileMaxLines: 50, perFileMaxChars: 5000, maxTotalFiles: 100, maxTotalChars: 9999, format: 'xml', lineNumbers: true },
       tool: { maxTotalTokens: 8000, maxTotalChars: 30000 },
     });
@@ -86,6 +87,7 @@ describe('toInitializationOptions', () => {
       ignoreFileNames: ['.readmanyignore'],
       maxFileBytes: 20971520,
       shareOverlays: true,
+      redactSecrets: true,
       perFileMaxLines: 200,
       perFileMaxChars: 20000,
       maxTotalFiles: 20,
@@ -106,6 +108,15 @@ describe('toInitializationOptions', () => {
     assert.deepEqual(options.defaultExcludes, ['vendor/']);
     assert.notEqual(options.denyPatterns, settings.server.denyPatterns);
     for (const key of ['path', 'interpreter', 'shared', 'statusRefreshSeconds', 'server', 'read']) assert.ok(!(key in options), key);
+  });
+
+  test('redactSecrets false goes to the server, which then shows secrets as they are', () => {
+    const settings = readSettings(config({ redactSecrets: false }));
+    assert.equal(toInitializationOptions(settings).redactSecrets, false);
+    assert.notEqual(serverKey(settings), serverKey(DEFAULTS));
+    const warnings: string[] = [];
+    assert.equal(readSettings(config({ redactSecrets: 'no' }), (w) => warnings.push(w)).server.redactSecrets, true);
+    assert.ok(warnings[0]?.includes('readmany.redactSecrets'), warnings[0]);
   });
 
   test('launchKey changes only with path, interpreter, shared; serverKey only with what the server gets', () => {
