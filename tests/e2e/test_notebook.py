@@ -53,3 +53,15 @@ def test_cli_reads_cells_and_raw_json(daemon: Daemon, tmp_path: Path) -> None:
         json.dumps({"files": [{"path": "nb.ipynb", "cells": "0"}]}),
     )  # fmt: skip
     assert bad.returncode == 2 and "$.files[0].cells" in bad.stderr
+
+
+def test_cli_raw_lines_hold_placeholders_not_base64(daemon: Daemon, tmp_path: Path) -> None:
+    raw = notebook_text(plots=1)
+    (tmp_path / "nb.ipynb").write_text(raw)
+    first = next(n for n, line in enumerate(raw.split("\n"), 1) if '"image/png": [' in line)
+    spec = {"path": "nb.ipynb", "offset": first, "limit": 3}
+    params = json.dumps({"files": [spec]})
+    got = cli(daemon.env, "read", "--root", str(tmp_path), "--params", params)
+    assert got.returncode == 0 and "iVBOR" not in got.stdout
+    assert '"«base64 image/png, ' in got.stdout and '"«base64…»",' in got.stdout
+    assert f"[Notebook images not shown: nb.ipynb lines {first + 1}-{first + 2}." in got.stdout
