@@ -65,3 +65,15 @@ def test_cli_raw_lines_hold_placeholders_not_base64(daemon: Daemon, tmp_path: Pa
     assert got.returncode == 0 and "iVBOR" not in got.stdout
     assert '"«base64 image/png, ' in got.stdout and '"«base64…»",' in got.stdout
     assert f"[Notebook images not shown: nb.ipynb lines {first + 1}-{first + 2}." in got.stdout
+
+
+def test_cli_takes_cells_as_a_json_integer(daemon: Daemon, tmp_path: Path) -> None:
+    (tmp_path / "nb.ipynb").write_text(notebook_text(plots=1))
+    root = str(tmp_path)
+    one = json.dumps({"files": [{"path": "nb.ipynb", "cells": 6}]})
+    got = cli(daemon.env, "read", "--root", root, "--params", one)
+    assert got.returncode == 0, got.stderr
+    assert "### cell 6 · code · id=boom" in got.stdout and "### cell 5" not in got.stdout
+    zero = json.dumps({"files": [{"path": "nb.ipynb", "cells": 0}]})
+    bad = cli(daemon.env, "read", "--root", root, "--params", zero)
+    assert bad.returncode == 2 and "$.files[0].cells" in bad.stderr

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from readmany_daemon.engine.answer import answer
 from readmany_daemon.engine.notebook import OUTPUT_MAX_CHARS, mask_base64, parse_cells
 from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.errors import InvalidParams, jsonrpc_code
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.decode import decode_read_params
 from tests.notebooks import TRACEBACK, notebook, notebook_text
@@ -124,3 +127,17 @@ def test_mask_base64_one_string_attachments_and_a_prefix() -> None:
     cut = text[: text.index("JVBERi0") + 4]  # a prefix read that ends inside a payload
     assert mask_base64(cut).text.endswith('"«base64 application/pdf, 4 chars: not shown»')
     assert mask_base64("{}") == ("{}", ())
+
+
+def test_cells_as_a_json_integer(tmp_path: Path) -> None:
+    ws = ws_with(tmp_path, notebook_text(plots=2))
+    params = decode_read_params({"files": [{"path": "nb.ipynb", "cells": 7}]})
+    assert params.files[0].cells == "7"
+    got = answer(ws, params)
+    assert "### cell 7 · code · id=boom" in got.llm_content and "### cell 6" not in got.llm_content
+    paths = decode_read_params({"paths": [{"path": "nb.ipynb", "cells": 2}]})
+    assert paths.paths[0].cells == "2"  # type: ignore[union-attr]
+    for bad in (0, -3, "0", "3-x", "7-3", 1.5, True, "", [4]):
+        with pytest.raises(InvalidParams) as err:
+            decode_read_params({"files": [{"path": "nb.ipynb", "cells": bad}]})
+        assert jsonrpc_code(err.value) == -32602 and "$.files[0].cells" in str(err.value), bad
