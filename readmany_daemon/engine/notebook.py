@@ -50,6 +50,7 @@ __all__ = [
     "is_notebook",
     "mask_base64",
     "mask_cached",
+    "output_path",
     "parse_cells",
     "view",
 ]
@@ -186,6 +187,13 @@ def _masked_size(masked: Masked) -> int:
     return (sys.getsizeof(masked.text) if masked.lines else 0) + 64 + 8 * len(masked.lines)
 
 
+def output_path(label: str, cell: int, output: int) -> str:
+    """The ``path`` of an image attachment from notebook ``label``'s cell ``cell``, output
+    ``output`` (both 1-based, as the text's headers number them):
+    ``nb.ipynb#cell=7/output=2`` (PROTOCOL §4 "Notebooks")."""
+    return f"{label}#cell={cell}/output={output}"
+
+
 def is_notebook(rel: str) -> bool:
     """Whether ``rel`` names a Jupyter notebook (``.ipynb``, any case)."""
     return rel.lower().endswith(".ipynb")
@@ -277,7 +285,8 @@ def _outputs(cell: dict[str, Any], label: str, attach: bool, out: _Block) -> lis
                     b64 = "".join(_text(value).split())
                     size = _b64_size(b64)
                     if attach:
-                        out.attachments.append(Attachment(path=label, mime_type=mime, data=b64))
+                        where = output_path(label, out.index, k)
+                        out.attachments.append(Attachment(path=where, mime_type=mime, data=b64))
                         parts.append(f"[{mime} attached: {size:,} bytes]\n")
                     else:
                         parts.append(

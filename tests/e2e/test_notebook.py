@@ -29,6 +29,9 @@ def test_daemon_reads_a_notebook_as_cells(daemon: Daemon, tmp_path: Path) -> Non
         assert "### cell 1 · markdown · id=intro" in got["llmContent"]
         assert len(got["llmContent"]) <= 0.1 * len(raw)
         assert [a["mimeType"] for a in got["attachments"]] == ["image/png"] * 4
+        assert [a["path"] for a in got["attachments"]] == [
+            f"nb.ipynb#cell={c}/output=1" for c in (5, 6, 7, 8)
+        ]
         glob = client.request("readMany/read", {"paths": ["**/*.ipynb"]})
         assert glob["attachments"] == [] and "[image/png: " in glob["llmContent"]
         cells = client.request("readMany/read", {"files": [{"path": "nb.ipynb", "cells": "2-3"}]})
@@ -77,3 +80,12 @@ def test_cli_takes_cells_as_a_json_integer(daemon: Daemon, tmp_path: Path) -> No
     zero = json.dumps({"files": [{"path": "nb.ipynb", "cells": 0}]})
     bad = cli(daemon.env, "read", "--root", root, "--params", zero)
     assert bad.returncode == 2 and "$.files[0].cells" in bad.stderr
+
+
+def test_cli_names_each_image_by_its_cell_and_output(daemon: Daemon, tmp_path: Path) -> None:
+    (tmp_path / "nb.ipynb").write_text(notebook_text(plots=2))
+    one = json.dumps({"files": [{"path": "nb.ipynb", "cells": "6"}]})
+    got = cli(daemon.env, "read", "--root", str(tmp_path), "--json", "--params", one)
+    assert got.returncode == 0, got.stderr
+    atts = json.loads(got.stdout)["attachments"]
+    assert [(a["path"], a["mimeType"]) for a in atts] == [("nb.ipynb#cell=6/output=1", "image/png")]

@@ -141,3 +141,15 @@ def test_cells_as_a_json_integer(tmp_path: Path) -> None:
         with pytest.raises(InvalidParams) as err:
             decode_read_params({"files": [{"path": "nb.ipynb", "cells": bad}]})
         assert jsonrpc_code(err.value) == -32602 and "$.files[0].cells" in str(err.value), bad
+
+
+def test_each_image_attachment_names_its_cell_and_output(tmp_path: Path) -> None:
+    doc = notebook(plots=2)
+    doc["cells"][5]["outputs"].insert(0, {"output_type": "stream", "name": "stdout", "text": "x"})
+    ws = ws_with(tmp_path, json.dumps(doc, indent=1))
+    got = answer(ws, decode_read_params({"paths": ["nb.ipynb"]}))
+    assert [a.path for a in got.attachments] == [
+        "nb.ipynb#cell=5/output=1",
+        "nb.ipynb#cell=6/output=2",  # after the cell's stream output, as its header says
+    ]
+    assert "### cell 6 " in got.llm_content and "#### output 2 · display_data" in got.llm_content
