@@ -282,11 +282,9 @@ def load(
         if shown.lines:
             text, redacted = shown.text, True
             base.redactions = [Redaction(line, kind) for line, kind in shown.lines]
+    raw_notebook = item.cells is None and notebook.is_notebook(item.rel)
     if item.cells is not None or (
-        notebook.is_notebook(item.rel)
-        and item.offset is None
-        and item.limit is None
-        and item.column is None
+        raw_notebook and item.offset is None and item.limit is None and item.column is None
     ):
         nb = notebook.view(text, item.label, item.explicit, item.cells) if complete else None
         if nb is not None:
@@ -295,10 +293,18 @@ def load(
             base.status, base.code, base.sha256 = Status.ERROR, Code.OUT_OF_RANGE, None
             base.message = f"cells applies to a Jupyter notebook's JSON; {item.label} is not one"
             return LoadedItem(item, base)
+    if raw_notebook and text:
+        # A notebook's raw JSON lines: each base64 payload becomes a placeholder inside
+        # its string (lines and their count kept; chars and budgets count what is shown).
+        masked = notebook.mask_cached(text, ws.cache)
+        if masked.lines:
+            text, redacted = masked.text, True
+            if base.redactions:
+                base.redactions = _still_redacted(base.redactions, text, masked.lines)
     if not complete and loaded is not None and loaded.window is not None:
         # A prefix read of a file over maxFileBytes: the reader's window is exact over
         # the whole file (total lines counted without decoding the rest); cut again
-        # from the redacted prefix, which holds the same lines.
+        # from the redacted (or masked) prefix, which holds the same lines.
         window = loaded.window
         if redacted:
             window = content_lines.window_of(
@@ -327,6 +333,23 @@ def load(
         # perFileMaxTokens: a per-file cap like perFileMaxChars (partial, no code).
         done = token_cut(done, params.per_file_max_tokens, params, ws.cache, budget=False)
     return done
+
+
+def _still_redacted(
+    redactions: list[Redaction], text: str, masked: tuple[int, ...]
+) -> list[Redaction] | None:
+    """``redactions`` less those on a line whose base64 payload (where they were found)
+    is now a placeholder and holds no sentinel any more."""
+    touched = set(masked)
+    if not any(r.line in touched for r in redactions):
+        return redactions
+    lines = text.split("\n")
+    kept = [
+        r
+        for r in redactions
+        if r.line not in touched or (r.line <= len(lines) and "«redacted:" in lines[r.line - 1])
+    ]
+    return kept or None
 
 
 def redacting(ws: Workspace, params: ReadManyParams) -> bool:

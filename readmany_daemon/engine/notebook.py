@@ -18,25 +18,39 @@ code cell that ran) and its source, then its outputs:
 than the characters it may take (``perFileMaxChars`` or what the totals leave) keeps
 whole cells while they fit, cutting inside a cell only when the first does not, and
 ends with a notice naming the ``cells`` request that continues it.
+
+A notebook read as raw JSON lines (``offset``/``limit``) keeps its lines and their count,
+but :func:`mask_base64` replaces each base64 payload (the value of a binary mimeType
+such as ``image/png`` or ``application/pdf`` in an output's ``data`` or a cell's
+``attachments``, one string or a list of line strings) by a placeholder inside the JSON
+string: ``«base64 image/png, 5,784 chars: not shown»`` (a list's lines after the first
+hold ``«base64…»``, a few tokens each).
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
+from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.engine.items import Item, LoadedItem
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.wire.messages import Attachment, FileResult, ReadManyParams
 
 __all__ = [
     "OUTPUT_MAX_CHARS",
+    "PLACEHOLDER",
+    "Masked",
     "NotebookView",
     "finish",
     "is_notebook",
+    "mask_base64",
+    "mask_cached",
+    "output_path",
     "parse_cells",
     "view",
 ]
@@ -46,6 +60,138 @@ OUTPUT_MAX_CHARS: Final = 2000
 
 #: ANSI escape sequences (CSI and OSC) as IPython colours tracebacks with them.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+#: A base64 payload's placeholder in raw JSON lines (what :func:`mask_base64` writes).
+PLACEHOLDER: Final = re.compile(r"«base64(?: [^,»]+, [\d,]+ chars: not shown|…)»")
+
+#: The tokens of JSON text: a string (possibly cut off by the end of a prefix read), a
+#: punctuation mark, or a run of anything else (numbers, literals).
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)|[{}\[\]:,]|[^\s{}\[\]:,"]+')
+
+
+class Masked(NamedTuple):
+    """A notebook's raw JSON with its base64 payloads replaced: ``text`` (the very input
+    object when there was none) and ``lines``, the 1-based lines holding a placeholder."""
+
+    text: str
+    lines: tuple[int, ...]
+
+
+def is_binary_mime(mime: str) -> bool:
+    """Whether nbformat stores ``mime`` as base64: every type but text, JSON, SVG and
+    JavaScript (nbformat 4 schema, "mimebundle")."""
+    mime = mime.lower()
+    return not (
+        mime.startswith("text/")
+        or mime.endswith("json")
+        or mime.endswith("+xml")
+        or mime.endswith("javascript")
+    )
+
+
+def _payload_mime(stack: list[list[Any]]) -> str | None:
+    """The binary mimeType whose value a string at ``stack``'s top is part of (the value
+    itself, or a line of its list), under ``"data"`` (an output) or ``"attachments"``
+    (a cell's attachment); else None. Frames are ``[kind, key]``, kind ``{`` or ``[``."""
+    frames = stack[:-1] if stack and stack[-1][0] == "[" else stack
+    if len(frames) < 2 or frames[-1][0] != "{":
+        return None
+    mime = frames[-1][1]
+    if not isinstance(mime, str) or "/" not in mime or not is_binary_mime(mime):
+        return None
+    parent = frames[-2]
+    if parent[0] == "{" and parent[1] == "data":
+        return mime
+    if len(frames) >= 3 and frames[-3][0] == "{" and frames[-3][1] == "attachments":
+        return mime
+    return None
+
+
+def mask_base64(text: str) -> Masked:
+    """``text`` (a notebook's JSON, whole or a prefix) with each base64 payload replaced
+    by a placeholder inside its JSON string (see the module); line count and everything
+    else stay as they were. Units: ``lines`` are 1-based; the size in a placeholder is
+    the payload's characters in the JSON text (a list's lines summed)."""
+    spans: list[tuple[int, int, int]] = []  # inside the quotes, and the payload's number
+    payloads: list[list[Any]] = []  # [mime, characters, lines seen]
+    stack: list[list[Any]] = []  # [kind, key]: an object's current key, a list's payload
+    want_key = False
+    for m in _TOKEN.finditer(text):
+        tok = m.group()
+        c = tok[0]
+        if c in "{[":
+            stack.append([c, None])
+            want_key = c == "{"
+        elif c in "}]":
+            if stack:
+                stack.pop()
+            want_key = False
+        elif c == ",":
+            want_key = bool(stack) and stack[-1][0] == "{"
+        elif c != '"':
+            want_key = False
+        elif want_key and stack:
+            try:
+                stack[-1][1] = msgspec.json.decode(tok)
+            except msgspec.DecodeError:
+                stack[-1][1] = None
+            want_key = False
+        else:
+            mime = _payload_mime(stack)
+            if mime is None:
+                continue
+            if stack[-1][0] == "[" and stack[-1][1] is not None:
+                number = stack[-1][1]  # a later line of a list payload
+            else:
+                payloads.append([mime, 0, 0])
+                number = len(payloads) - 1
+                if stack[-1][0] == "[":
+                    stack[-1][1] = number
+            end = m.end() - 1 if len(tok) > 1 and tok.endswith('"') else m.end()
+            payloads[number][1] += end - m.start() - 1
+            spans.append((m.start() + 1, end, number))
+    if not spans:
+        return Masked(text, ())
+    parts: list[str] = []
+    lines: list[int] = []
+    at, line = 0, 1
+    for start, end, number in spans:
+        line += text.count("\n", at, start)
+        parts.append(text[at:start])
+        mime, size, seen = payloads[number]
+        if seen:
+            parts.append("«base64…»")
+        else:
+            parts.append(f"«base64 {mime}, {size:,} chars: not shown»")
+        payloads[number][2] = seen + 1
+        if not lines or lines[-1] != line:
+            lines.append(line)
+        at = end
+    parts.append(text[at:])
+    return Masked("".join(parts), tuple(lines))
+
+
+def mask_cached(text: str, cache: ContentCache | None) -> Masked:
+    """:func:`mask_base64` of ``text``, kept with its ``cache`` entry when ``text`` is a
+    cached whole text (``ContentCache.derived``), else made again."""
+    if cache is not None:
+        kept = cache.derived(text, "nb-masked", mask_base64, size=_masked_size)
+        if kept is not None:
+            return kept
+    return mask_base64(text)
+
+
+def _masked_size(masked: Masked) -> int:
+    """Bytes a kept mask costs: the new text (none when it is the input), its lines."""
+    return (sys.getsizeof(masked.text) if masked.lines else 0) + 64 + 8 * len(masked.lines)
+
+
+def output_path(label: str, cell: int, output: int) -> str:
+    """The ``path`` of an image attachment from notebook ``label``'s cell ``cell``, output
+    ``output`` (both 1-based, as the text's headers number them):
+    ``nb.ipynb#cell=7/output=2`` (PROTOCOL §4 "Notebooks")."""
+    return f"{label}#cell={cell}/output={output}"
 
 
 def is_notebook(rel: str) -> bool:
@@ -139,7 +285,8 @@ def _outputs(cell: dict[str, Any], label: str, attach: bool, out: _Block) -> lis
                     b64 = "".join(_text(value).split())
                     size = _b64_size(b64)
                     if attach:
-                        out.attachments.append(Attachment(path=label, mime_type=mime, data=b64))
+                        where = output_path(label, out.index, k)
+                        out.attachments.append(Attachment(path=where, mime_type=mime, data=b64))
                         parts.append(f"[{mime} attached: {size:,} bytes]\n")
                     else:
                         parts.append(

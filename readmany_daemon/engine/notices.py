@@ -1,7 +1,7 @@
 """What an answer tells the model beyond the framed files (PROTOCOL §4): the notice of
 a cut file and the request that continues it, the lines naming omitted, skipped and
 failed entries (each count stated once), created files, continuations, the cursor and
-hints, and the lines that hold redacted secrets.
+hints, and the lines that hold redacted secrets or a notebook's base64 placeholders.
 
 Pure functions over ``Piece`` lists; ``engine.render`` places their lines in each
 format.
@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from readmany_daemon.engine import notebook
 from readmany_daemon.engine.items import Piece
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.wire.messages import FileResult
@@ -132,6 +133,40 @@ def redaction_lines(pieces: Sequence[Piece]) -> list[str]:
     ]
 
 
+def placeholder_lines(pieces: Sequence[Piece]) -> list[str]:
+    """The notice naming the raw notebook lines shown with base64 payloads replaced by
+    ``«base64 …: not shown»`` placeholders (PROTOCOL §4 "Notebooks"), at most
+    ``MAX_NAMED_IN_CONTENT`` files, and that they must never be written back; ``[]``
+    when none is shown."""
+    named: list[str] = []
+    files = 0
+    for p in pieces:
+        r = p.result
+        if p.content is None or r.line_start is None or not notebook.is_notebook(r.path):
+            continue
+        if "«base64" not in p.content:
+            continue
+        lines = [
+            r.line_start + n
+            for n, line in enumerate(p.content.split("\n"))
+            if notebook.PLACEHOLDER.search(line)
+        ]
+        if not lines:
+            continue
+        files += 1
+        if len(named) < MAX_NAMED_IN_CONTENT:
+            named.append(f"{r.path} {_line_ranges(lines)}")
+    if not files:
+        return []
+    more = f"; and {files - len(named)} more file(s)" if files > len(named) else ""
+    return [
+        f"[Notebook images not shown: {'; '.join(named)}{more}. Those lines show "
+        "«base64 …» placeholders, not the file's text: never write "
+        "a placeholder back into the file; edit around it, or read the notebook by cells "
+        "to see its images.]"
+    ]
+
+
 def notice_lines(pieces: Sequence[Piece], notices: Notices, framed_errors: bool) -> list[str]:
     """Lines after the framed files: omitted, skipped and (when not framed) failed entries,
     at most ``MAX_NAMED_IN_CONTENT`` named in all, each kind's count stated once (names
@@ -139,7 +174,7 @@ def notice_lines(pieces: Sequence[Piece], notices: Notices, framed_errors: bool)
     omitted = [p.result for p in pieces if p.result.status == Status.OMITTED]
     skipped = [p.result for p in pieces if p.result.status == Status.SKIPPED]
     errors = [p.result for p in pieces if p.result.status == Status.ERROR]
-    lines: list[str] = redaction_lines(pieces)
+    lines: list[str] = redaction_lines(pieces) + placeholder_lines(pieces)
     room = MAX_NAMED_IN_CONTENT if notices.room is None else notices.room
 
     n_omitted = len(omitted) + notices.unlisted_omitted

@@ -396,6 +396,11 @@ def _window_key(key: str, offset: int | None, limit: int | None, column: int | N
     return f"{key}:{start}{at}-{end}"
 
 
+def _cells(spec: FileSpec) -> str | None:
+    """``spec.cells`` as a range string (a JSON integer ``4`` is ``"4"``)."""
+    return None if spec.cells is None else str(spec.cells)
+
+
 def resolve(ws: Workspace, params: ReadManyParams) -> Resolved:
     """Ordered items for ``params``: ``paths``, then ``files``, then ``include``, each in
     request order; a glob or folder contributes its matches sorted by path (byte order);
@@ -404,12 +409,12 @@ def resolve(ws: Workspace, params: ReadManyParams) -> Resolved:
     r = _Resolver(ws, params)
     for p in params.paths:
         if isinstance(p, FileSpec):
-            r.entry(p.path, p.offset, p.limit, False, p.column, p.cells)
+            r.entry(p.path, p.offset, p.limit, False, p.column, _cells(p))
         else:
             r.entry(p, None, None, False)
         r.entry_no += 1
     for spec in params.files:
-        r.entry(spec.path, spec.offset, spec.limit, False, spec.column, spec.cells)
+        r.entry(spec.path, spec.offset, spec.limit, False, spec.column, _cells(spec))
         r.entry_no += 1
     for pattern in params.include:
         r.entry(pattern, None, None, True)

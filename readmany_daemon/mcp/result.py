@@ -12,7 +12,8 @@ default) and moves one whose text is over 50,000 characters to a file. So:
 - images and PDFs named exactly follow as image / embedded resource blocks while the
   whole result, as JSON, stays within ``result_ceiling`` tokens (o200k); one that would
   push it over is left out, named in a notice at the end of the text with the call
-  that gets it, and marked ``"omitted": true`` in ``structuredContent.attachments``.
+  that gets it (for a notebook's image, ``nb.ipynb#cell=7/output=2``: that cell), and
+  marked ``"omitted": true`` in ``structuredContent.attachments``.
 """
 
 from __future__ import annotations
@@ -87,13 +88,33 @@ def _block(att: Mapping[str, Any], root: str) -> dict[str, Any]:
     }
 
 
+def notebook_output(path: str) -> tuple[str, int] | None:
+    """``(notebook path, cell)`` of a notebook image attachment's path,
+    ``nb.ipynb#cell=7/output=2`` (``engine.notebook.output_path``); None for a file's."""
+    head, sep, tail = path.rpartition("#cell=")
+    cell, slash, output = tail.partition("/output=")
+    if not sep or not slash or not cell.isdigit() or not output.isdigit():
+        return None
+    return head, int(cell)
+
+
 def _notice(left: list[tuple[str, str, int, int]], ceiling: int) -> str:
+    """The notice naming the attachments ``left`` out (``(path, mimeType, bytes,
+    tokens)``) and the call that gets the largest: the file alone, or for a notebook's
+    image the one cell it came from (with room for all of that cell's left out)."""
     names = ", ".join(
         f"{path} ({mime}, {size} bytes, about {tokens} tokens)" for path, mime, size, tokens in left
     )
     path, _, _, tokens = max(left, key=lambda x: x[3])
+    output = notebook_output(path)
+    spec: dict[str, Any]
+    if output is None:
+        spec = {"paths": [path]}
+    else:
+        tokens = sum(t for p, _, _, t in left if notebook_output(p) == output)
+        spec = {"files": [{"path": output[0], "cells": str(output[1])}]}
     ask = math.ceil((tokens + STRUCTURE_ROOM) / 1000) * 1000
-    call = _compact({"paths": [path], "maxTotalTokens": ask})
+    call = _compact({**spec, "maxTotalTokens": ask})
     return (
         f"\n[Attachments left out to keep this answer within {ceiling} tokens: {names}. "
         f"Ask for one alone with room for it, e.g. {call}.]"

@@ -179,6 +179,12 @@ class _Inputs:
                 prop.pop("default")
             if "$ref" in raw["properties"][key]:
                 prop.pop("default", None)  # a nested object's: its members have them
+            branches = prop.get("anyOf")
+            if branches and {b.get("type") for b in branches} == {"string", "integer"}:
+                # A string or an integer (a cell range, or one cell): advertised as the
+                # string, a form every client's schema subset takes; both are accepted.
+                string = next(b for b in branches if b.get("type") == "string")
+                prop = {**string, **{k: v for k, v in prop.items() if k != "anyOf"}}
             # Patterns (a sha256, a cell range) are the server's to check: it names the
             # field of a bad value; the description says the form.
             prop.pop("pattern", None)

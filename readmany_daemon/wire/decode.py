@@ -173,8 +173,11 @@ def _check_name(value: str, field: str) -> None:
 
 
 def _check_cells(spec: FileSpec, field: str) -> None:
-    """A ``cells`` range whose start comes after its end (``"7-3"``) is -32602."""
-    if spec.cells is not None and "-" in spec.cells:
+    """A ``cells`` range whose start comes after its end (``"7-3"``) is -32602; one cell
+    given as a JSON integer (``4``, at least 1 by the Struct) becomes ``"4"``."""
+    if isinstance(spec.cells, int):
+        spec.cells = str(spec.cells)
+    elif spec.cells is not None and "-" in spec.cells:
         a, b = spec.cells.split("-")
         if int(a) > int(b):
             raise InvalidParams(

@@ -60,14 +60,15 @@ class FileSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     ``limit`` replaces ``perFileMaxLines`` for this file. ``column`` is the 1-based
     character of line ``offset`` where the window starts (a cut long line's
     ``nextColumn``). ``cells`` (a ``.ipynb`` only) is a 1-based inclusive range of its
-    cells, ``"3-7"`` or ``"4"`` (``engine.notebook``).
+    cells, ``"3-7"`` or ``"4"``, or one cell as a JSON integer (``4``; the decoder turns
+    it into ``"4"``, ``wire.decode``) (``engine.notebook``).
     """
 
     path: Pattern
     offset: Positive | None = None
     limit: Positive | None = None
     column: Positive | None = None
-    cells: CellRange | None = None
+    cells: CellRange | Positive | None = None
 
 
 class Known(msgspec.Struct, forbid_unknown_fields=True):

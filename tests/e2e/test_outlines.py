@@ -117,3 +117,28 @@ async def test_the_mcp_read_tool_defaults_to_outlines(env: dict[str, str], tmp_p
         assert "of them given as outlines above" in said
         plain = await read(session, paths=["pkg/*.py"], maxTotalChars=8000, packing="auto")
         assert "[Outline only" not in text(plain)
+
+
+def tall_class() -> str:
+    """``class A`` at lines 3-261 whose ``method m1`` spans lines 4-255."""
+    lines = ['"""Big."""', "", "class A:", "    def m1(self, x):"]
+    lines += [f"        x = x + {k}" for k in range(250)] + ["        return x", ""]
+    lines += [f"    v{k} = {k}" for k in range(5)]
+    return "\n".join(lines) + "\n"
+
+
+def test_cli_cut_inside_a_method_lists_it(tmp_path: Path, read_json: ReadJson) -> None:
+    write_tree(tmp_path, {"big.py": tall_class()})
+    (f,) = read_json(tmp_path, "big.py")["files"]
+    assert (f["status"], f["lineEnd"]) == ("partial", 200)
+    assert [(s["name"], s["lineStart"], s["lineEnd"]) for s in f["outline"]] == [
+        ("A", 3, 261),
+        ("m1", 4, 255),
+    ]
+
+
+async def test_the_mcp_cut_inside_a_method_lists_it(env: dict[str, str], tmp_path: Path) -> None:
+    write_tree(tmp_path / "ws", {"big.py": tall_class()})
+    async with mcp_session(env, "--root", str(tmp_path / "ws")) as session:
+        said = text(await read(session, paths=["big.py"]))
+        assert "(not shown):]\nclass A L3-261\n  method m1 L4-255\n" in said, said[-400:]

@@ -106,3 +106,33 @@ def test_an_attachment_over_the_ceiling_is_named_with_the_call_that_gets_it() ->
     content, structured = read_result(answer, "/r", result_ceiling(ask["maxTotalTokens"]))
     assert [c["type"] for c in content] == ["text", "image", "image", "resource"]
     assert not any(a.get("omitted") for a in structured["attachments"])
+
+
+def test_a_notebook_image_left_out_is_asked_for_by_its_cell() -> None:
+    import base64
+    import json
+    import random
+
+    from readmany_daemon.mcp.result import count_tokens, read_result
+
+    rng = random.Random(5)
+    images = [base64.b64encode(rng.randbytes(39_999)).decode() for _ in range(2)]
+    answer = _answer(
+        [
+            {"path": f"nb.ipynb#cell=7/output={k}", "mimeType": "image/png", "data": data}
+            for k, data in enumerate(images, start=1)
+        ]
+    )
+    content, structured = read_result(answer, "/r")
+    text = content[0]["text"]
+    assert "nb.ipynb#cell=7/output=1 (image/png, 39999 bytes" in text
+    assert "nb.ipynb#cell=7/output=2 (image/png, 39999 bytes" in text
+    assert [a["path"] for a in structured["attachments"]] == [
+        "nb.ipynb#cell=7/output=1",
+        "nb.ipynb#cell=7/output=2",
+    ]
+    ask = json.loads(text[text.index('{"files"') : text.rindex("}") + 1])
+    assert ask["files"] == [{"path": "nb.ipynb", "cells": "7"}]
+    assert all(a.get("omitted") for a in structured["attachments"])
+    need = sum(count_tokens(data) for data in images)
+    assert ask["maxTotalTokens"] > need  # room for every image of that cell left out

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
+
 from readmany_daemon.engine.answer import answer
-from readmany_daemon.engine.notebook import OUTPUT_MAX_CHARS, parse_cells
+from readmany_daemon.engine.notebook import OUTPUT_MAX_CHARS, mask_base64, parse_cells
 from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.errors import InvalidParams, jsonrpc_code
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.decode import decode_read_params
 from tests.notebooks import TRACEBACK, notebook, notebook_text
@@ -75,3 +79,77 @@ def test_a_cut_notebook_continues_by_cells(tmp_path: Path) -> None:
 def test_parse_cells() -> None:
     assert parse_cells("4") == (4, 4) and parse_cells("3-7") == (3, 7)
     assert any("\x1b[" in line for line in TRACEBACK)  # the fixture's traceback is coloured
+
+
+def test_raw_windows_show_placeholders_not_base64(tmp_path: Path) -> None:
+    raw = notebook_text(plots=2)
+    ws = ws_with(tmp_path, raw)
+    lines = raw.split("\n")
+    first = next(n for n, line in enumerate(lines, 1) if '"image/png": [' in line)
+    spec = {"path": "nb.ipynb", "offset": first, "limit": 4}
+    got = answer(ws, decode_read_params({"files": [spec]}))
+    r = got.files[0]
+    body = got.llm_content.split("--- nb.ipynb ---\n", 1)[1]
+    shown = body.split("\n")[:4]
+    assert "iVBOR" not in got.llm_content
+    assert shown[0] == lines[first - 1]  # the key line as on disk
+    payload = notebook(plots=2)["cells"][4]["outputs"][0]["data"]["image/png"]
+    size = sum(len(json.dumps(line)) - 2 for line in payload)  # as the JSON text holds it
+    assert shown[1].strip() == f'"«base64 image/png, {size:,} chars: not shown»",'
+    assert shown[2].strip() == '"«base64…»",'
+    assert (r.line_start, r.line_end, r.total_lines) == (first, first + 3, len(lines) - 1)
+    assert r.chars == len("\n".join(shown) + "\n")  # chars count what is shown
+    assert f"[Notebook images not shown: nb.ipynb lines {first + 1}-{first + 3}." in got.llm_content
+    assert "never write a placeholder back" in got.llm_content
+    # The whole raw file: the same line count, valid JSON, no payload left.
+    spec = {"path": "nb.ipynb", "offset": 1, "limit": 100_000}
+    whole = answer(ws, decode_read_params({"files": [spec], "preferFullRead": True}))
+    text = whole.llm_content.split("--- nb.ipynb ---\n", 1)[1]
+    text = text.split("\n[Notebook images")[0]
+    assert text.count("\n") == raw.count("\n") and "iVBOR" not in text
+    assert json.loads(text)["nbformat"] == 4
+    assert whole.files[0].chars == len(text) < len(raw) // 3
+
+
+def test_mask_base64_one_string_attachments_and_a_prefix() -> None:
+    doc = notebook(plots=0)
+    doc["cells"][0]["attachments"] = {"a.png": {"image/png": "iVBORw0KGgo="}}
+    doc["cells"][3]["outputs"][0]["data"]["application/pdf"] = "JVBERi0xLjQ="
+    doc["cells"][3]["metadata"] = {"image/png": {"width": 3}, "note": "iVBORw0KGgo="}
+    text = json.dumps(doc, indent=1)
+    masked = mask_base64(text)
+    assert "iVBORw0KGgo=" in masked.text  # a string outside outputs/attachments stays
+    assert masked.text.count("iVBORw0KGgo=") == 1 and "JVBERi0" not in masked.text
+    assert '"image/png": "«base64 image/png, 12 chars: not shown»"' in masked.text
+    assert '"application/pdf": "«base64 application/pdf, 12 chars: not shown»"' in masked.text
+    assert masked.text.count("\n") == text.count("\n") and json.loads(masked.text)
+    assert [masked.text.split("\n")[n - 1].count("«base64") for n in masked.lines] == [1, 1]
+    cut = text[: text.index("JVBERi0") + 4]  # a prefix read that ends inside a payload
+    assert mask_base64(cut).text.endswith('"«base64 application/pdf, 4 chars: not shown»')
+    assert mask_base64("{}") == ("{}", ())
+
+
+def test_cells_as_a_json_integer(tmp_path: Path) -> None:
+    ws = ws_with(tmp_path, notebook_text(plots=2))
+    params = decode_read_params({"files": [{"path": "nb.ipynb", "cells": 7}]})
+    assert params.files[0].cells == "7"
+    got = answer(ws, params)
+    assert "### cell 7 · code · id=boom" in got.llm_content and "### cell 6" not in got.llm_content
+    paths = decode_read_params({"paths": [{"path": "nb.ipynb", "cells": 2}]})
+    assert paths.paths[0].cells == "2"  # type: ignore[union-attr]
+    for bad in (0, -3, "0", "3-x", "7-3", 1.5, True, "", [4]):
+        with pytest.raises(InvalidParams) as err:
+            decode_read_params({"files": [{"path": "nb.ipynb", "cells": bad}]})
+        assert jsonrpc_code(err.value) == -32602 and "$.files[0].cells" in str(err.value), bad
+
+
+def test_each_image_attachment_names_its_cell_and_output(tmp_path: Path) -> None:
+    doc = notebook(plots=2)
+    doc["cells"][5]["outputs"].insert(0, {"output_type": "stream", "name": "stdout", "text": "x"})
+    ws = ws_with(tmp_path, json.dumps(doc, indent=1))
+    got = answer(ws, decode_read_params({"paths": ["nb.ipynb"]}))
+    assert [a.path for a in got.attachments] == [
+        "nb.ipynb#cell=5/output=1",
+        "nb.ipynb#cell=6/output=2",  # after the cell's stream output, as its header says
+    ]
+    assert "### cell 6 " in got.llm_content and "#### output 2 · display_data" in got.llm_content

@@ -76,6 +76,27 @@ def test_the_cut_file_carries_the_outline_of_its_unseen_lines(tmp_path: Path, fm
     assert f.chars == len("".join(module(0).splitlines(keepends=True)[:20]))  # not the block
 
 
+def tall_class() -> str:
+    """``class A`` at lines 3-261 whose ``method m1`` spans lines 4-255."""
+    lines = ['"""Big."""', "", "class A:", "    def m1(self, x):"]
+    lines += [f"        x = x + {k}" for k in range(250)] + ["        return x", ""]
+    lines += [f"    v{k} = {k}" for k in range(5)]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_unseen_outline_keeps_a_symbol_that_holds_the_cut(tmp_path: Path) -> None:
+    """Cut at line 200 (perFileMaxLines), the unseen lines 201-261 lie inside ``m1``
+    (to 255) and ``A``: both are listed, though both start in the part shown."""
+    write_tree(tmp_path, {"big.py": tall_class()})
+    r = ask(tmp_path, paths=["big.py"])
+    (f,) = r.files
+    assert (f.status, f.line_end, f.total_lines) == ("partial", 200, 261)
+    got = [(s.kind, s.name, s.line_start, s.line_end, s.depth) for s in f.outline or []]
+    assert got == [("class", "A", 3, 261, 0), ("method", "m1", 4, 255, 1)]
+    block = "[Outline of lines 201-261 (not shown):]\nclass A L3-261\n  method m1 L4-255\n"
+    assert block in r.llm_content
+
+
 def test_a_cut_file_without_a_grammar_says_so(tmp_path: Path) -> None:
     write_tree(tmp_path, {"notes.xyz": "".join(f"line {i}\n" for i in range(300))})
     r = ask(tmp_path, paths=["notes.xyz"], perFileMaxLines=10)
