@@ -94,7 +94,9 @@ def skip_lines(text: str, k: int, pos: int) -> int | None:
     or ``None`` when fewer follow. Skips blocks with ``str.count`` so that a far offset in
     a 20 MB text costs C-speed scans, not one Python step per line."""
     n = len(text)
-    block = 1 << 16
+    # The first block fits about k lines of code (64 characters a line), so that a
+    # window of a few hundred lines does not scan far past its end.
+    block = min(1 << 16, max(1 << 12, k * 64))
     while k > 32:
         if pos >= n:
             return None

@@ -20,6 +20,8 @@ cache's ``derived`` slot when the text is a cache entry's, else in the workspace
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -83,11 +85,20 @@ def _lines(head: str, symbols: Sequence[Symbol], cap: int) -> tuple[str, int]:
     return text + f"[… and {len(symbols) - shown} more symbols.]\n", shown
 
 
+#: Cut blocks made lately, by (outline, first line, last line, cap): a warm answer cuts
+#: the same files at the same lines again (the outline is kept with its cache entry, so
+#: its identity holds; the entry keeps the outline alive against a reused ``id``).
+_BLOCKS: OrderedDict[tuple[int, int, int, int], tuple[Outline, str, list[OutlineSymbol] | None]]
+_BLOCKS = OrderedDict()
+_BLOCKS_KEPT: Final = 512
+_blocks_lock = threading.Lock()
+
+
 def cut_block(o: Outline, r: FileResult, cap: int) -> tuple[str, list[OutlineSymbol] | None]:
     """The outline block of cut file ``r`` (its lines after ``r.line_end``; after
     ``r.line_end - 1`` when that line was cut short), in at most ``cap`` characters, and
     the symbols it shows (None when it shows none). ``""`` when nothing fits or nothing
-    is unseen."""
+    is unseen. The same block of the same outline is made once (the last 512 kept)."""
     if r.line_end is None:
         return "", None
     first = r.line_end if r.next_column is not None else r.line_end + 1
@@ -95,6 +106,23 @@ def cut_block(o: Outline, r: FileResult, cap: int) -> tuple[str, list[OutlineSym
     if first > last:
         return "", None
     cap = min(cap, MAX_OUTLINE_CHARS)
+    key = (id(o), first, last, cap)
+    with _blocks_lock:
+        hit = _BLOCKS.get(key)
+        if hit is not None and hit[0] is o:
+            _BLOCKS.move_to_end(key)
+            return hit[1], hit[2]
+    text, symbols = _cut_block(o, first, last, cap)
+    with _blocks_lock:
+        _BLOCKS[key] = (o, text, symbols)
+        while len(_BLOCKS) > _BLOCKS_KEPT:
+            _BLOCKS.popitem(last=False)
+    return text, symbols
+
+
+def _cut_block(
+    o: Outline, first: int, last: int, cap: int
+) -> tuple[str, list[OutlineSymbol] | None]:
     if o.reason is not None:
         # One line of valid Unicode, whatever the file's name holds.
         phrase = f"[No outline: {wire_safe(' '.join(o.reason.split()))}.]\n"
