@@ -4,12 +4,12 @@
 and building the parser for seven commands is work too) of a budget of two
 ``python -c pass``. :func:`parse_read` recognises the command lines an agent or a
 script types, ``read`` followed by paths and the read command's own flags, and gives
-what ``cli.parse_args`` would give for them; for anything else it gives None and the
+what ``cli_parser.parse_args`` would give for them; for anything else it gives None and the
 CLI asks argparse, so ``--help``, every usage error and every other command stay
 argparse's, word for word. A differential test (tests/unit/test_quickargs.py) holds the
 two to the same namespace over many command lines.
 
-What is recognised, as argparse reads it (``cli.build_parser``):
+What is recognised, as argparse reads it (``cli_parser.build_parser``):
 
 - the flags below, each spelled in full (an abbreviation goes to argparse);
 - an option's value as the next word, or after ``=`` (``--root=DIR``); a next word that
@@ -66,7 +66,7 @@ INTS = {
 
 class ReadArgs:
     """``readmany read``'s arguments, attribute for attribute the ``argparse.Namespace``
-    that ``cli.parse_args`` gives for the same command line (``command`` is "read";
+    that ``cli_parser.parse_args`` gives for the same command line (``command`` is "read";
     ``paths`` a list, maybe empty; flags False and options None when absent)."""
 
     command: str

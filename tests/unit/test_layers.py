@@ -51,6 +51,7 @@ TOP_LEVEL = {
     "roots": "vocabulary",
     "quickjson": "vocabulary",
     "cli": "surfaces",
+    "cli_parser": "surfaces",
     "route": "surfaces",
     "client": "surfaces",
     "quickargs": "surfaces",

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from readmany_daemon import cli, quickargs
+from readmany_daemon import cli, cli_parser, quickargs
 from readmany_daemon.errors import UsageError
 from readmany_daemon.quickargs import ReadArgs, parse_read
 from readmany_daemon.route import Asked
@@ -25,13 +25,13 @@ from readmany_daemon.route import Asked
 def argparse_read(argv: list[str]) -> dict[str, Any] | None:
     """argparse's namespace for ``argv`` as a dict; None for a usage error."""
     try:
-        return vars(cli.parse_args(argv))
+        return vars(cli_parser.parse_args(argv))
     except UsageError:
         return None
 
 
 def read_subparser() -> argparse.ArgumentParser:
-    parser = cli.build_parser()
+    parser = cli_parser.build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     read: argparse.ArgumentParser = sub.choices["read"]
     return read
@@ -185,3 +185,11 @@ def test_main_quick_and_argparse_paths_agree(
     fast = run_main(argv, True, monkeypatch, capsys)
     slow = run_main(argv, False, monkeypatch, capsys)
     assert fast == slow
+
+
+def test_every_command_the_parser_knows_runs() -> None:
+    """The parser's commands (``cli_parser.COMMAND_NAMES``, what a usage error lists)
+    are the ones ``cli.COMMANDS`` runs, in the same order."""
+    parser = cli_parser.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert tuple(sub.choices) == cli_parser.COMMAND_NAMES == tuple(cli.COMMANDS)
