@@ -5,13 +5,23 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.e2e.daemon_helpers import Daemon
 from tests.helpers import make_env
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """A private daemon (its own HOME and runtime folder) shared by one test module; a
+    module that needs another kind defines its own ``daemon``."""
+    d = Daemon(make_env(tmp_path_factory.mktemp("home"))).start()
+    yield d
+    d.cleanup()
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ No sleeps: the request is sent the moment the write returns.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +20,7 @@ import pytest
 
 from readmany_daemon.client import Client
 from tests.e2e.daemon_helpers import Daemon, status_root, wait_for
-from tests.helpers import git, make_env, write_tree
-
-
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    d = Daemon(make_env(tmp_path_factory.mktemp("home"))).start()
-    yield d
-    d.cleanup()
+from tests.helpers import git, write_tree
 
 
 def read(client: Client, paths: list[str], sync: str) -> dict[str, Any]:

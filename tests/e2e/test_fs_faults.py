@@ -43,7 +43,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,13 +72,6 @@ def unprivileged_prefix() -> list[str]:
     if shutil.which("setpriv") is None:
         pytest.skip("running as root and setpriv is unavailable: chmod 000 would not deny")
     return NO_DAC
-
-
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    d = Daemon(make_env(tmp_path_factory.mktemp("home"))).start()
-    yield d
-    d.cleanup()
 
 
 def ask(client: Client, paths: list[Any], **params: Any) -> dict[str, Any]:

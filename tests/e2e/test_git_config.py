@@ -11,14 +11,13 @@ each change; the daemon is asked at once too (no waits, ``sync: "auto"``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from readmany_daemon.client import Client
 from tests.e2e.daemon_helpers import Daemon, listed, status_root, wait_for
-from tests.helpers import git, make_env, write_tree
+from tests.helpers import git, write_tree
 
 FILES = {
     ".gitignore": "Build/\n*.LOG\nSecret.txt\n",
@@ -29,13 +28,6 @@ FILES = {
     "src/notes.md": "n\n",
     "docs/a.txt": "a\n",
 }
-
-
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    d = Daemon(make_env(tmp_path_factory.mktemp("home"))).start()
-    yield d
-    d.cleanup()
 
 
 @pytest.fixture

@@ -3,22 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from readmany_daemon.client import RpcError
 from tests.e2e.daemon_helpers import Daemon, cli
-from tests.helpers import make_env
 from tests.notebooks import notebook_text
-
-
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    d = Daemon(make_env(tmp_path_factory.mktemp("home"))).start()
-    yield d
-    d.cleanup()
 
 
 def test_daemon_reads_a_notebook_as_cells(daemon: Daemon, tmp_path: Path) -> None:

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.e2e.daemon_helpers import Daemon
 from tests.e2e.test_mcp import mcp_session, read, text
-from tests.helpers import make_env, write_tree
+from tests.helpers import write_tree
 
 ReadJson = Callable[..., dict[str, Any]]
 
@@ -56,13 +54,6 @@ def test_cli_packing_outlines_and_the_cut_file(tmp_path: Path, read_json: ReadJs
     shown = doc.findtext("document_content") or ""
     assert "Continue with offset=21.]\n[Outline of lines 21-" in shown
     assert "\n  method m2 L" in shown
-
-
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    d = Daemon(make_env(tmp_path_factory.mktemp("home"))).start()
-    yield d
-    d.cleanup()
 
 
 def test_daemon_cursor_chain_delivers_each_outlined_file_once(

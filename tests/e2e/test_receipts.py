@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +21,7 @@ import pytest
 
 from readmany_daemon.client import Client, RpcError
 from tests.e2e.daemon_helpers import Daemon, cli
-from tests.helpers import make_env, write_tree
-
-
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    d = Daemon(make_env(tmp_path_factory.mktemp("home"))).start()
-    yield d
-    d.cleanup()
+from tests.helpers import write_tree
 
 
 def sha(data: bytes) -> str:

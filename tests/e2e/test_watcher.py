@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +18,9 @@ import pytest
 
 from readmany_daemon.client import Client
 from tests.e2e.daemon_helpers import Daemon, listed, status_root, wait_for
-from tests.helpers import git, make_env, write_tree
+from tests.helpers import git, write_tree
 
 DEADLINE = 10.0
-
-
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    d = Daemon(make_env(tmp_path_factory.mktemp("home"))).start()
-    yield d
-    d.cleanup()
 
 
 @pytest.fixture
