@@ -28,7 +28,7 @@ from typing import Final
 
 from readmany_daemon.wire.messages import wire_safe
 
-__all__ = ["BOUNDARY_MARGIN", "ENCODING", "count", "counter_kind", "warm"]
+__all__ = ["BOUNDARY_MARGIN", "ENCODING", "count", "count_memo", "counter_kind", "warm"]
 
 #: The encoding counted (the one of GPT-4o and later models).
 ENCODING: Final = "o200k_base"
@@ -39,9 +39,16 @@ ENCODING: Final = "o200k_base"
 #: boundary is an upper bound of the count of the whole.
 BOUNDARY_MARGIN: Final = 2
 
+#: :func:`count_memo` keeps the counts of texts up to ``MEMO_TEXT_CHARS`` characters,
+#: up to ``MEMO_CHARS`` characters of them in all (then it starts over).
+MEMO_TEXT_CHARS: Final = 64 << 10
+MEMO_CHARS: Final = 4 << 20
+
 _lock = threading.Lock()
 _count: Callable[[str], int] | None = None
 _kind = ""
+_memo: dict[str, int] = {}
+_memo_chars = 0
 
 
 def _binding_counter() -> Callable[[str], int] | None:
@@ -122,3 +129,23 @@ def count(text: str) -> int:
     except UnicodeEncodeError:
         # Lone surrogates (names that are not UTF-8): counted as they are sent, U+FFFD.
         return counter(wire_safe(text))
+
+
+def count_memo(text: str) -> int:
+    """:func:`count`, remembered for texts that recur from one answer to the next: the
+    framing between files, the notices, a file cut where the budget ran out (a warm
+    client asking the same thing again gets them all again). Bounded: texts up to
+    ``MEMO_TEXT_CHARS`` characters, ``MEMO_CHARS`` in all. Thread-safe."""
+    got = _memo.get(text)
+    if got is not None:
+        return got
+    counted = count(text)
+    if len(text) <= MEMO_TEXT_CHARS:
+        global _memo_chars
+        with _lock:
+            if _memo_chars + len(text) > MEMO_CHARS:
+                _memo.clear()
+                _memo_chars = 0
+            _memo[text] = counted
+            _memo_chars += len(text)
+    return counted

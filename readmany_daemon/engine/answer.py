@@ -153,7 +153,7 @@ def _token_budget(params: ReadManyParams, loads: Loads) -> TokenBudget | None:
         return None
 
     def cost(lo: LoadedItem) -> int:
-        return loads.tokens(lo) + tokens.count(lo.result.path) + FRAME_TOKENS
+        return loads.tokens(lo) + tokens.count_memo(lo.result.path) + FRAME_TOKENS
 
     return TokenBudget(params.max_total_tokens - FRAME_TOKENS, cost)
 
@@ -381,7 +381,7 @@ def _assemble(
     if packing.partial_included_path is not None:
         packing.partial_included_path = wire_safe(packing.partial_included_path)
     packing.omitted_paths = [wire_safe(p) for p in packing.omitted_paths]
-    parts, counted = render_counted(params.format, acc.pieces, notices, tokens.count)
+    parts, counted = render_counted(params.format, acc.pieces, notices, tokens.count_memo)
     acc.summary.estimated_tokens = counted
     answered = ReadManyResult(
         llm_content="",

@@ -158,7 +158,7 @@ def tokens_of(lo: LoadedItem, params: ReadManyParams, cache: ContentCache | None
             size=lambda _n: _COUNT_BYTES,
         )
     if counted is None:
-        counted = tokens.count(content_form(fmt, text))
+        counted = tokens.count_memo(content_form(fmt, text))
     lo.tokens = counted
     return counted
 

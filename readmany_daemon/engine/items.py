@@ -140,6 +140,19 @@ class Items(Sequence[Item]):
         rel = segment.matches[pos]
         return self._ws.abspath(rel) if self._absolute else rel
 
+    def match_label(self, i: int) -> str | None:
+        """The label of entry ``i`` when it is an expansion match as the expansion made
+        it (its key is its label, it is not explicit), without making its ``Item``;
+        None for an explicit entry or one replaced by :meth:`replace`."""
+        if i in self._made:
+            return None
+        seg, pos = self.locate(i)
+        segment = self.segments[seg]
+        if isinstance(segment, Item):
+            return None
+        rel = segment.matches[pos]
+        return self._ws.abspath(rel) if self._absolute else rel
+
     def is_preset(self, i: int) -> bool:
         """Whether entry ``i`` was answered at resolve time (never an expansion match)."""
         segment = self.segments[self.locate(i)[0]]

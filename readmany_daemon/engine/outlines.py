@@ -211,5 +211,5 @@ class Outliner:
             if not shown:
                 return None
         body_tokens = tokens.count(content_form(self.fmt, body))
-        cost = body_tokens + tokens.count(lo.result.path) + self.frame_tokens
+        cost = body_tokens + tokens.count_memo(lo.result.path) + self.frame_tokens
         return Outlined(body, wire_symbols(symbols[:shown]), len(body), body_tokens, cost)

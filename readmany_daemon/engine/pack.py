@@ -408,16 +408,21 @@ def omitted_piece(items: Items, i: int, code: str) -> Piece:
     """The piece of item ``i`` of ``items`` omitted with ``code`` (``budget``, or
     ``stopped`` after a failure under ``stopOnError``): its entry in ``files``, no
     content."""
-    item = items[i]
+    label = items.match_label(i)  # an expansion match: no Item made for it
+    if label is not None:
+        key, explicit = label, False
+    else:
+        item = items[i]
+        label, key, explicit = item.label, item.key, item.explicit
     result = FileResult(
-        path=item.label,
+        path=label,
         status=Status.OMITTED,
         source="disk",
         chars=0,
         code=code,
         message=_OMITTED_MESSAGES[code],
     )
-    return Piece(result, item.key, None, item.explicit)
+    return Piece(result, key, None, explicit)
 
 
 def outlined_piece(items: Items, i: int, outlined: Outlined) -> Piece:

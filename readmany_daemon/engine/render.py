@@ -334,30 +334,47 @@ def render_parts(fmt: str, pieces: Sequence[Piece], notices: Notices) -> list[st
     return _PARTS[fmt](pieces, notices).parts
 
 
+#: A stretch of framing of several parts and at least this many characters (the
+#: notices at the end) is counted part by part (:func:`render_counted`).
+SPLIT_COUNT_CHARS = 512
+
+
 def render_counted(
     fmt: str, pieces: Sequence[Piece], notices: Notices, count: Callable[[str], int]
 ) -> tuple[list[str], int]:
     """:func:`render_parts` and an upper bound of the o200k tokens of their concatenation:
     each file's content counts ``Piece.tokens`` (its cached count, when known), each
-    stretch of framing between two contents counts ``count`` of it, and each boundary
-    between two of those adds ``tokens.BOUNDARY_MARGIN`` (what joining two texts can add
-    to the sum of their counts)."""
+    stretch of framing between two contents counts ``count`` of it (a long one of several
+    parts: of each part), and each boundary between two of those adds
+    ``tokens.BOUNDARY_MARGIN`` (what joining two texts can add to the sum of their
+    counts). ``count`` is ``tokens.count_memo`` in the engine."""
     made = _PARTS[fmt](pieces, notices)
     total = stretches = 0
     framing: list[str] = []
+
+    def count_framing() -> None:
+        nonlocal total, stretches
+        if len(framing) > 1 and sum(map(len, framing)) >= SPLIT_COUNT_CHARS:
+            # The notices: counted part by part, so that the parts that recur (the
+            # names left out, the continuations) are remembered by ``count`` and only
+            # the one that changes (the cursor) is counted again.
+            total += sum(map(count, framing))
+            stretches += len(framing)
+        else:
+            total += count("".join(framing))
+            stretches += 1
+        framing.clear()
+
     for text, owner in zip(made.parts, made.owners, strict=True):
         if owner is None:
             framing.append(text)
             continue
         if framing:
-            total += count("".join(framing))
-            stretches += 1
-            framing = []
+            count_framing()
         total += owner.tokens if owner.tokens is not None else count(text)
         stretches += 1
     if framing:
-        total += count("".join(framing))
-        stretches += 1
+        count_framing()
     return made.parts, total + BOUNDARY_MARGIN * max(stretches - 1, 0)
 
 

@@ -7,8 +7,8 @@ pygls 2.1 facts this module works around (DESIGN.md):
 - params of unknown methods are turned into namedtuples: ``structure_message`` keeps
   ``readMany/*`` params as plain JSON builtins;
 - a non-attrs result is serialized through ``__dict__``: results are builtins, written
-  with msgspec in ``_send_data`` (large answers: ``encode.EncodedResult``, written in
-  chunks);
+  with msgspec in ``_send_data``; ``readMany/read`` answers come encoded already
+  (``encode.EncodedResult``, ``encode.FramedResult``: large ones in chunks);
 - ``_execute_handler`` keeps a future per handled notification in
   ``_request_futures`` forever: pruned when it completes (memory stays flat);
 - ``lsp_shutdown`` iterates ``_request_futures`` while cancelling them: it iterates a
@@ -50,6 +50,11 @@ from readmany_daemon.lsp.encode import (
 )
 
 log = logging.getLogger(__name__)
+
+#: Answers (bytes, framing included) below this size are joined and written as one
+#: message; larger ones go to the writer's ``write_chunks`` (scatter-gather, no copy,
+#: memory given back after).
+JOINED_WRITE_BYTES = 1 << 20
 
 #: The pygls private names this module relies on, as (owner, name): ``protocol`` is a
 #: ``LanguageServerProtocol``, ``server`` a ``LanguageServer``, ``fm`` the protocol's
@@ -202,7 +207,10 @@ class ReadManyProtocol(LanguageServerProtocol):
         elif isinstance(data, JsonRPCResponseMessage) and isinstance(data.result, FramedResult):
             # The content frame, then the response, in one write: nothing comes between.
             framed = data.result
-            body = encode_body({"jsonrpc": "2.0", "id": data.id, "result": framed.result})
+            body = b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (
+                msgspec.json.encode(data.id),
+                framed.result,
+            )
             chunks = [
                 b"Content-Length: %d\r\nContent-Type: %s\r\n\r\n"
                 % (framed.size, CONTENT_FRAME_TYPE),
@@ -213,7 +221,7 @@ class ReadManyProtocol(LanguageServerProtocol):
         if chunks is not None:
             try:
                 write_chunks = getattr(self.writer, "write_chunks", None)
-                if write_chunks is not None:
+                if write_chunks is not None and sum(map(len, chunks)) >= JOINED_WRITE_BYTES:
                     write_chunks(chunks)
                 else:
                     self.writer.write(b"".join(chunks))

@@ -179,3 +179,14 @@ def test_a_client_decodes_large_bodies_as_json_does() -> None:
     # A lone surrogate (an undecodable file name) is refused by msgspec: json.loads keeps it.
     lone = b'{"p":"\\udc80' + b"x" * MSGSPEC_BODY_BYTES + b'"}'
     assert decode_body(lone) == json.loads(lone)
+
+
+def test_a_session_decodes_mid_sized_bodies_with_msgspec_the_same() -> None:
+    from readmany_daemon.client import SESSION_MSGSPEC_BODY_BYTES, decode_body
+
+    mid = {"llmContent": TRICKY * (SESSION_MSGSPEC_BODY_BYTES // len(TRICKY) + 1), "n": [1]}
+    body = json.dumps(mid, ensure_ascii=False).encode("utf-8")
+    assert SESSION_MSGSPEC_BODY_BYTES <= len(body) < (4 << 20)
+    assert decode_body(body, SESSION_MSGSPEC_BODY_BYTES) == json.loads(body) == mid
+    lone = b'{"p":"\\udc80' + b"x" * SESSION_MSGSPEC_BODY_BYTES + b'"}'
+    assert decode_body(lone, SESSION_MSGSPEC_BODY_BYTES) == json.loads(lone)

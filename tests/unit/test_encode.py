@@ -24,12 +24,11 @@ def _result() -> ReadManyResult:
 
 
 def _decoded(encoded: Any) -> dict[str, Any]:
-    if isinstance(encoded, encode.EncodedResult):
-        body = b"".join(bytes(c) for c in encoded.chunks)
-        assert len(body) == encoded.size
-        value: dict[str, Any] = json.loads(body)
-        return value
-    return dict(encoded)
+    assert isinstance(encoded, encode.EncodedResult)
+    body = b"".join(bytes(c) for c in encoded.chunks)
+    assert len(body) == encoded.size
+    value: dict[str, Any] = json.loads(body)
+    return value
 
 
 PARTS = [
@@ -56,10 +55,20 @@ def test_chunks_concatenate_to_the_whole_answer(
     assert _decoded(encoded) == to_builtins(whole)
 
 
-def test_small_answers_stay_builtins() -> None:
+def test_small_answers_are_one_chunk_with_the_same_json() -> None:
     encoded = encode.encode_read_result(_result(), list(PARTS))
-    assert isinstance(encoded, dict)
-    assert encoded["llmContent"] == "".join(PARTS)
+    assert len(encoded.chunks) == 1
+    whole = _result()
+    whole.llm_content = "".join(PARTS)
+    assert bytes(encoded.chunks[0]) == encode.encode_body(to_builtins(whole))
+
+
+def test_a_lone_surrogate_is_escaped() -> None:
+    result = _result()
+    result.return_display = "bad \udc80 name"
+    encoded = encode.encode_read_result(result, list(PARTS))
+    assert b"\\udc80" in bytes(encoded.chunks[0])
+    assert _decoded(encoded)["returnDisplay"] == "bad \udc80 name"
 
 
 def test_empty_parts(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -205,3 +205,59 @@ def test_stop_is_idempotent_and_cleans_up(tmp_path: Path) -> None:
     assert rig.watcher.state == "stopped" and not cookies.exists()
     with rig.lock:
         assert rig.watcher.barrier() is False
+
+
+def test_a_quiet_queue_needs_no_cookie(rigs: Callable[..., Rig]) -> None:
+    """With nothing queued in the kernel and every read batch handled, the barrier vouches
+    without a cookie (runtime/inotify.py); the index is still exact."""
+    rig = rigs({"a/x.txt": ""})
+    rig.fresh()
+    trips = rig.watcher.cookie_round_trips
+    for _ in range(20):
+        rig.fresh()
+    assert rig.watcher.cookie_round_trips == trips
+    write_tree(rig.root, {"a/y.txt": ""})
+    assert "a/y.txt" in rig.fresh()
+
+
+def test_barrier_exact_while_a_writer_races_it(rigs: Callable[..., Rig]) -> None:
+    """A thread keeps creating files, then deleting them, while barriers run: each
+    barrier's index holds every file whose creation finished before it, and none whose
+    deletion did (the quiet-queue check and the cookie route race the reader thread)."""
+    rig = rigs({"w/keep.txt": ""})
+    rig.fresh()
+    done = -1
+    stop = threading.Event()
+
+    def writer(deleting: bool) -> None:
+        nonlocal done
+        i = 0
+        while not stop.is_set() and i < 20_000:
+            path = rig.root / "w" / f"n{i}"
+            if deleting:
+                if not path.exists():
+                    break
+                path.unlink()
+            else:
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+            done = i
+            i += 1
+
+    for deleting in (False, True):
+        done = -1
+        stop.clear()
+        thread = threading.Thread(target=writer, args=(deleting,))
+        thread.start()
+        try:
+            checked = 0
+            deadline = time.monotonic() + 1.0
+            while thread.is_alive() and (time.monotonic() < deadline or checked < 30):
+                finished = done
+                files = set(rig.fresh())
+                if finished >= 0:
+                    assert (f"w/n{finished}" in files) is not deleting, (deleting, finished)
+                checked += 1
+        finally:
+            stop.set()
+            thread.join()
+        assert rig.fresh() == Index.build(str(rig.root), Settings()).files()
