@@ -90,8 +90,11 @@ def loads(body: bytes | bytearray | str) -> Any:
                 value, end = _scan(text, start)
                 if not text[end:].strip(_WS):
                     return value
-        except (StopIteration, ValueError):
-            pass  # not JSON (or not UTF-8): json.loads raises its own error
+        except (StopIteration, ValueError, SystemError):
+            # Not JSON (or not UTF-8): json.loads raises its own error. SystemError: the C
+            # scanner builds its error from json.decoder only when that module is loaded
+            # already (CPython 3.11 _json.c raise_errmsg); here it may not be.
+            pass
     import json
 
     return json.loads(body)

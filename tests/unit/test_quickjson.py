@@ -113,3 +113,29 @@ def test_neither_json_nor_re_is_imported() -> None:
     )
     loaded = proc.stdout.strip()
     assert "'json" not in loaded and "'re'" not in loaded, loaded
+
+
+def test_not_json_fails_as_json_does_before_json_is_loaded() -> None:
+    """The C scanner builds its error from ``json.decoder`` only when that module is
+    loaded already (CPython 3.11's ``_json.c``): in a fresh interpreter, a body that is
+    not JSON must still give json's own ValueError, not a SystemError."""
+    code = (
+        "import sys\n"
+        "from readmany_daemon import quickjson\n"
+        "assert 'json.decoder' not in sys.modules\n"
+        "try:\n"
+        "    quickjson.loads(b'{\"a\": ')\n"
+        "except ValueError as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        env={"PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    with pytest.raises(ValueError) as theirs:
+        json.loads(b'{"a": ')
+    assert proc.stdout.strip() == f"JSONDecodeError {theirs.value}"
