@@ -37,7 +37,7 @@ def _read_params(args: argparse.Namespace | ReadArgs) -> dict[str, Any]:
     """ReadManyParams (canonical names) from ``--params`` overridden by flags."""
     params: dict[str, Any] = {}
     if args.params:
-        from readmany_daemon.wire.decode import fold_read_params
+        from readmany_daemon.wire.fold import fold_read_params
 
         try:
             raw = quickjson.loads(args.params)
@@ -162,15 +162,62 @@ def _write_parts(parts: Sequence[str | bytes | bytearray]) -> None:
         raise _OutputError(str(exc)) from None
 
 
+#: ``fcntl``'s ``F_SETPIPE_SZ`` (Linux): the capacity of a pipe, in bytes.
+_F_SETPIPE_SZ = 1031
+#: The pipe capacity asked for (Linux's default ``pipe-max-size``) before a content frame
+#: of at least this many bytes goes to a standard output that is a pipe.
+PIPE_BYTES = 1 << 20
+
+
+class _StdoutSink:
+    """Writes a content frame to standard output as it arrives (``route.ask_daemon``'s
+    ``content_sink``): a large answer is printed while the rest of it comes, not after
+    all of it came. Before a frame of ``PIPE_BYTES`` or more, a pipe on standard output
+    is grown to that size (fewer writes that wait for the reader). Raises
+    ``BrokenPipeError`` when the reader went away, ``_OutputError`` for another write
+    failure."""
+
+    def __init__(self) -> None:
+        self.started = False  # a frame began
+        self.last = b""  # the last byte written
+
+    def start(self, length: int) -> None:
+        """A frame of ``length`` bytes begins."""
+        self.started = True
+        if length >= PIPE_BYTES and sys.platform.startswith("linux"):
+            import fcntl
+
+            try:  # noqa: SIM105 (contextlib is no import of the warm path)
+                fcntl.fcntl(1, _F_SETPIPE_SZ, PIPE_BYTES)
+            except OSError:
+                pass  # not a pipe, or over /proc/sys/fs/pipe-max-size: as it is
+
+    def write(self, chunk: memoryview) -> None:
+        """Write the next bytes of the frame."""
+        if not len(chunk):
+            return
+        if sys.stdout is None:
+            raise _OutputError("standard output is closed")
+        try:
+            sys.stdout.buffer.write(chunk)
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as exc:  # ValueError: a closed file object
+            raise _OutputError(str(exc)) from None
+        self.last = bytes(chunk[-1:])
+
+
 def cmd_read(args: argparse.Namespace | ReadArgs) -> int:
     """``readmany read``: print ``llmContent`` (or the whole result with ``--json``)."""
     raw = _read_params(args)
-    asked = ask_daemon(
-        args.root, "readMany/read", raw, no_daemon=args.no_daemon, content_frames=not args.json
-    )
+    sink = None if args.json else _StdoutSink()
+    asked = ask_daemon(args.root, "readMany/read", raw, no_daemon=args.no_daemon, content_sink=sink)
     if (answer := asked.answer) is not None:
         if args.json:
             _write(quickjson.dumps(answer) + "\n")
+        elif sink is not None and sink.started:
+            # The content frame went out as it came: end it as the other paths do.
+            _write_parts([] if sink.last == b"\n" else [b"\n"])
         elif (content := asked.content) is not None:
             # The daemon's bytes as they came (a content frame): no decode, no copy.
             _write_parts([content] if content.endswith(b"\n") else [content, b"\n"])

@@ -29,6 +29,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
     from typing import Any
 
+    from readmany_daemon.client import ContentSink
+
 #: READMANY_* variables that are not settings and never travel to the daemon.
 NOT_SETTINGS = frozenset({"READMANY_TOKEN", "READMANY_NO_DAEMON"})
 
@@ -83,6 +85,7 @@ def ask_daemon(
     *,
     no_daemon: bool,
     content_frames: bool = False,
+    content_sink: ContentSink | None = None,
 ) -> Asked:
     """The warm daemon's answer to ``method`` with ``params``, or None as
     ``Asked.answer`` when it should be answered in this process: ``no_daemon``, no
@@ -102,7 +105,11 @@ def ask_daemon(
     (``client.connect_pipelined``); the answer of a daemon of another version is
     dropped unread. With ``content_frames`` the connection asks for ``llmContent`` as
     a content frame (``initializationOptions.llmContentFrames``, PROTOCOL §1), which
-    ``Asked.content`` then holds: printed as it came, never JSON-decoded."""
+    ``Asked.content`` then holds: printed as it came, never JSON-decoded; with
+    ``content_sink`` too, the frame is passed to it as it arrives instead (``readmany
+    read`` prints it while the rest comes) and ``Asked.content`` stays None. A daemon
+    lost after part of the frame went to the sink raises ``DaemonError``: what is out
+    cannot be taken back, so the call is not answered again in this process."""
     start = not daemon_off(no_daemon)
     if no_daemon or os.name != "posix":
         return Asked(None, False)
@@ -122,7 +129,7 @@ def ask_daemon(
     for name in NOT_SETTINGS:
         env.pop(name, None)
     options: dict[str, Any] = {"environment": env}
-    if content_frames:
+    if content_frames or content_sink is not None:
         options["llmContentFrames"] = True
     opened = connect_pipelined(path, top, options, method, params)
     if opened is None:
@@ -139,6 +146,7 @@ def ask_daemon(
             except DaemonError as exc:
                 print(f"readmany: warning: {exc}", file=sys.stderr)
             return Asked(None, start)
+        client.content_sink = content_sink
         try:
             answer = client.wait(pending)
         except RpcError as exc:
@@ -148,6 +156,13 @@ def ask_daemon(
             say(f"warning: the daemon failed ({exc.message}); answering in this process")
             return Asked(None, False)  # one runs: do not start another after answering
         except ConnectionClosed:
+            if client.relayed:
+                from readmany_daemon.errors import DaemonError
+
+                raise DaemonError(
+                    "the daemon went away in the middle of the answer: the output above "
+                    "is incomplete"
+                ) from None
             # It died mid-request (killed, crashed): the answer is produced here and,
             # unless disabled, a new daemon is started for the next call.
             say("warning: the daemon went away before answering; answering in this process")

@@ -35,7 +35,8 @@ from readmany_daemon.runtime.requests import RequestContext
 from readmany_daemon.runtime.roots import RootEntry, index_key
 from readmany_daemon.runtime.service import Service
 from readmany_daemon.settings import Settings, load_settings
-from readmany_daemon.wire.decode import decode_read_params, fold_read_params
+from readmany_daemon.wire.decode import decode_read_params
+from readmany_daemon.wire.fold import fold_read_params
 from readmany_daemon.wire.messages import SERVER_NAME, ReadManyParams
 
 log = logging.getLogger(__name__)

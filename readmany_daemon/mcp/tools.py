@@ -38,7 +38,7 @@ from readmany_daemon.mcp.schema import (
 from readmany_daemon.paths import uri_to_path
 from readmany_daemon.roots import Root, make_root
 from readmany_daemon.route import daemon_off
-from readmany_daemon.wire.decode import fold_read_params
+from readmany_daemon.wire.fold import fold_read_params
 from readmany_daemon.wire.messages import CHANGED_SINCE, FILES, READ
 
 log = logging.getLogger("readmany.mcp")

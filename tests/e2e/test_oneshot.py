@@ -6,6 +6,8 @@
 - a connection that asks for content frames (``initializationOptions.llmContentFrames``,
   PROTOCOL §1) gets ``llmContent`` as raw UTF-8 in a frame before the response, byte for
   byte the text the JSON answer carries; every other client gets the usual answer;
+- ``readmany read`` prints a content frame while it arrives; a daemon lost in the middle
+  of one ends the call with an error, not with a second answer from the CLI's process;
 - large bodies decode (``client.decode_body``, msgspec) to what ``json.loads`` gives.
 """
 
@@ -13,14 +15,17 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from readmany_daemon.client import connect_pipelined
+from readmany_daemon import __version__
+from readmany_daemon.client import CONTENT_FRAME_TYPE, Client, ConnectionClosed, connect_pipelined
 from tests.e2e.daemon_helpers import Daemon, cli, fresh_daemon
 
 daemon = fresh_daemon  # the fixture (tests/e2e/daemon_helpers.py)
@@ -51,7 +56,12 @@ def _tree(root: Path) -> None:
 
 @pytest.mark.parametrize(
     "flags",
-    [(), ("--json",), ("--line-numbers", "--max-total-chars", "100000", "--no-gitignore")],
+    [
+        (),
+        ("--json",),
+        ("--line-numbers", "--max-total-chars", "100000", "--no-gitignore"),
+        ("--params", '{"max_total_chars": 100000, "file_filtering_options": {}}'),
+    ],
 )
 def test_warm_read_loads_only_light_modules(
     daemon: Daemon, tmp_path: Path, flags: tuple[str, ...]
@@ -73,7 +83,7 @@ def test_warm_read_loads_only_light_modules(
         "cli.ask_daemon = ask\n"
         f"rc = cli.main(['read', '--root', {str(root)!r}, 'a.py', *{flags!r}])\n"
         "by_daemon = asked[0].answer is not None\n"
-        "framed = asked[0].content is not None\n"
+        "framed = asked[0].answer is not None and asked[0].answer.get('llmContent') == ''\n"
         "tops = sorted({m.partition('.')[0] for m in set(sys.modules) - before})\n"
         "import json\n"
         "print(json.dumps([rc, by_daemon, framed, tops]), file=sys.stderr)\n"
@@ -190,3 +200,101 @@ def test_a_session_decodes_mid_sized_bodies_with_msgspec_the_same() -> None:
     assert decode_body(body, SESSION_MSGSPEC_BODY_BYTES) == json.loads(body) == mid
     lone = b'{"p":"\\udc80' + b"x" * SESSION_MSGSPEC_BODY_BYTES + b'"}'
     assert decode_body(lone, SESSION_MSGSPEC_BODY_BYTES) == json.loads(lone)
+
+
+def _frame(body: bytes, kind: bytes | None = None) -> bytes:
+    head = b"Content-Length: %d\r\n" % len(body)
+    if kind is not None:
+        head += b"Content-Type: " + kind + b"\r\n"
+    return head + b"\r\n" + body
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.lengths: list[int] = []
+        self.got: list[bytes] = []
+
+    def start(self, length: int) -> None:
+        self.lengths.append(length)
+
+    def write(self, chunk: memoryview) -> None:
+        self.got.append(bytes(chunk))
+
+
+def test_a_content_frame_is_relayed_as_it_arrives() -> None:
+    """With ``content_sink``, the frame goes to the sink piece by piece, the response
+    after it is decoded as usual, and nothing is kept for ``take_content``."""
+    ours, theirs = socket.socketpair()
+    client = Client(ours)
+    sink = _Sink()
+    client.content_sink = sink
+    got = sink.got
+    text = TRICKY.encode("utf-8") * 50_000  # ~2.5 MB: several receives
+    response = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"llmContent": ""}}).encode()
+    sender = threading.Thread(
+        target=theirs.sendall, args=(_frame(text, CONTENT_FRAME_TYPE) + _frame(response),)
+    )
+    sender.start()
+    try:
+        assert client.receive()["result"] == {"llmContent": ""}
+        assert b"".join(got) == text and sink.lengths == [len(text)]
+        assert len(got) > 2 and client.relayed == len(text)
+        assert client.take_content() is None
+    finally:
+        sender.join()
+        client.close()
+        theirs.close()
+
+
+def test_a_connection_lost_mid_frame_says_so() -> None:
+    ours, theirs = socket.socketpair()
+    client = Client(ours)
+    sink = _Sink()
+    client.content_sink = sink
+    got = sink.got
+    theirs.sendall(b"Content-Length: 1000\r\nContent-Type: " + CONTENT_FRAME_TYPE + b"\r\n\r\n")
+    theirs.sendall(b"x" * 300)
+    theirs.close()
+    with pytest.raises(ConnectionClosed):
+        client.receive()
+    assert b"".join(got) == b"x" * 300 and client.relayed == 300
+    client.close()
+
+
+def _dying_daemon(path: str, ready: threading.Event) -> None:
+    """Answer ``initialize`` as this version's daemon would, then send part of a content
+    frame and close: a daemon killed in the middle of an answer."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    ready.set()
+    conn, _ = server.accept()
+    with conn, server:
+        data = b""
+        while b'"readMany/read"' not in data:
+            data += conn.recv(65536)
+        init = {"jsonrpc": "2.0", "id": 1,
+                "result": {"capabilities": {}, "serverInfo": {"name": "readmany",
+                                                              "version": __version__}}}  # fmt: skip
+        conn.sendall(_frame(json.dumps(init).encode()))
+        conn.sendall(b"Content-Length: 100000\r\nContent-Type: " + CONTENT_FRAME_TYPE)
+        conn.sendall(b"\r\n\r\n--- a.py ---\nprint('partial")
+
+
+def test_cli_stops_with_an_error_when_the_daemon_dies_mid_answer(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """What was printed cannot be taken back: no in-process answer after it, exit 1."""
+    root = tmp_path / "ws"
+    _tree(root)
+    ready = threading.Event()
+    fake = threading.Thread(target=_dying_daemon, args=(daemon.socket, ready), daemon=True)
+    fake.start()
+    assert ready.wait(10)
+    out = cli(daemon.env, "read", "--root", str(root), "a.py")
+    fake.join(10)
+    assert out.returncode == 1, out
+    assert out.stdout == "--- a.py ---\nprint('partial"
+    assert "in the middle of the answer" in out.stderr
+    assert "End of content" not in out.stdout

@@ -1,0 +1,147 @@
+"""Folding request spellings into canonical names, light enough for the warm CLI.
+
+The reference tools spell some params in snake_case (``file_filtering_options``,
+``respect_git_ignore``) or under other names (``respect_gemini_ignore``); PROTOCOL §3
+accepts them all and answers with one canonical camelCase name each. This module folds a
+raw params object into those names, and says which two spellings disagree when one
+name is given twice. It imports neither msgspec nor ``re`` nor the ``json`` package:
+``readmany read --params`` folds here before asking the warm daemon, within the
+one-shot budget of two ``python -c pass`` (``wire.decode`` validates afterwards, in the
+process that answers).
+"""
+
+from __future__ import annotations
+
+from readmany_daemon.errors import InvalidParams
+from readmany_daemon.quickjson import dumps
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+__all__ = ["FILTER_ALIASES", "TOP_ALIASES", "fold", "fold_read_params", "member", "one_line"]
+
+#: Reference spellings accepted for canonical names (PROTOCOL §3, seeds 000-003).
+TOP_ALIASES: dict[str, str] = {
+    "file_filtering_options": "fileFilteringOptions",
+}
+FILTER_ALIASES: dict[str, str] = {
+    "respect_git_ignore": "respectGitIgnore",
+    "respect_sii_ignore": "respectIgnoreFiles",
+    "respect_gemini_ignore": "respectIgnoreFiles",
+    "respect_qwen_ignore": "respectIgnoreFiles",
+    "respect_ignore_files": "respectIgnoreFiles",
+}
+
+#: Characters an error message writes as escapes, so that it stays one line.
+_CONTROL = frozenset([*map(chr, range(0x20)), "\x7f", "\u2028", "\u2029"])
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+_PLAIN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def one_line(text: str) -> str:
+    """``text`` with control characters (a newline in a client's key or value) written as
+    JSON writes them (``\\n``, ``\\u0000``), so that an error is one line on the CLI's
+    stderr (PROTOCOL §1)."""
+    if not any(c in _CONTROL for c in text):
+        return text
+    return "".join((_SHORT.get(c) or f"\\u{ord(c):04x}") if c in _CONTROL else c for c in text)
+
+
+def member(where: str, key: str) -> str:
+    """JSON path of member ``key`` of the object at ``where``: ``$.paths``, or
+    ``$["a b"]`` for a key that is not a plain name."""
+    if key and all(c in _PLAIN for c in key):
+        return f"{where}.{key}"
+    return f"{where}[{dumps(key)}]"
+
+
+def _camel(key: str) -> str:
+    """snake_case ``key`` in camelCase: each ``_`` before a lowercase ASCII letter
+    dropped and the letter raised (``max_total_chars`` → ``maxTotalChars``)."""
+    if "_" not in key:
+        return key
+    out: list[str] = []
+    i, n = 0, len(key)
+    while i < n:
+        c = key[i]
+        if c == "_" and i + 1 < n and "a" <= key[i + 1] <= "z":
+            out.append(key[i + 1].upper())
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def fold(
+    obj: Mapping[str, Any],
+    aliases: Mapping[str, str],
+    where: str,
+    spelled: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Rename alias and snake_case keys to canonical camelCase; a name given twice with
+    different values is an error naming both spellings (``InvalidParams``). ``spelled``
+    (when given) maps each canonical name to the key the client sent."""
+    out: dict[str, Any] = {}
+    spelled = {} if spelled is None else spelled
+    for key, value in obj.items():
+        if not isinstance(key, str):
+            raise InvalidParams(f"invalid params: non-string key at {where}", where)
+        canonical = aliases.get(key) or _camel(key)
+        if canonical in out and out[canonical] != value:
+            first, second = member(where, spelled[canonical]), member(where, key)
+            raise InvalidParams(one_line(f"invalid params: {first} and {second} disagree"), second)
+        out[canonical] = value
+        spelled[canonical] = key
+    return out
+
+
+#: Members whose container type is checked while folding: the CLI merges flags into them
+#: before validation.
+_CONTAINERS: tuple[tuple[str, type, str], ...] = (
+    ("paths", list, "array"),
+    ("files", list, "array"),
+    ("include", list, "array"),
+    ("exclude", list, "array"),
+    ("fileFilteringOptions", dict, "object"),
+    ("known", list, "array"),
+)
+
+
+def json_type(value: Any) -> str:
+    """The name msgspec's errors give ``value``'s JSON type (``str``, ``array``, ...)."""
+    if isinstance(value, bool):
+        return "bool"
+    for kind, label in ((str, "str"), (int, "int"), (float, "float"), (list, "array")):
+        if isinstance(value, kind):
+            return label
+    return "object" if isinstance(value, dict) else type(value).__name__
+
+
+def fold_read_params(raw: Any, spelled: dict[str, str] | None = None) -> dict[str, Any]:
+    """Canonical-name dict from a raw ``readMany/read`` params object (aliases folded),
+    not yet validated beyond the container types of ``paths``, ``files``, ``include``,
+    ``exclude``, ``known`` (arrays) and ``fileFilteringOptions`` (an object). ``spelled``
+    as for :func:`fold` (top-level names).
+
+    Raises ``InvalidParams`` when ``raw`` is not an object, an alias conflicts or one of
+    those members has the wrong type.
+    """
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise InvalidParams("invalid params: expected an object", "$")
+    params = fold(raw, TOP_ALIASES, "$", spelled)
+    ffo = params.get("fileFilteringOptions")
+    if isinstance(ffo, dict):
+        params["fileFilteringOptions"] = fold(ffo, FILTER_ALIASES, "$.fileFilteringOptions")
+    for name, kind, label in _CONTAINERS:
+        value = params.get(name)
+        if value is not None and not isinstance(value, kind):
+            raise InvalidParams(
+                f"invalid params: Expected `{label}`, got `{json_type(value)}` - at `$.{name}`",
+                f"$.{name}",
+            )
+    return params

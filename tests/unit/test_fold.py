@@ -1,0 +1,45 @@
+"""``wire.fold``: the folding of request spellings, without ``re`` or ``json``, gives
+what the regular-expression and ``json`` forms of the same rules give."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import pytest
+
+from readmany_daemon.errors import InvalidParams
+from readmany_daemon.wire import fold
+
+_SNAKE = re.compile(r"_([a-z])")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+_PLAIN = re.compile(r"[A-Za-z0-9_]+")
+
+
+def _random_text(rng: random.Random) -> str:
+    alphabet = 'ab_Z9 _-"\\\x00\n\t\x1f\x7f\u2028\u2029éü漢🎉_'
+    return "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
+
+
+def test_matches_the_regular_expression_rules() -> None:
+    rng = random.Random(16)
+    for _ in range(5000):
+        text = _random_text(rng)
+        assert fold.one_line(text) == _CONTROL.sub(lambda m: json.dumps(m.group())[1:-1], text)
+        plain = f"$.{text}" if _PLAIN.fullmatch(text) else None
+        assert fold.member("$", text) == (plain or f"$[{json.dumps(text, ensure_ascii=False)}]")
+        assert fold._camel(text) == _SNAKE.sub(lambda m: m.group(1).upper(), text)
+
+
+def test_aliases_and_conflicts() -> None:
+    folded = fold.fold_read_params(
+        {"max_total_chars": 5, "file_filtering_options": {"respect_gemini_ignore": False}}
+    )
+    assert folded == {"maxTotalChars": 5, "fileFilteringOptions": {"respectIgnoreFiles": False}}
+    with pytest.raises(InvalidParams) as caught:
+        fold.fold_read_params({"maxTotalChars": 1, "max_total_chars": 2})
+    assert caught.value.field == "$.max_total_chars"
+    with pytest.raises(InvalidParams) as caught:
+        fold.fold_read_params({"paths": "a.py"})
+    assert caught.value.field == "$.paths" and "Expected `array`, got `str`" in str(caught.value)
