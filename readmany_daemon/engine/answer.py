@@ -141,6 +141,12 @@ def answer_parts(
         raise AssertionError("unreachable")
 
 
+#: Characters of text an answer without a token budget counts exactly (besides the
+#: counts kept with cache entries, which cost nothing); the rest is estimated
+#: (``tokens.Tally``: ~0.15 s of counting at most, where a full read of a 1 GB tree
+#: would spend a minute).
+EXACT_COUNT_CHARS = 2_000_000
+
 #: Packings tried at most to fit ``maxTotalTokens`` (one is nearly always enough: the
 #: next ones leave out what the notices of the first one took).
 _MAX_ATTEMPTS = 24
@@ -249,6 +255,8 @@ def _account(
     items = resolved.items
     budget_from, omitted_set = plan.not_loaded(active)
     acc = Account(Summary(matched=len(positions), hidden=dict(resolved.hidden)))
+    budgeted = params.max_total_tokens is not None or params.per_file_max_tokens is not None
+    acc.tally = tokens.Tally(None if budgeted else EXACT_COUNT_CHARS)
     for pos, i in enumerate(positions):
         if pos >= budget_from:
             break
@@ -322,7 +330,13 @@ def _add_loaded(acc: Account, lo: LoadedItem, loads: Loads) -> None:
             res.redactions = [r for r in res.redactions if first <= r.line <= last] or None
         elif text is None:
             res.redactions = None
-    counted = loads.tokens(lo) if text is not None else None
+    counted: int | None = None
+    if text is not None:
+        # A count kept with the cache entry costs nothing; another is counted while the
+        # answer's tally lasts, else left to render_counted's estimate.
+        counted = loads.kept_tokens(lo)
+        if counted is None and acc.tally.exact(text):
+            counted = loads.tokens(lo)
     acc.add(Piece(res, item.key, text, item.explicit, tokens=counted))
     if lo.attachment is not None:
         acc.attachments.append(lo.attachment)
@@ -348,7 +362,8 @@ def _assemble(
     """The result and the ``llmContent`` parts, every label made wire-safe. A cursor
     comes whenever files were omitted; a budget-cut file alone continues by offset.
     ``summary.estimatedTokens`` is the counter's upper bound of ``llmContent``'s o200k
-    tokens (``render.render_counted``); ``room``: see ``Notices``."""
+    tokens (``render.render_counted``; past ``EXACT_COUNT_CHARS`` of an answer without
+    a token budget, partly estimated); ``room``: see ``Notices``."""
     items = resolved.items
     created = [wire_safe(label) for label in acc.created]
     packing = PackingInfo(
@@ -381,7 +396,7 @@ def _assemble(
     if packing.partial_included_path is not None:
         packing.partial_included_path = wire_safe(packing.partial_included_path)
     packing.omitted_paths = [wire_safe(p) for p in packing.omitted_paths]
-    parts, counted = render_counted(params.format, acc.pieces, notices, tokens.count_memo)
+    parts, counted = render_counted(params.format, acc.pieces, notices, acc.tally)
     acc.summary.estimated_tokens = counted
     answered = ReadManyResult(
         llm_content="",

@@ -129,6 +129,34 @@ def budget_cut(
 _COUNT_BYTES = 128
 
 
+def kept_tokens(lo: LoadedItem, params: ReadManyParams, cache: ContentCache | None) -> int | None:
+    """:func:`tokens_of` when it is known without counting (on ``lo``, or kept with the
+    cache entry), else None."""
+    if lo.tokens is not None:
+        return lo.tokens
+    if not lo.text:
+        return tokens_of(lo, params, cache)
+    w = lo.window
+    if cache is None or w is None or lo.full is None:
+        return None
+    counted: int | None = cache.derived(
+        lo.full, _count_key(lo, params), lambda _full: None, size=lambda _n: _COUNT_BYTES
+    )
+    if counted is not None:
+        lo.tokens = counted
+    return counted
+
+
+def _count_key(lo: LoadedItem, params: ReadManyParams) -> str:
+    """The ``ContentCache.derived`` key of ``lo``'s count: what decides its shown text."""
+    w, r = lo.window, lo.result
+    assert w is not None
+    return (
+        f"tokens {params.format} {w.line_start}:{w.column}+{len(w.text)} "
+        f"{int(params.line_numbers)} {r.status} {r.code}"
+    )
+
+
 def tokens_of(lo: LoadedItem, params: ReadManyParams, cache: ContentCache | None) -> int:
     """The o200k tokens of ``lo``'s shown text (line numbers and cut notice included) as
     ``params.format`` writes it (``render.content_form``); 0 without text. Kept on ``lo``
@@ -146,14 +174,9 @@ def tokens_of(lo: LoadedItem, params: ReadManyParams, cache: ContentCache | None
     counted: int | None = None
     w = lo.window
     if cache is not None and w is not None and lo.full is not None:
-        r = lo.result
-        key = (
-            f"tokens {fmt} {w.line_start}:{w.column}+{len(w.text)} "
-            f"{int(params.line_numbers)} {r.status} {r.code}"
-        )
         counted = cache.derived(
             lo.full,
-            key,
+            _count_key(lo, params),
             lambda _full: tokens.count(content_form(fmt, text)),
             size=lambda _n: _COUNT_BYTES,
         )

@@ -19,7 +19,7 @@ from readmany_daemon.content import reader
 from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.content.outline import Outline
 from readmany_daemon.engine import notebook
-from readmany_daemon.engine.budget import finish, token_cut, tokens_of
+from readmany_daemon.engine.budget import finish, kept_tokens, token_cut, tokens_of
 from readmany_daemon.engine.items import Item, Items, LoadedItem
 from readmany_daemon.engine.outlines import outline_of
 from readmany_daemon.engine.receipts import Receipts, text_sha256
@@ -392,6 +392,10 @@ class Loads:
         """The o200k tokens of ``lo``'s shown text as the request's format writes it
         (``budget.tokens_of``, kept with the cache entry)."""
         return tokens_of(lo, self._params, self._ws.cache)
+
+    def kept_tokens(self, lo: LoadedItem) -> int | None:
+        """:meth:`tokens` when known without counting (``budget.kept_tokens``), else None."""
+        return kept_tokens(lo, self._params, self._ws.cache)
 
     def outline(self, lo: LoadedItem) -> Outline:
         """The outline of ``lo``'s whole text (``lo.full``), cached by content."""

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import overload
 
+from readmany_daemon.content import tokens
 from readmany_daemon.engine.items import Item, Items, LoadedItem, Piece
 from readmany_daemon.engine.load import Loads
 from readmany_daemon.engine.notices import MAX_NAMED_IN_CONTENT
@@ -327,6 +328,9 @@ class Account:
     unlisted_skipped_names: list[tuple[str, str | None]] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
     outlined: int = 0
+    #: How this answer's texts are counted (exactly unless the answer is huge and has no
+    #: token budget: ``tokens.Tally``).
+    tally: tokens.Tally = field(default_factory=lambda: tokens.Tally(None))
 
     def count(self, result: FileResult) -> None:
         """Count ``result`` into the summary: files read, cut and omitted, characters of

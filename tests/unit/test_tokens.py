@@ -236,3 +236,47 @@ def test_render_json_is_json_dumps() -> None:
         text = render_json(pieces, notices)
         doc = json.loads(text)
         assert json.dumps(doc, ensure_ascii=False, indent=2) == text
+
+
+def test_a_huge_answer_without_a_token_budget_estimates_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past EXACT_COUNT_CHARS counted, an answer without a token budget estimates the
+    rest (a full read of a 1 GB tree would count for a minute); under a token budget
+    every text is counted and the count stays an upper bound."""
+    from readmany_daemon.engine import answer as answer_mod
+
+    code = "def f(x):\n    return x + 1  # a comment\n" * 200
+    write_tree(tmp_path, {f"m{i:02}.py": code for i in range(30)})
+    for i in range(30):
+        os.utime(tmp_path / f"m{i:02}.py", (time.time() - 3600,) * 2)
+    params = {"paths": ["*.py"], "maxTotalChars": 10**7}
+
+    def fresh() -> Workspace:  # no counts kept from another run
+        tokens._memo.clear()
+        return Workspace.open(str(tmp_path), Settings(), cache=ContentCache(64 << 20))
+
+    exact = ask(fresh(), **params)
+    truth = tokens.count(exact.llm_content)
+    assert truth <= exact.summary.estimated_tokens
+    monkeypatch.setattr(answer_mod, "EXACT_COUNT_CHARS", 5000)
+    counted: list[int] = []
+    real = tokens.count
+    monkeypatch.setattr(tokens, "count", lambda text: counted.append(len(text)) or real(text))
+    mixed = ask(fresh(), **params)
+    assert mixed.summary.total_chars == exact.summary.total_chars
+    assert sum(counted) < 5000 + 2 * len(code)  # two files at most, not twenty
+    assert abs(mixed.summary.estimated_tokens - truth) < truth * 0.3
+    counted.clear()
+    budgeted = ask(fresh(), **params, maxTotalTokens=10**6)
+    assert sum(counted) >= budgeted.summary.total_chars  # every file counted
+    assert tokens.count(budgeted.llm_content) <= budgeted.summary.estimated_tokens
+
+
+def test_tally_counts_exactly_while_it_lasts() -> None:
+    tally = tokens.Tally(100)
+    assert tally("hello world") == tokens.count("hello world") and not tally.estimated
+    assert tally("x" * 200) == tokens.count("x" * 200)  # charged, now spent
+    assert tally("word " * 20) == tokens.estimate("word " * 20) and tally.estimated
+    assert tokens.Tally(None).exact("x" * 10**6)
+    assert tokens.estimate("abcdefghij") == 3 and tokens.estimate("日本語") == 3
