@@ -269,7 +269,12 @@ class Client:
     def send(self, message: dict[str, Any]) -> None:
         """Write one JSON-RPC ``message`` with LSP framing (``Content-Length``). Raises
         ``ConnectionClosed`` when the daemon went away."""
-        body = dumps(message).encode("utf-8", "surrogatepass")
+        try:
+            body = dumps(message).encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate (a file name that is not UTF-8, kept by surrogateescape):
+            # raw, it would make the body invalid UTF-8; JSON's \udcXX escape carries it.
+            body = dumps(message, ensure_ascii=True).encode("ascii")
         try:
             self._sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
         except (BrokenPipeError, ConnectionResetError):
@@ -427,6 +432,13 @@ class Client:
                     self.notifications.append((reply["method"], reply.get("params")))
                 continue
             if reply.get("id") != msg_id:
+                if reply.get("id") is None and "error" in reply:
+                    # The server could not read a message of ours (JSON-RPC 2.0 §5: id
+                    # null): the one waited for may be it, and no answer would come.
+                    err = reply["error"] or {}
+                    raise RpcError(
+                        int(err.get("code", -32700)), str(err.get("message", "")), err.get("data")
+                    )
                 continue
             if "error" in reply:
                 err = reply["error"] or {}

@@ -57,26 +57,27 @@ class _ScanContext:
 _scan = None if _json is None else _json.make_scanner(_ScanContext())  # type: ignore[arg-type]
 
 
-def dumps(obj: Any) -> str:
+def dumps(obj: Any, ensure_ascii: bool = False) -> str:
     """``obj`` (dicts, lists, tuples, strings, numbers, booleans, None) as compact JSON
-    text: exactly ``json.dumps(obj, ensure_ascii=False, separators=(",", ":"))``,
-    non-ASCII characters and lone surrogates as they are. Raises ``TypeError`` for a
-    value JSON cannot hold and ``ValueError`` for a circular reference, as that call."""
+    text: exactly ``json.dumps(obj, ensure_ascii=ensure_ascii, separators=(",", ":"))``:
+    non-ASCII characters and lone surrogates as they are, or with ``ensure_ascii`` as
+    ``\\uXXXX`` escapes (a lone surrogate can then travel as UTF-8). Raises
+    ``TypeError`` for a value JSON cannot hold and ``ValueError`` for a circular
+    reference, as that call."""
     if _json is not None:
+        string = _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring
         try:
             if isinstance(obj, str):
-                return _json.encode_basestring(obj)
+                return string(obj)
             # json.JSONEncoder.iterencode's call: markers (check_circular), default,
             # the string encoder, indent, separators, sort_keys, skipkeys, allow_nan.
-            encode = _json.make_encoder(
-                {}, _refuse, _json.encode_basestring, None, ":", ",", False, False, True
-            )
+            encode = _json.make_encoder({}, _refuse, string, None, ":", ",", False, False, True)
             return "".join(encode(obj, 0))
         except (TypeError, ValueError):
             pass  # json.dumps says what is wrong, in its own words
     import json
 
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(obj, ensure_ascii=ensure_ascii, separators=(",", ":"))
 
 
 def loads(body: bytes | bytearray | str) -> Any:

@@ -25,7 +25,13 @@ from typing import Any
 import pytest
 
 from readmany_daemon import __version__
-from readmany_daemon.client import CONTENT_FRAME_TYPE, Client, ConnectionClosed, connect_pipelined
+from readmany_daemon.client import (
+    CONTENT_FRAME_TYPE,
+    Client,
+    ConnectionClosed,
+    RpcError,
+    connect_pipelined,
+)
 from tests.e2e.daemon_helpers import Daemon, cli, fresh_daemon
 
 daemon = fresh_daemon  # the fixture (tests/e2e/daemon_helpers.py)
@@ -298,3 +304,36 @@ def test_cli_stops_with_an_error_when_the_daemon_dies_mid_answer(
     assert out.stdout == "--- a.py ---\nprint('partial"
     assert "in the middle of the answer" in out.stderr
     assert "End of content" not in out.stdout
+
+
+def test_a_name_that_is_not_utf8_is_read_through_the_daemon(daemon: Daemon, tmp_path: Path) -> None:
+    """A lone surrogate (a non-UTF-8 byte kept by surrogateescape) travels as JSON's
+    ``\\udcXX`` escape: the daemon answers as this process would, and never hangs."""
+    root = tmp_path / "ws"
+    _tree(root)
+    name = os.fsdecode(b"caf\xe9.md")
+    (root / name).write_text("latin-1 name\n", encoding="utf-8")
+    args = ("read", "--root", str(root), name)
+    local = cli(daemon.env, *args, "--no-daemon")
+    daemon.start()
+    warm = cli(daemon.env, *args, timeout=30)
+    assert warm.returncode == local.returncode == 0, warm.stderr
+    assert warm.stdout == local.stdout and "latin-1 name" in warm.stdout
+    bad = cli(daemon.env, "read", "--root", str(root), "--params", '{"paths": ["\\ud800"]}')
+    assert bad.returncode == 2 and "lone surrogate" in bad.stderr, bad
+
+
+def test_an_error_for_a_message_it_could_not_read_ends_the_wait() -> None:
+    """JSON-RPC 2.0 §5: a server that cannot read a request answers with id null; the
+    client waiting for that request raises instead of waiting for ever."""
+    ours, theirs = socket.socketpair()
+    client = Client(ours)
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+    theirs.sendall(_frame(json.dumps(error).encode()))
+    try:
+        with pytest.raises(RpcError) as caught:
+            client.wait(client.send_request("readMany/status"))
+        assert caught.value.code == -32700
+    finally:
+        client.close()
+        theirs.close()
