@@ -347,7 +347,7 @@ def render_counted(
     stretch of framing between two contents counts ``count`` of it (a long one of several
     parts: of each part), and each boundary between two of those adds
     ``tokens.BOUNDARY_MARGIN`` (what joining two texts can add to the sum of their
-    counts). ``count`` is ``tokens.count_memo`` in the engine."""
+    counts). The engine's ``count`` is the answer's ``tokens.Tally``."""
     made = _PARTS[fmt](pieces, notices)
     total = stretches = 0
     framing: list[str] = []

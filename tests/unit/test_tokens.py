@@ -280,3 +280,6 @@ def test_tally_counts_exactly_while_it_lasts() -> None:
     assert tally("word " * 20) == tokens.estimate("word " * 20) and tally.estimated
     assert tokens.Tally(None).exact("x" * 10**6)
     assert tokens.estimate("abcdefghij") == 3 and tokens.estimate("日本語") == 3
+    # one non-ASCII character does not make a whole file count as CJK text
+    ascii_only = tokens.estimate("x = 1\n" * 1000 + "e")
+    assert tokens.estimate("x = 1\n" * 1000 + "é") - ascii_only in (0, 1)
