@@ -19,8 +19,7 @@ from __future__ import annotations
 import _socket
 import os
 
-# Re-exported: ``mcp_server`` and ``server`` import it from here until integration.
-from readmany_daemon.paths import path_to_uri as path_to_uri
+from readmany_daemon.paths import path_to_uri
 from readmany_daemon.quickjson import dumps, loads
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~2 ms)
@@ -210,10 +209,9 @@ class Client:
         self._content: bytearray | None = None
         #: Bodies of this many bytes or more are decoded with msgspec (decode_body).
         self.msgspec_from = SESSION_MSGSPEC_BODY_BYTES
-        #: When set, content frames are passed to it as they arrive instead of being
-        #: kept for :meth:`take_content` (``readmany read`` prints them so); ``relayed``
-        #: counts the bytes passed (a connection lost after some were must not be
-        #: answered again elsewhere: they are out already).
+        #: When set, content frames go to it as they arrive (``readmany read`` prints
+        #: them so), not to :meth:`take_content`; ``relayed`` counts the bytes passed (a
+        #: call lost after some were must not be answered again: they are out).
         self.content_sink: ContentSink | None = None
         self.relayed = 0
 
@@ -302,14 +300,18 @@ class Client:
         view[:have] = self._buf
         self._buf.clear()
         while have < length:
-            try:
-                got = self._sock.recv_into(view[have:], min(length - have, 1 << 22))
-            except ConnectionResetError:
-                got = 0
-            if not got:
-                raise ConnectionClosed("the daemon closed the connection")
-            have += got
+            have += self._recv_into(view[have : have + min(length - have, 1 << 22)])
         return body
+
+    def _recv_into(self, view: memoryview) -> int:
+        """Bytes received into ``view`` (one or more); ``ConnectionClosed`` at the end."""
+        try:
+            got: int = self._sock.recv_into(view)
+        except ConnectionResetError:
+            got = 0
+        if not got:
+            raise ConnectionClosed("the daemon closed the connection")
+        return got
 
     def _frame(self) -> tuple[bytes | None, bytearray]:
         """The next frame: its ``Content-Type`` (None without one) and its body. Raises
@@ -353,12 +355,7 @@ class Client:
         buf = bytearray(min(left, STREAM_CHUNK_BYTES))
         view = memoryview(buf)
         while left:
-            try:
-                got = self._sock.recv_into(view[: min(left, len(buf))])
-            except ConnectionResetError:
-                got = 0
-            if not got:
-                raise ConnectionClosed("the daemon closed the connection")
+            got = self._recv_into(view[: min(left, len(buf))])
             left -= got
             self.relayed += got
             sink.write(view[:got])

@@ -128,17 +128,23 @@ class Items(Sequence[Item]):
         seg = bisect.bisect_right(self.starts, i) - 1
         return seg, i - self.starts[seg]
 
+    def _at(self, i: int) -> Item | tuple[str, str, str]:
+        """Entry ``i`` as the resolver made it: an explicit ``Item``, or a match's
+        ``(label, rel, tail)`` (no ``Item`` made); :meth:`replace` is not looked at."""
+        seg, pos = self.locate(i)
+        segment = self.segments[seg]
+        if isinstance(segment, Item):
+            return segment
+        rel = segment.matches[pos]
+        return self._ws.abspath(rel) if self._absolute else rel, rel, segment.tail
+
     def label(self, i: int) -> str:
         """The label of entry ``i`` without making its ``Item``."""
         made = self._made.get(i)
         if made is not None:
             return made.label
-        seg, pos = self.locate(i)
-        segment = self.segments[seg]
-        if isinstance(segment, Item):
-            return segment.label
-        rel = segment.matches[pos]
-        return self._ws.abspath(rel) if self._absolute else rel
+        at = self._at(i)
+        return at.label if isinstance(at, Item) else at[0]
 
     def match_label(self, i: int) -> str | None:
         """The label of entry ``i`` when it is an expansion match as the expansion made
@@ -146,12 +152,8 @@ class Items(Sequence[Item]):
         None for an explicit entry or one replaced by :meth:`replace`."""
         if i in self._made:
             return None
-        seg, pos = self.locate(i)
-        segment = self.segments[seg]
-        if isinstance(segment, Item):
-            return None
-        rel = segment.matches[pos]
-        return self._ws.abspath(rel) if self._absolute else rel
+        at = self._at(i)
+        return None if isinstance(at, Item) else at[0]
 
     def is_preset(self, i: int) -> bool:
         """Whether entry ``i`` was answered at resolve time (never an expansion match)."""
@@ -174,13 +176,11 @@ class Items(Sequence[Item]):
         made = self._made.get(i)
         if made is not None:
             return made
-        seg, pos = self.locate(i)
-        segment = self.segments[seg]
-        if isinstance(segment, Item):
-            return segment
-        rel = segment.matches[pos]
-        label = self._ws.abspath(rel) if self._absolute else rel
-        item = Item(label=label, key=label, rel=rel, explicit=False, tail=segment.tail)
+        at = self._at(i)
+        if isinstance(at, Item):
+            return at
+        label, rel, tail = at
+        item = Item(label=label, key=label, rel=rel, explicit=False, tail=tail)
         self._made[i] = item
         return item
 

@@ -7,7 +7,6 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from readmany_daemon import client
 from readmany_daemon.paths import (
     abs_path,
     byte_order_key,
@@ -49,10 +48,6 @@ def test_path_to_uri_agrees_with_pathlib() -> None:
 def test_path_to_uri_refuses_a_relative_path(path: str) -> None:
     with pytest.raises(ValueError, match="not an absolute path"):
         path_to_uri(path)
-
-
-def test_client_reexports_path_to_uri() -> None:
-    assert client.path_to_uri is path_to_uri
 
 
 # ------------------------------------------------------------------------------ uri_to_path

@@ -94,6 +94,18 @@ def test_what_json_cannot_encode_fails_as_json_does() -> None:
     assert quickjson.dumps({1: "int key"}) == plain({1: "int key"})
 
 
+def _fresh_python(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a new ``python -S`` (no site: nothing imported beforehand)."""
+    return subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        env={"PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+
+
 def test_neither_json_nor_re_is_imported() -> None:
     code = (
         "import sys\n"
@@ -103,14 +115,7 @@ def test_neither_json_nor_re_is_imported() -> None:
         "assert quickjson.loads(body.encode()) == {'a': ['é', 1, True, None, {'b': 2.5}]}\n"
         "print(sorted(set(sys.modules) - before))\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-S", "-c", code],
-        env={"PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
+    proc = _fresh_python(code)
     loaded = proc.stdout.strip()
     assert "'json" not in loaded and "'re'" not in loaded, loaded
 
@@ -128,14 +133,7 @@ def test_not_json_fails_as_json_does_before_json_is_loaded() -> None:
         "except ValueError as exc:\n"
         "    print(type(exc).__name__, exc)\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-S", "-c", code],
-        env={"PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
+    proc = _fresh_python(code)
     with pytest.raises(ValueError) as theirs:
         json.loads(b'{"a": ')
     assert proc.stdout.strip() == f"JSONDecodeError {theirs.value}"
