@@ -18,7 +18,7 @@ import sys
 from typing import Final, NamedTuple
 
 from readmany_daemon.content.cache import ContentCache
-from readmany_daemon.rules.secrets import RULES, accepts, assigned_kind, scanner
+from readmany_daemon.rules.secrets import RULES, judge, scanner
 
 #: The ``ContentCache.derived`` slot of a text's redaction.
 CACHE_KEY: Final = "redacted"
@@ -51,19 +51,40 @@ def _hits(text: str, offset: int, certain_only: bool) -> list[tuple[int, int, st
     out: list[tuple[int, int, str]] = []
     for i, start, vs, ve in scanner().finditer(text):
         rule = RULES[i]
-        value = text[vs:ve]
+        kind: str | None = rule.kind
         if rule.loose:
             if certain_only:
                 continue
-            inner = _hits(value, offset + vs, True)
+            inner = _hits(text[vs:ve], offset + vs, True)
             if inner:
                 out.extend(inner)
                 continue
-            if not accepts(rule, value):
+            kind = judge(rule, text, start, vs, ve)
+            if kind is None:
                 continue
-        kind = assigned_kind(text[start:vs]) if rule.kind == "assigned" else rule.kind
-        out.append((offset + vs, offset + ve, kind))
+        out.append((offset + vs, offset + ve, rule.kind if kind is None else kind))
     return out
+
+
+#: A line holding one of these is shown as it is (gitleaks' own marker, and ours).
+ALLOW_MARKERS: Final = ("readmany:allow", "gitleaks:allow")
+
+
+def _allowed_lines(text: str, hits: list[tuple[int, int, str]]) -> set[int] | None:
+    """The 0-based offsets of the line starts, among the lines ``hits`` touch, of the
+    lines holding an :data:`ALLOW_MARKERS` marker; None when ``text`` holds none."""
+    if not any(marker in text for marker in ALLOW_MARKERS):
+        return None
+    allowed: set[int] = set()
+    for start, end, _ in hits:
+        at = text.rfind("\n", 0, start) + 1
+        while at <= end:
+            stop = text.find("\n", at)
+            stop = len(text) if stop < 0 else stop
+            if any(marker in text[at:stop] for marker in ALLOW_MARKERS):
+                allowed.add(at)
+            at = stop + 1
+    return allowed
 
 
 def redact(text: str) -> Redacted:
@@ -72,6 +93,7 @@ def redact(text: str) -> Redacted:
     hits = _hits(text, 0, False)
     if not hits:
         return Redacted(text, NOTHING)
+    allowed = _allowed_lines(text, hits)
     parts: list[str] = []
     lines: list[tuple[int, str]] = []
     at = 0
@@ -80,12 +102,16 @@ def redact(text: str) -> Redacted:
         line += text.count("\n", at, start)
         parts.append(text[at:start])
         mark = sentinel(kind, text[start:end])
+        line_start = text.rfind("\n", 0, start) + 1
+        pos = start
         for n, segment in enumerate(text[start:end].split("\n")):
             if n:
                 parts.append("\n")
                 line += 1
+                line_start = pos
+            pos += len(segment) + 1
             core = segment.strip()
-            if not core:
+            if not core or (allowed and line_start in allowed):
                 parts.append(segment)
                 continue
             lead = segment[: len(segment) - len(segment.lstrip())]
@@ -95,6 +121,8 @@ def redact(text: str) -> Redacted:
                 lines.append((line, kind))
         at = end
     parts.append(text[at:])
+    if not lines:
+        return Redacted(text, NOTHING)
     return Redacted("".join(parts), tuple(lines))
 
 

@@ -17,7 +17,10 @@ linear pass a text); :func:`scanner` compiles it once a process.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
+import itertools
 import math
 import re
 from collections import Counter
@@ -40,12 +43,20 @@ class SecretRule(NamedTuple):
 _B64_END = r"(?:[^A-Za-z0-9+/=]|$)"
 _WORD_END = r"(?:[^A-Za-z0-9_]|$)"
 _DASH_END = r"(?:[^A-Za-z0-9_-]|$)"
-#: The value of the loose rules: 8 to 200 characters of a token, quotes and space aside.
+#: A bare value of the loose rules: 8 to 200 characters of a token, quotes and space aside.
 _VALUE = r"[A-Za-z0-9+/=_.~!@#$%^&*][A-Za-z0-9+/=_.~!@#$%^&*-]{7,199}"
-#: Names a secret is assigned to, for the loose rule (gitleaks' generic-api-key words).
+#: Where a secret's name may be, for the loose rules: a word of gitleaks' generic-api-key
+#: rule inside a name. RE2 finds the places; :func:`secret_name` judges the whole name.
 _NAMES = (
     r"(?:passw(?:or)?d|pwd|pass|secret|token|api[_.-]?key|apikey|access[_.-]?key"
     r"|auth[_.-]?key|private[_.-]?key|client[_.-]?secret|credentials?)"
+)
+#: A secret's name up to its value: the rest of the name, a closing quote or bracket,
+#: then `=`, `:`, `:=`, `=>`, `?=`, or a type annotation and `=`.
+_ASSIGN = (
+    r"(?i:" + _NAMES + r")[A-Za-z0-9_.-]{0,20}[\"']?\]?"
+    r"(?:[ \t]{0,5}:[ \t]{0,5}[A-Za-z_][A-Za-z0-9_.\[\], |]{0,40}?[ \t]{0,5}="
+    r"|[ \t]{0,5}(?:=|:=|=>|:|\?=))[ \t]{0,5}"
 )
 
 RULES: Final[tuple[SecretRule, ...]] = (
@@ -91,16 +102,15 @@ RULES: Final[tuple[SecretRule, ...]] = (
         r"\b(?P<v>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)" + _DASH_END,
     ),
     # A value assigned to a secret's name: `password = "…"`, `API_KEY: …`, `"token": "…"`,
-    # `--secret=…`; quoted or bare, up to the end of the value.
+    # `--secret=…`; quoted (any characters but white space and the quote: Django's
+    # `'django-insecure-a%b)h8…'`) or bare, up to the end of the value.
     # `config["password"] = …` (a subscript), `db_password: str = …` (a Python or
-    # TypeScript annotation before the `=`).
-    SecretRule(
-        "assigned",
-        r"(?i:" + _NAMES + r")[A-Za-z0-9_.-]{0,20}[\"']?\]?"
-        r"(?:[ \t]{0,5}:[ \t]{0,5}[A-Za-z_][A-Za-z0-9_.\[\], |]{0,40}?[ \t]{0,5}="
-        r"|[ \t]{0,5}(?:=|:=|=>|:|\?=))[ \t]{0,5}[\"'`]?(?P<v>" + _VALUE + r")(?:[\"'`\s,;]|$)",
-        True,
-    ),
+    # TypeScript annotation before the `=`). The name is judged whole in Python
+    # (:func:`secret_name`): the regex only finds where one may be.
+    SecretRule("assigned", _ASSIGN + r'"(?P<v>[^"\s]{8,200})"', True),
+    SecretRule("assigned", _ASSIGN + r"'(?P<v>[^'\s]{8,200})'", True),
+    SecretRule("assigned", _ASSIGN + r"`(?P<v>[^`\s]{8,200})`", True),
+    SecretRule("assigned", _ASSIGN + r"(?P<v>" + _VALUE + r")(?:[\s,;]|$)", True),
     # XML: `<password>…</password>`, and a name/value pair of attributes, as .NET
     # settings write it: `<add key="ApiKey" value="…"/>`.
     SecretRule(
@@ -116,13 +126,23 @@ RULES: Final[tuple[SecretRule, ...]] = (
         r"(?P<v>" + _VALUE + r")\"",
         True,
     ),
-    # Credentials in a URL, `scheme://user:password@host`: the password alone (RFC 3986
-    # userinfo: unreserved, percent-encoded and sub-delimiter characters). The match
-    # starts at `://`: a scheme before it would make every word a place to start.
+    # Credentials in a URL, `scheme://user:password@host` or `scheme://:password@host`
+    # (Redis): the password alone (RFC 3986 userinfo: unreserved, percent-encoded and
+    # sub-delimiter characters). The match starts at `://`: a scheme before it would
+    # make every word a place to start.
     SecretRule(
         "password",
-        r"://[A-Za-z0-9._~%!$&()*+,;=-]{1,100}:"
+        r"://[A-Za-z0-9._~%!$&()*+,;=-]{0,100}:"
         r"(?P<v>[A-Za-z0-9._~%!$&()*+,;=-]{8,200})@[A-Za-z0-9\[]",
+        True,
+    ),
+    # An HTTP `Authorization` header's credential (RFC 9110 §11.6.2): `Basic <base64 of
+    # user:password>` or `Bearer <token>` (RFC 6750), as a header line, a curl `-H`, or
+    # a key of a headers mapping.
+    SecretRule(
+        "authorization",
+        r"(?i:authorization)[\"']?[ \t]{0,5}[:=][ \t]{0,5}[\"']?(?i:basic|bearer)[ \t]{1,5}"
+        r"(?P<v>[A-Za-z0-9+/=._~-]{8,500})(?:[^A-Za-z0-9+/=._~-]|$)",
         True,
     ),
 )
@@ -135,6 +155,42 @@ _CODE_LIKE = re.compile(
     r"|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*\}\}|<[^>]*>|%\(?\w*\)?s?|\*+|x+|X+"
 )
 _PLACEHOLDER_WORDS = ("changeme", "example", "placeholder", "your", "dummy", "redacted", "xxxx")
+#: A number, a version or a date: digits and separators only (`1234567890`, `2024-01-31`).
+_NUMBER = re.compile(r"[0-9][0-9._:,/+-]*")
+#: A hole of a template or format string (`{name}`, `${NAME}`, `{{ name }}`).
+_TEMPLATE = re.compile(r"\$?\{\{?[^{}]*\}?\}")
+#: A backslash escape of a string literal (`\0`, `\x1b`, `\u00e9`, `\n`).
+_ESCAPE = re.compile(r"\\(?:x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[0-7]{1,3}|.)")
+#: A UUID (RFC 9562's 8-4-4-4-12 hex form), braced or not: an id, not a secret.
+_UUID = re.compile(r"\{?[0-9A-Fa-f]{8}-(?:[0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}\}?")
+#: A hex digest (MD5 to SHA-512: 32 to 128 hex digits).
+_HEX_DIGEST = re.compile(r"[0-9a-f]{32,128}|[0-9A-F]{32,128}")
+#: An identifier, a kebab-case or dotted name, or a field name: words and digits joined
+#: by `_`, `-`, `.`, `:` or `$`.
+_NAME_LIKE = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:[.:-]+[A-Za-z0-9_$]+)*")
+#: The words of a name: split at `_`, `-`, `.`, camelCase and digits (`GPT2Tokenizer`
+#: → GPT, 2, Tokenizer; `APIKey` → API, Key).
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_LETTER_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+#: The letter pairs that make 93 % of the pairs in the words (3 letters or more) of the
+#: identifiers of CPython 3.11's standard library (276 of 676; each word counted once):
+#: names are made of these, random strings mostly not.
+_PAIRS: Final = (
+    "aa ab ac ad ag ai ak al am an ap ar as at au av aw ax ay ba bb bc be bi bl bo "
+    "br bs bu by ca cc ce ch ci ck cl co cr cs ct cu cy da dd de df di dl do dr ds "
+    "dt du ea eb ec ed ee ef eg ei el em en eo ep eq er es et ev ew ex ey fa fe ff "
+    "fi fl fo fr fs ft fu ga ge gh gi gl gn go gr gs gu ha he hi ho hr ht ia ib ic "
+    "id ie if ig il im in io ip ir is it iv ix iz ka ke ki ks la ld le li ll lo lp "
+    "ls lt lu ly ma mb me mi mm mo mp ms mu na nc nd ne nf ng ni nk nl nn no np ns "
+    "nt nu nv oa ob oc od of og oi ok ol om on oo op or os ot ou ov ow ox pa pe ph "
+    "pi pl po pp pr ps pt pu py qu ra rc rd re rf rg ri rk rl rm rn ro rp rr rs rt "
+    "ru ry sa sc sd se sh si sk sl sm so sp ss st su sy ta tc td te tf th ti tl tm "
+    "tn to tp tr ts tt tu ty ua ub uc ud ue uf ug ui ul um un up ur us ut va ve vi "
+    "wa we wi wn wo wr ws xe xi xp xt yn yp ys yt ze "
+)
+_COMMON_PAIRS: Final = frozenset(_PAIRS.split())
+#: Share of a value's letter pairs that must be common for it to read as words.
+_WORDY_SHARE: Final = 0.75
 
 
 def entropy(value: str) -> float:
@@ -153,39 +209,189 @@ def min_entropy(length: int) -> float:
     return min(MIN_ENTROPY, 0.8 * math.log2(max(length, 2)))
 
 
-def accepts(rule: SecretRule, value: str) -> bool:
-    """Whether ``value`` matched by a loose ``rule`` is a secret: random-looking (a digit
-    and at least :func:`min_entropy` bits a character), not code (``self.token``,
-    ``${TOKEN}``) and no placeholder (``changeme``, ``<your-key>``). Certain rules
-    accept every value."""
-    if not rule.loose:
-        return True
-    if _CODE_LIKE.fullmatch(value):
+def name_words(name: str) -> list[str]:
+    """The lower-cased letter words of ``name``, split at `_`, `-`, `.`, camelCase and
+    digits (``password1_field_name`` → ``["password", "field", "name"]``)."""
+    return [w.lower() for w in _LETTER_WORDS.findall(name)]
+
+
+def reads_as_words(value: str) -> bool:
+    """Whether ``value`` is an identifier, a kebab-case, dotted or field name made of
+    words (``password1``, ``GPT2Tokenizer``, ``contextToken2``, ``FORBIDDEN_VALUE2``,
+    ``NEXUS-GPT4-API-KEY``), not a random string: at least 3 letter pairs, 75 % of them
+    among :data:`_COMMON_PAIRS`, at most 3 runs of digits, and words of 3 characters on
+    average. A random mixed-case string of 12 characters passes about 1 time in 100."""
+    if not _NAME_LIKE.fullmatch(value):
+        return False
+    words = _WORDS.findall(value)
+    if len(words) * 3 > len(value) + 3:
+        return False
+    pairs = common = digit_runs = 0
+    for word in words:
+        if word[0].isdigit():
+            digit_runs += 1
+            continue
+        lowered = word.lower()
+        for a, b in itertools.pairwise(lowered):
+            pairs += 1
+            common += a + b in _COMMON_PAIRS
+    return pairs >= 3 and common >= _WORDY_SHARE * pairs and digit_runs <= 3
+
+
+def _path_like(value: str) -> bool:
+    """Whether ``value`` is a path or a URL path (``models/gpt2/tokenizer.json``,
+    ``/etc/ssl/key.pem``): parts between `/` that read as words, or are 5 characters at
+    most, at least one of them words. Base64 holds `/` too, between random parts."""
+    parts = [p for p in value.replace("\\", "/").split("/") if p not in ("", ".", "..", "~")]
+    if len(parts) < 2 and not value.startswith(("/", "./", "../", "~/")):
+        return False
+    wordy = 0
+    for part in parts:
+        stem = part.rsplit(".", 1)[0] if "." in part else part
+        if reads_as_words(stem):
+            wordy += 1
+        elif len(part) > 5:
+            return False
+    return wordy > 0
+
+
+def random_looking(value: str) -> bool:
+    """Whether ``value`` looks like a secret by itself: not code or a placeholder
+    (``self.token``, ``${TOKEN}``, ``<your-key>``, ``changeme``), not a number, a UUID,
+    a name made of words (:func:`reads_as_words`) or a path; a digit in it and at least
+    :func:`min_entropy` bits a character, whatever punctuation it holds."""
+    if _CODE_LIKE.fullmatch(value) or _NUMBER.fullmatch(value) or _UUID.fullmatch(value):
         return False
     lowered = value.lower()
     if any(word in lowered for word in _PLACEHOLDER_WORDS):
         return False
+    if "{" in value:  # a template's holes are code: `{github[0]}`, `${DB_PASS}`, `{{ x }}`
+        value = _TEMPLATE.sub("", value)
+        if len(value) < 8:
+            return False
+    if "\\" in value:  # judged as the string it writes: `pass\0word` is `pass` `word`
+        value = _ESCAPE.sub("", value)
     if not any(c.isdigit() for c in value):
+        return False
+    if reads_as_words(value) or ("/" in value and _path_like(value)):
         return False
     return entropy(value) >= min_entropy(len(value))
 
 
-#: The kind shown for a value the "assigned" rule found, by the name it was given to.
-_ASSIGNED_KINDS: Final = (
-    ("pass", "password"),
-    ("pwd", "password"),
-    ("token", "token"),
-    ("key", "api-key"),
+def accepts(rule: SecretRule, value: str) -> bool:
+    """Whether ``value`` matched by ``rule`` is a secret: every value of a certain rule;
+    for a loose rule, a :func:`random_looking` one, and for ``authorization``'s
+    ``Basic`` credential, the password inside its base64 (``user:password``) when it
+    decodes to one."""
+    if not rule.loose:
+        return True
+    if rule.kind == "authorization":
+        password = _basic_password(value)
+        if password is not None:
+            return random_looking(password)
+    return random_looking(value)
+
+
+def _basic_password(value: str) -> str | None:
+    """The password of a ``Basic`` credential (base64 of ``user:password``, RFC 7617),
+    or None when ``value`` is no such base64."""
+    try:
+        decoded = base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    _user, colon, password = decoded.partition(":")
+    if not colon or not decoded.isprintable():
+        return None
+    return password
+
+
+#: Secret words: a name holding one of these words holds a secret (with its plurals).
+_SECRET_WORDS: Final = frozenset(
+    {"password", "passwd", "pwd", "pass", "passphrase", "secret", "token", "apikey"}
+    | {"credential", "credentials", "passwords", "secrets", "tokens", "apikeys"}
 )
+#: Words before `key` that make it a secret's name (`api_key`, `AccessKey`, …).
+_KEY_QUALIFIERS: Final = frozenset({"api", "access", "auth", "private", "secret", "client"})
+#: Last words of a name that refers to a secret, not holds one (`secretName`,
+#: `tokenizer_file`, `TOKEN_PREFIX`, `password1_field_name`).
+_REFERENCE_WORDS: Final = frozenset(
+    {"name", "id", "ref", "file", "path", "class", "type", "field", "prefix", "suffix", "url"}
+    | {"names", "ids", "refs", "files", "paths", "classes", "types", "fields", "urls", "uri"}
+)
+_NAME_CHARS: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-$")
+#: Where a secret word may start in what a loose rule matched before its value.
+_NAME_HINT = re.compile(r"(?i)pass|pwd|secret|token|api|access|auth|private|client|credential")
 
 
-def assigned_kind(name: str) -> str:
-    """The kind of a value assigned to ``name``: ``password``, ``token``, ``api-key``,
-    else ``secret``."""
-    lowered = name.lower()
-    for word, kind in _ASSIGNED_KINDS:
-        if word in lowered:
-            return kind
+def secret_name(words: list[str]) -> bool:
+    """Whether a name of ``words`` (:func:`name_words`) holds a secret: one of its
+    words is a secret word (``password``, ``pwd``, ``pass``, ``secret``, ``token``,
+    ``apikey``, ``credential``, …), or ``key`` after ``api``, ``access``, ``auth``,
+    ``private``, ``secret`` or ``client``; and its last word does not make it a
+    reference to one (``name``, ``id``, ``ref``, ``file``, ``path``, ``class``, ``type``,
+    ``field``, ``prefix``, ``suffix``, ``url``). So ``passive``, ``Association`` and
+    ``tokenizer`` are no secret words."""
+    if not words or words[-1] in _REFERENCE_WORDS:
+        return False
+    for i, word in enumerate(words):
+        if word in _SECRET_WORDS:
+            return True
+        if word == "key" and i and words[i - 1] in _KEY_QUALIFIERS:
+            return True
+    return False
+
+
+def name_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """``(start, end)`` in ``text`` of the whole name a loose match between ``start``
+    and ``end`` (its value's start) was given to: the run of name characters (letters,
+    digits, `_`, `.`, `-`, `$`) around the first place a secret word may start; None
+    when there is none."""
+    hint = _NAME_HINT.search(text, start, end)
+    if hint is None:
+        return None
+    a, b = hint.start(), hint.end()
+    while a > 0 and text[a - 1] in _NAME_CHARS:
+        a -= 1
+    while b < end and text[b] in _NAME_CHARS:
+        b += 1
+    return a, b
+
+
+def judge(rule: SecretRule, text: str, start: int, vs: int, ve: int) -> str | None:
+    """The kind of the value ``text[vs:ve]`` that ``rule`` matched from ``start``, or
+    None when it is no secret. A certain rule's kind as it is; a loose rule's value must
+    pass :func:`accepts`; an ``assigned`` value must also be given to a
+    :func:`secret_name`, and a hex digest keyed by a qualified name in a data table
+    (`"AWS::EC2::EIPAssociation": "<sha256>"`) is not one."""
+    if not rule.loose:
+        return rule.kind
+    value = text[vs:ve]
+    if rule.kind == "assigned":
+        span = name_span(text, start, vs)
+        if span is None:
+            return None
+        words = name_words(text[span[0] : span[1]])
+        if not secret_name(words):
+            return None
+        if _HEX_DIGEST.fullmatch(value) and text[max(0, span[0] - 2) : span[0]] == "::":
+            return None
+        if not accepts(rule, value):
+            return None
+        return assigned_kind(words)
+    return rule.kind if accepts(rule, value) else None
+
+
+def assigned_kind(words: list[str]) -> str:
+    """The kind of a value assigned to a name of ``words`` (:func:`name_words`):
+    ``password`` (password, passwd, pwd, pass, passphrase), ``token``, ``api-key`` (a
+    key not a secret's: `api_key`, `AccessKey`), else ``secret``."""
+    kinds = set(words)
+    if kinds & {"password", "passwords", "passwd", "pwd", "pass", "passphrase"}:
+        return "password"
+    if kinds & {"token", "tokens"}:
+        return "token"
+    if kinds & {"apikey", "apikeys"} or ("key" in kinds and "secret" not in kinds):
+        return "api-key"
     return "secret"
 
 

@@ -1,0 +1,145 @@
+"""Redaction hides secrets, and only secrets (issue 23 item 6): the lines real packages
+hold that are ordinary code, and the real credentials that were missed, one line each.
+
+The credentials stand apart from their names (``{v}`` in a shape), so this file shows as
+it is when readmany reads it (``test_redact.py``'s scan of this repository).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from readmany_daemon.engine.redact import redact, sentinel
+
+#: Ordinary code that names a secret but holds none, from Django 5.2, typescript 5.9,
+#: cryptography, sympy, cfn-lint and model configurations.
+ORDINARY = (
+    # django/contrib/auth/forms.py: a name that refers to a field
+    'password1_field_name="password1",',
+    '    def validate_password_for_user(self, user, password_field_name="password2"):',
+    # Django's tests: form data
+    '"new_password1": "password1",',
+    '"password": "1234567890",',
+    '"password1": "FORBIDDEN_VALUE2",',
+    '"password": "pass\\0word",',
+    # a type annotation (cryptography)
+    "    private_key: PKCS7PrivateKeyTypes,",
+    # a destructuring (typescript.js)
+    "const { contextToken: contextToken2, previousToken: previousToken2 } = getTokens(pos);",
+    # sympy: "passive" holds "pass"
+    "fiber_force_length_passive=FiberForceLengthPassiveDeGroote2016,",
+    # cfn-lint: a content hash keyed by a resource type ("Association" holds "pass")
+    '"AWS::EC2::EIPAssociation": "9a0b2c7d5e1f3a4b6c8d0e2f4a6b8c0d2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a"',
+    # a UUID
+    'update_token = "5f0c3e1a-8b7d-4c2e-9a6f-1d3b5e7c9a2f"',
+    # names that refer to a secret: "tokenizer" is no "token"
+    '"tokenizer_class": "GPT2Tokenizer",',
+    '"tokenizer_file": "models/gpt2-large/tokenizer.json",',
+    "    secretName: api-shop-tls-2024",
+    'LLM_SECRET_NAME = "NEXUS-GPT4-API-KEY"',
+    'TOKEN_PREFIX = "tok9Xq2Lm8Zw7Kp3"',
+    # a template's holes
+    "f'GITHUB_TOKEN = \"{github[0]}\"\\n'",
+)
+
+
+@pytest.mark.parametrize("line", ORDINARY)
+def test_ordinary_code_is_not_redacted(line: str) -> None:
+    text = f"before\n{line}\nafter\n"
+    out = redact(text)
+    assert out.lines == ()
+    assert out.text is text
+
+
+#: Real credentials as they are written (``{v}``: the value hidden) and their kind. The
+#: values stand apart from their names here, so this file holds no secret as written.
+SECRETS = (
+    # what Django's startproject writes: punctuation in a value assigned to a secret name
+    (
+        "SECRET_KEY = '{v}'",
+        "django-insecure-a%b)h8k8r^e0xknkr5@@@8#be3^^&4r0pdvqh*f*0xktfo@$l_",
+        "secret",
+    ),
+    # the password of a URL without a user
+    ('CACHE_URL = "redis://:{v}@cache:6379/0"', "pdJHmq3RAuq16CGDDp", "password"),
+    # an Authorization header's credential
+    ("Authorization: Basic {v}", "YWRtaW46Nm9uVWNNVUUzUWE0SXJwdQ==", "authorization"),
+    (
+        "curl -H 'Authorization: Bearer {v}' https://api.example.org/",
+        "7fQ2xLk9Pm4Zt8Rw3Nv6Hs1J",
+        "authorization",
+    ),
+    ('headers = {{"Authorization": "Bearer {v}"}}', "k3Jd9Qp2Lx7Vm5Rz8Tn1", "authorization"),
+    # a secret name, a value with punctuation (judged by randomness, not its characters)
+    ('DB_PASSWORD = "{v}"', "Xk9#mP2$vL7q(R4)nT8w", "password"),
+)
+
+
+@pytest.mark.parametrize(("shape", "value", "kind"), SECRETS)
+def test_real_credentials_are_redacted(shape: str, value: str, kind: str) -> None:
+    text = "before\n" + shape.format(v=value) + "\nafter\n"
+    out = redact(text)
+    assert out.text == "before\n" + shape.format(v=sentinel(kind, value)) + "\nafter\n"
+    assert out.lines == ((2, kind),)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # a placeholder credential: base64 of "username:password"
+        "Authorization: Basic dXNlcm5hbWU6cGFzc3dvcmQ=",
+        "Authorization: Bearer <your-token>",
+        "Authorization: Bearer ${API_TOKEN}",
+        "redis://:password@cache:6379/0",
+    ],
+)
+def test_placeholder_credentials_are_kept(line: str) -> None:
+    assert redact(line + "\n").lines == ()
+
+
+@pytest.mark.parametrize("marker", ["readmany:allow", "gitleaks:allow"])
+def test_a_line_marked_allowed_is_shown_as_it_is(marker: str) -> None:
+    token = "ghp_" + "k3Jd9" * 8  # built here: a provider format, certain
+    value = "a8Kq2Lm9" + "Zx7Pw3Rt5Nv1"
+    text = f"API_TOKEN = '{value}'  # {marker}\nGITHUB = '{token}'  # {marker}\nOTHER = '{token}'\n"
+    out = redact(text)
+    assert out.lines == ((3, "github-token"),)
+    assert out.text.split("\n")[:2] == text.split("\n")[:2]
+
+
+def test_the_marker_allows_its_own_line_only() -> None:
+    """A marker on a private key's END line does not show the key's body."""
+    body = ["MIIEowIBAAKCAQEA" + "q7Xk" * 12, "Zx9Lm2Pw" * 8]
+    end = "-----END RSA PRIVATE KEY----- readmany:allow"
+    text = "\n".join(["-----BEGIN RSA PRIVATE KEY-----", *body, end, ""])
+    out = redact(text)
+    assert [line for line, _ in out.lines] == [2, 3]
+    assert out.text.split("\n")[3] == end
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("password1_field_name", False),
+        ("passive", False),
+        ("EIPAssociation", False),
+        ("PassedToService", False),
+        ("tokenizer", False),
+        ("secretName", False),
+        ("LLM_SECRET_NAME", False),
+        ("tokenizer_file", False),
+        ("TOKEN_PREFIX", False),
+        ("password", True),
+        ("DB_PASS", True),
+        ("apiKey", True),
+        ("APIKey", True),
+        ("client_secret", True),
+        ("AccessKey", True),
+        ("access_key_id", False),
+        ("contextToken2", True),
+    ],
+)
+def test_a_name_matches_by_its_words(name: str, secret: bool) -> None:
+    from readmany_daemon.rules.secrets import name_words, secret_name
+
+    assert secret_name(name_words(name)) is secret
