@@ -96,11 +96,12 @@ def answer(ws: Workspace, params: ReadManyParams) -> ReadManyResult:
     return engine_answer.answer(ws, read_request(params))
 
 
-def seeded_secrets(seed: int = 0) -> tuple[dict[str, str], list[str]]:
-    """A tree of fake credentials of every format readmany redacts, in several file
-    types, made from ``seed``: ``(files, secrets)``, where ``secrets`` are the values
-    (and each line of a private key's body) that no answer may show. Nothing here is a
-    real key: every value is drawn at random when the tests run."""
+def planted_credentials(seed: int = 0) -> tuple[dict[str, str], list[tuple[str, ...]]]:
+    """A tree of fake credentials of every kind readmany redacts (PROTOCOL §4's table),
+    in several file types, made from ``seed``: ``(files, credentials)``, 43 credentials,
+    each the tuple of the values no answer may show (a private key: each line of its
+    body; any other: its one value). Nothing here is a real key: every value is drawn at
+    random when the tests run."""
     import base64
     import json
     import random
@@ -194,9 +195,75 @@ def seeded_secrets(seed: int = 0) -> tuple[dict[str, str], list[str]]:
             f"# Auth\n\nSend the header:\n\n    Authorization: Bearer {jwt}\n\nThat is all.\n"
         ),
     }
-    secrets = [
-        aws_id, aws_id2, aws_secret, *github, github_pat, gitlab, slack, slack_user, hook,
-        *stripe, google, *openai, jwt, *body, password, db_secret, api_key, token,
-        annotated, *subscripted, xml_password, xml_key, url_password,
+    # issue 23 item 6: what was missed (Django's startproject key, a URL password with no
+    # user, an Authorization header), and one more of several kinds
+    django_key = "django-insecure-" + draw(
+        50, string.ascii_lowercase + string.digits + "!@#$%^&*(-_=+)"
+    )
+    redis_password = draw(22)
+    basic = base64.b64encode(f"deploy:{draw(16)}".encode()).decode()
+    bearer = [draw(32, alnum + "-._~"), draw(40)]
+    slack_app = (
+        f"xapp-1-A{draw(10, upper)}-{draw(13, string.digits)}-{draw(64, 'abcdef0123456789')}"
+    )
+    client_secret = draw(28, alnum + "-_")
+    yaml_password = draw(20, alnum + "!#%&*+=?")
+    ts_key = draw(32)
+    hex_token = draw(40, "abcdef0123456789")
+    glptt = "glptt-" + draw(40, "abcdef0123456789")
+    ssh_body = [base64.b64encode(rng.randbytes(51)).decode() for _ in range(5)]
+    ssh = "\n".join(
+        ["-----BEGIN OPENSSH PRIVATE KEY-----", *ssh_body, "-----END OPENSSH PRIVATE KEY-----\n"]
+    )
+    files.update(
+        {
+            "site/settings.py": (
+                "from pathlib import Path\n\n"
+                "BASE_DIR = Path(__file__).resolve().parent.parent\n\n"
+                "# SECURITY WARNING: keep the secret key used in production secret!\n"
+                f"SECRET_KEY = '{django_key}'\n\n"
+                "DEBUG = True\n"
+                f'CACHES = {{"default": {{"LOCATION": "redis://:{redis_password}@cache:6379/0"}}}}\n'
+            ),
+            "docs/api.md": (
+                "# API\n\n```sh\n"
+                f"curl -H 'Authorization: Basic {basic}' https://ci.example.org/api\n"
+                f'curl -H "Authorization: Bearer {bearer[0]}" https://api.example.org/v2\n'
+                "```\n"
+            ),
+            "src/client.py": (
+                "import requests\n\n"
+                f'HEADERS = {{"Authorization": "Bearer {bearer[1]}"}}\n'
+                f"SLACK_APP_TOKEN = '{slack_app}'\n"
+                f'TRIGGER = "{glptt}"\n'
+            ),
+            "config/App.config": (
+                '<?xml version="1.0"?>\n<configuration>\n  <appSettings>\n'
+                f'    <add name="ClientSecret" value="{client_secret}"/>\n'
+                "  </appSettings>\n</configuration>\n"
+            ),
+            "deploy/db.yaml": f"database:\n  user: app\n  password: {yaml_password}\n",
+            "src/api.ts": f"export const apiKey: string = '{ts_key}';\n",
+            "config/tokens.json": json.dumps({"api_token": hex_token}, indent=2) + "\n",
+            "keys/id_ed25519.txt": ssh,
+        }
+    )
+    credentials: list[tuple[str, ...]] = [
+        (aws_id,), (aws_id2,), (aws_secret,), *((g,) for g in github), (github_pat,),
+        (gitlab,), (slack,), (slack_user,), (hook,), *((k,) for k in stripe), (google,),
+        *((k,) for k in openai), (jwt,), tuple(body), (password,), (db_secret,), (api_key,),
+        (token,), (annotated,), *((v,) for v in subscripted), (xml_password,), (xml_key,),
+        (url_password,), (django_key,), (redis_password,), (basic,), *((b,) for b in bearer),
+        (slack_app,), (client_secret,), (yaml_password,), (ts_key,), (hex_token,), (glptt,),
+        tuple(ssh_body),
     ]  # fmt: skip
-    return files, secrets
+    return files, credentials
+
+
+def seeded_secrets(seed: int = 0) -> tuple[dict[str, str], list[str]]:
+    """A tree of fake credentials of every format readmany redacts, in several file
+    types, made from ``seed``: ``(files, secrets)``, where ``secrets`` are the values
+    (and each line of a private key's body) that no answer may show. Nothing here is a
+    real key: every value is drawn at random when the tests run."""
+    files, credentials = planted_credentials(seed)
+    return files, [value for credential in credentials for value in credential]

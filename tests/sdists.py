@@ -7,6 +7,9 @@ fetched once into a cache, unpacked, and put under git as a user's clone would b
   cache. Raises ``RuntimeError`` naming the package when pip cannot get it.
 - ``django_tree()``: Django 5.2's sdist tree (2,8xx ``.py`` files), the real tree the
   packing, outline and redaction measures name.
+- ``npm_tree(name, version)``: an npm package's tarball (``npm pack NAME@VERSION``, from
+  the registry npm is configured for), unpacked once into the cache: its ``package/``
+  folder. Raises ``RuntimeError`` naming the package when npm cannot get it.
 
 The cache folder is ``$READMANY_TEST_CACHE`` or ``~/.cache/readmany-tests``; a lock
 file serialises concurrent first calls. Trees in it are read-only by convention: a
@@ -25,7 +28,7 @@ from pathlib import Path
 
 from tests.helpers import GIT_ENV, git
 
-__all__ = ["cache_dir", "django_tree", "sdist_tree"]
+__all__ = ["cache_dir", "django_tree", "npm_tree", "sdist_tree"]
 
 
 def cache_dir() -> Path:
@@ -93,3 +96,38 @@ def sdist_tree(name: str, version: str) -> Path:
 def django_tree() -> Path:
     """Django 5.2's sdist as a git work tree (see ``sdist_tree``)."""
     return sdist_tree("django", "5.2")
+
+
+def npm_tree(name: str, version: str) -> Path:
+    """The ``package/`` folder of ``npm pack NAME@VERSION``, unpacked once into the cache
+    (``npm-NAME-VERSION/``; not a git work tree). Raises ``RuntimeError`` when npm is
+    missing or cannot get the package."""
+    root = cache_dir()
+    done = root / f"npm-{name}-{version}"
+    marker = done / ".ready"
+    with open(root / f".npm-{name}-{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not marker.exists():
+            archives = root / "archives" / f"npm-{name}-{version}"
+            archives.mkdir(parents=True, exist_ok=True)
+            if not any(archives.glob("*.tgz")):
+                proc = subprocess.run(
+                    ["npm", "pack", "--silent", f"{name}@{version}"],
+                    cwd=archives,
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                if proc.returncode != 0:
+                    raise RuntimeError(f"npm pack {name}@{version} failed: {proc.stderr[-2000:]}")
+            tarballs = sorted(archives.glob("*.tgz"))
+            if not tarballs:
+                raise RuntimeError(f"npm pack {name}@{version} left no tarball")
+            archive = tarballs[-1]
+            if done.exists():
+                subprocess.run(["rm", "-rf", str(done)], check=True)
+            done.mkdir(parents=True)
+            with tarfile.open(archive) as tf:
+                tf.extractall(done, filter="data")
+            marker.write_text("package", encoding="utf-8")
+        return done / marker.read_text(encoding="utf-8")

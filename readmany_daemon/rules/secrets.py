@@ -44,7 +44,7 @@ _B64_END = r"(?:[^A-Za-z0-9+/=]|$)"
 _WORD_END = r"(?:[^A-Za-z0-9_]|$)"
 _DASH_END = r"(?:[^A-Za-z0-9_-]|$)"
 #: A bare value of the loose rules: 8 to 200 characters of a token, quotes and space aside.
-_VALUE = r"[A-Za-z0-9+/=_.~!@#$%^&*][A-Za-z0-9+/=_.~!@#$%^&*-]{7,199}"
+_VALUE = r"[A-Za-z0-9+/=_.~!@#$%^&*?][A-Za-z0-9+/=_.~!@#$%^&*?-]{7,}"
 #: Where a secret's name may be, for the loose rules: a word of gitleaks' generic-api-key
 #: rule inside a name. RE2 finds the places; :func:`secret_name` judges the whole name.
 _NAMES = (
@@ -54,9 +54,9 @@ _NAMES = (
 #: A secret's name up to its value: the rest of the name, a closing quote or bracket,
 #: then `=`, `:`, `:=`, `=>`, `?=`, or a type annotation and `=`.
 _ASSIGN = (
-    r"(?i:" + _NAMES + r")[A-Za-z0-9_.-]{0,20}[\"']?\]?"
-    r"(?:[ \t]{0,5}:[ \t]{0,5}[A-Za-z_][A-Za-z0-9_.\[\], |]{0,40}?[ \t]{0,5}="
-    r"|[ \t]{0,5}(?:=|:=|=>|:|\?=))[ \t]{0,5}"
+    r"(?i:" + _NAMES + r")[A-Za-z0-9_.-]*[\"']?\]?"
+    r"(?:[ \t]*:[ \t]*[A-Za-z_][A-Za-z0-9_.\[\], |]{0,40}?[ \t]*="
+    r"|[ \t]*(?:=|:=|=>|:|\?=))[ \t]*"
 )
 
 RULES: Final[tuple[SecretRule, ...]] = (
@@ -65,38 +65,35 @@ RULES: Final[tuple[SecretRule, ...]] = (
     # its END marker (a window of a large file) hides the key-like lines that follow.
     SecretRule(
         "private-key",
-        r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:\\r|\\n|\s)*(?:[A-Za-z-]{1,40}: ?[^\n]{0,200}(?:\\r|\\n|\s)+)*"
+        r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:\\r|\\n|\s)*(?:[A-Za-z-]+: ?[^\n]*(?:\\r|\\n|\s)+)*"
         r"(?P<v>(?:[A-Za-z0-9+/=]|\\r|\\n|\s){16,}?)"
-        r"(?:(?:\\r|\\n|\s)*-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:(?:\\r|\\n|\s)*-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
         r"|(?:\\r|\\n|\s)*(?:[^A-Za-z0-9+/=\s\\]|\\[^rn]|$))",
     ),
     SecretRule("aws-access-key", r"\b(?P<v>(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})" + _WORD_END),
     SecretRule(
         "aws-secret-key",
-        r"(?i:aws_?(?:secret_?(?:access_?)?key)|secret_?access_?key)[\"']?\s{0,5}"
-        r"(?:[:=]|=>|:=)\s{0,5}[\"']?(?P<v>[A-Za-z0-9/+]{40})" + _B64_END,
+        r"(?i:aws_?(?:secret_?(?:access_?)?key)|secret_?access_?key)[\"']?[ \t]*"
+        r"(?:[:=]|=>|:=)[ \t]*[\"']?(?P<v>[A-Za-z0-9/+]{40})" + _B64_END,
     ),
     SecretRule(
         "github-token",
-        r"\b(?P<v>(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,250}))" + _WORD_END,
+        r"\b(?P<v>(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}))" + _WORD_END,
     ),
     SecretRule(
         "gitlab-token",
-        r"\b(?P<v>gl(?:pat|ptt|dt|rt|ft|soat|cbt|oas)-[A-Za-z0-9_-]{20,200})" + _DASH_END,
+        r"\b(?P<v>gl(?:pat|ptt|dt|rt|ft|soat|cbt|oas)-[A-Za-z0-9_-]{20,})" + _DASH_END,
     ),
-    SecretRule("slack-token", r"\b(?P<v>xox[abposre]-[A-Za-z0-9-]{10,250})" + _DASH_END),
-    SecretRule("slack-token", r"\b(?P<v>xapp-\d-[A-Za-z0-9-]{10,250})" + _DASH_END),
+    SecretRule("slack-token", r"\b(?P<v>xox[abposre]-[A-Za-z0-9-]{10,})" + _DASH_END),
+    SecretRule("slack-token", r"\b(?P<v>xapp-\d-[A-Za-z0-9-]{10,})" + _DASH_END),
     SecretRule(
         "slack-webhook",
-        r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9_/+-]{20,200})"
-        + _B64_END,
+        r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9_/+-]{20,})" + _B64_END,
     ),
-    SecretRule(
-        "stripe-key", r"\b(?P<v>(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,247})" + _WORD_END
-    ),
+    SecretRule("stripe-key", r"\b(?P<v>(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,})" + _WORD_END),
     SecretRule("google-api-key", r"\b(?P<v>AIza[0-9A-Za-z_-]{35})" + _DASH_END),
-    SecretRule("openai-key", r"\b(?P<v>sk-[A-Za-z0-9_-]{20,250})" + _DASH_END, True),
+    SecretRule("openai-key", r"\b(?P<v>sk-[A-Za-z0-9_-]{20,})" + _DASH_END, True),
     SecretRule(
         "jwt",
         r"\b(?P<v>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)" + _DASH_END,
@@ -107,22 +104,22 @@ RULES: Final[tuple[SecretRule, ...]] = (
     # `config["password"] = …` (a subscript), `db_password: str = …` (a Python or
     # TypeScript annotation before the `=`). The name is judged whole in Python
     # (:func:`secret_name`): the regex only finds where one may be.
-    SecretRule("assigned", _ASSIGN + r'"(?P<v>[^"\s]{8,200})"', True),
-    SecretRule("assigned", _ASSIGN + r"'(?P<v>[^'\s]{8,200})'", True),
-    SecretRule("assigned", _ASSIGN + r"`(?P<v>[^`\s]{8,200})`", True),
+    SecretRule("assigned", _ASSIGN + r'"(?P<v>[^"\s]{8,})"', True),
+    SecretRule("assigned", _ASSIGN + r"'(?P<v>[^'\s]{8,})'", True),
+    SecretRule("assigned", _ASSIGN + r"`(?P<v>[^`\s]{8,})`", True),
     SecretRule("assigned", _ASSIGN + r"(?P<v>" + _VALUE + r")(?:[\s,;]|$)", True),
     # XML: `<password>…</password>`, and a name/value pair of attributes, as .NET
     # settings write it: `<add key="ApiKey" value="…"/>`.
     SecretRule(
         "assigned",
-        r"<[A-Za-z0-9_.:-]{0,20}(?i:" + _NAMES + r")[A-Za-z0-9_.-]{0,20}>[ \t]{0,5}"
-        r"(?P<v>" + _VALUE + r")[ \t]{0,5}</",
+        r"<[A-Za-z0-9_.:-]*(?i:" + _NAMES + r")[A-Za-z0-9_.-]*>[ \t]*"
+        r"(?P<v>" + _VALUE + r")[ \t]*</",
         True,
     ),
     SecretRule(
         "assigned",
-        r"(?i:key|name)[ \t]{0,5}=[ \t]{0,5}\"[A-Za-z0-9_.:-]{0,20}(?i:" + _NAMES + r")"
-        r"[A-Za-z0-9_.-]{0,20}\"[ \t]{1,5}(?i:value)[ \t]{0,5}=[ \t]{0,5}\""
+        r"(?i:key|name)[ \t]*=[ \t]*\"[A-Za-z0-9_.:-]*(?i:" + _NAMES + r")"
+        r"[A-Za-z0-9_.-]*\"[ \t]+(?i:value)[ \t]*=[ \t]*\""
         r"(?P<v>" + _VALUE + r")\"",
         True,
     ),
@@ -132,8 +129,8 @@ RULES: Final[tuple[SecretRule, ...]] = (
     # make every word a place to start.
     SecretRule(
         "password",
-        r"://[A-Za-z0-9._~%!$&()*+,;=-]{0,100}:"
-        r"(?P<v>[A-Za-z0-9._~%!$&()*+,;=-]{8,200})@[A-Za-z0-9\[]",
+        r"://[A-Za-z0-9._~%!$&()*+,;=-]*:"
+        r"(?P<v>[A-Za-z0-9._~%!$&()*+,;=-]{8,})@[A-Za-z0-9\[]",
         True,
     ),
     # An HTTP `Authorization` header's credential (RFC 9110 §11.6.2): `Basic <base64 of
@@ -141,19 +138,25 @@ RULES: Final[tuple[SecretRule, ...]] = (
     # a key of a headers mapping.
     SecretRule(
         "authorization",
-        r"(?i:authorization)[\"']?[ \t]{0,5}[:=][ \t]{0,5}[\"']?(?i:basic|bearer)[ \t]{1,5}"
-        r"(?P<v>[A-Za-z0-9+/=._~-]{8,500})(?:[^A-Za-z0-9+/=._~-]|$)",
+        r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic|bearer)[ \t]+"
+        r"(?P<v>[A-Za-z0-9+/=._~-]{8,})(?:[^A-Za-z0-9+/=._~-]|$)",
         True,
     ),
 )
 
 #: Shannon entropy (bits a character) a loose value needs (gitleaks' generic rule: 3.5).
 MIN_ENTROPY: Final = 3.5
+#: The same for a value of hex digits only: 80 % of the 4 bits 16 symbols can hold.
+HEX_MIN_ENTROPY: Final = 3.2
+_HEX = re.compile(r"[0-9a-fA-F]+")
 #: Values of the loose rules that are code or placeholders, not secrets.
 _CODE_LIKE = re.compile(
-    r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:\(\)?)?"  # self.token, os.environ
-    r"|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*\}\}|<[^>]*>|%\(?\w*\)?s?|\*+|x+|X+"
+    r"\$\{[^{}]*\}|\$[A-Z_][A-Z0-9_]*|\$[a-z_][a-z0-9_]*|\{\{.*\}\}|<[^>]*>"
+    r"|%(?:\(\w+\))?[sdr]|\*+|x+|X+"
 )
+#: A dotted name (`self.token`, `os.environ.get()`, `settings.SECRET_KEY`): its parts are
+#: judged by :func:`_dotted_code`.
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:\(\)?)?")
 _PLACEHOLDER_WORDS = ("changeme", "example", "placeholder", "your", "dummy", "redacted", "xxxx")
 #: A number, a version or a date: digits and separators only (`1234567890`, `2024-01-31`).
 _NUMBER = re.compile(r"[0-9][0-9._:,/+-]*")
@@ -191,6 +194,8 @@ _PAIRS: Final = (
 _COMMON_PAIRS: Final = frozenset(_PAIRS.split())
 #: Share of a value's letter pairs that must be common for it to read as words.
 _WORDY_SHARE: Final = 0.75
+#: The same for a value of short words (`superS3cret`): random strings are made of those.
+_SHORT_WORDS_SHARE: Final = 0.9
 
 
 def entropy(value: str) -> float:
@@ -219,8 +224,10 @@ def reads_as_words(value: str) -> bool:
     """Whether ``value`` is an identifier, a kebab-case, dotted or field name made of
     words (``password1``, ``GPT2Tokenizer``, ``contextToken2``, ``FORBIDDEN_VALUE2``,
     ``NEXUS-GPT4-API-KEY``), not a random string: at least 3 letter pairs, 75 % of them
-    among :data:`_COMMON_PAIRS`, at most 3 runs of digits, and words of 3 characters on
-    average. A random mixed-case string of 12 characters passes about 1 time in 100."""
+    among :data:`_COMMON_PAIRS` (90 % when its words are 4 characters or less on
+    average), at most 3 runs of digits, and words of 3 characters on average. Random
+    strings of letters and digits pass 1 to 4 times in 100 at 8 characters, less than 1
+    in 100 from 16."""
     if not _NAME_LIKE.fullmatch(value):
         return False
     words = _WORDS.findall(value)
@@ -235,7 +242,9 @@ def reads_as_words(value: str) -> bool:
         for a, b in itertools.pairwise(lowered):
             pairs += 1
             common += a + b in _COMMON_PAIRS
-    return pairs >= 3 and common >= _WORDY_SHARE * pairs and digit_runs <= 3
+    # short words (4 characters on average or less) must be all but made of common pairs
+    share = _WORDY_SHARE if len(words) * 4 <= len(value) + 4 else _SHORT_WORDS_SHARE
+    return pairs >= 3 and common >= share * pairs and digit_runs <= 3
 
 
 def _path_like(value: str) -> bool:
@@ -262,6 +271,8 @@ def random_looking(value: str) -> bool:
     :func:`min_entropy` bits a character, whatever punctuation it holds."""
     if _CODE_LIKE.fullmatch(value) or _NUMBER.fullmatch(value) or _UUID.fullmatch(value):
         return False
+    if _DOTTED.fullmatch(value) and _dotted_code(value):
+        return False
     lowered = value.lower()
     if any(word in lowered for word in _PLACEHOLDER_WORDS):
         return False
@@ -275,7 +286,18 @@ def random_looking(value: str) -> bool:
         return False
     if reads_as_words(value) or ("/" in value and _path_like(value)):
         return False
+    if _HEX.fullmatch(value):  # 16 symbols hold 4 bits at most: 80 % of that
+        return entropy(value) >= min(HEX_MIN_ENTROPY, min_entropy(len(value)))
     return entropy(value) >= min_entropy(len(value))
+
+
+def _dotted_code(value: str) -> bool:
+    """Whether dotted ``value`` is code, not a token holding dots: each part is a word
+    of 8 letters at most (``self``, ``os``, ``environ``) or reads as words."""
+    for part in value.rstrip("()").split("."):
+        if not ((part.isalpha() and len(part) <= 8) or reads_as_words(part)):
+            return False
+    return True
 
 
 def accepts(rule: SecretRule, value: str) -> bool:
