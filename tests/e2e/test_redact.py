@@ -4,6 +4,7 @@ shared daemon (LSP over its socket, and the CLI through it) and the MCP server."
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -83,3 +84,25 @@ def test_mcp_tool(corpus: Any, env: dict[str, str]) -> None:
             assert _leaks(text(off), secrets) == secrets
 
     anyio.run(main)
+
+
+def test_ordinary_code_is_shown_as_it_is_and_the_misses_are_not(
+    tmp_path: Path, readmany: Any
+) -> None:
+    """Issue 23 item 6 through the real CLI: the lines real packages hold that are
+    ordinary code come back verbatim, with no redaction notice; Django's startproject key,
+    a URL password without a user and an Authorization header do not."""
+    from tests.unit.test_redact_rules import ORDINARY, SECRETS
+
+    root = tmp_path / "ws"
+    write_tree(root, {"lib/code.py": "\n".join(ORDINARY) + "\n"})
+    run: Callable[..., Any] = readmany
+    out = run("read", "--no-daemon", "--json", "--root", str(root), "lib/code.py").stdout
+    answer = json.loads(out)
+    assert answer["files"][0].get("redactions") is None
+    assert "Secrets redacted" not in answer["llmContent"]
+    assert all(line in answer["llmContent"] for line in ORDINARY)
+    write_tree(root, {"app/settings.py": "\n".join(s.format(v=v) for s, v, _ in SECRETS) + "\n"})
+    shown = run("read", "--no-daemon", "--root", str(root), "app/settings.py").stdout
+    assert [v for _, v, _ in SECRETS if v in shown] == []
+    assert len(re.findall(r"«redacted:[a-z-]+:[0-9a-f]{8}»", shown)) == len(SECRETS)
