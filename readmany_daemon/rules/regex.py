@@ -164,13 +164,18 @@ class Scanner:
     whatever the text; a backtracking engine can take exponential time on crafted
     input), else Python ``re``, with the same syntax: a rule must keep to what both
     accept (named groups, ``(?i:…)``, bounded repetition; no look-around, no
-    back-references)."""
+    back-references).
 
-    __slots__ = ("_rx", "_values", "engine")
+    With RE2 the text is matched as its UTF-8 bytes, offsets mapped back to characters
+    only for the matches: RE2's ``str`` wrapper maps every match's offsets and copies the
+    text for each call (3x slower on the trees ``bench/bench_redact.py`` reads)."""
 
-    def __init__(self, rx: Any, values: list[int], engine: str) -> None:
+    __slots__ = ("_bytes", "_rx", "_values", "engine")
+
+    def __init__(self, rx: Any, values: list[int], engine: str, on_bytes: bool = False) -> None:
         self._rx = rx
         self._values = values
+        self._bytes = on_bytes
         #: ``"re2"`` or ``"re"``: which engine compiled the rules.
         self.engine = engine
 
@@ -179,10 +184,35 @@ class Scanner:
         ``text`` (character offsets, 0-based, ends exclusive), in order; the value is
         the rule's ``v`` group."""
         values = self._values
-        for m in self._rx.finditer(text):
+        if not self._bytes:
+            for m in self._rx.finditer(text):
+                rule = int(m.lastgroup[1:])
+                start, end = m.span(values[rule])
+                yield rule, m.start(), start, end
+            return
+        data = text.encode("utf-8", "surrogatepass")
+        if len(data) == len(text):  # ASCII: byte and character offsets are the same
+            for m in self._rx.finditer(data):
+                rule = int(m.lastgroup[1:])
+                start, end = m.span(values[rule])
+                yield rule, m.start(), start, end
+            return
+        at_byte = at_char = 0  # a known pair of offsets, moved forward match by match
+
+        def char(offset: int) -> int:
+            nonlocal at_byte, at_char
+            if offset >= at_byte:
+                at_char += len(data[at_byte:offset].decode("utf-8", "surrogatepass"))
+            else:
+                at_char -= len(data[offset:at_byte].decode("utf-8", "surrogatepass"))
+            at_byte = offset
+            return at_char
+
+        for m in self._rx.finditer(data):
             rule = int(m.lastgroup[1:])
-            start, end = m.span(values[rule])
-            yield rule, m.start(), start, end
+            vs, ve = m.span(values[rule])
+            begin = char(m.start())
+            yield rule, begin, char(vs), char(ve)
 
 
 def compile_scanner(rules: Sequence[str]) -> Scanner:
@@ -199,8 +229,10 @@ def compile_scanner(rules: Sequence[str]) -> Scanner:
         options.log_errors = False
         options.max_mem = 64 << 20  # room for the DFA of many literal-led rules
         try:
-            rx = mod.compile(src, options)
-            return Scanner(rx, [rx.groupindex[f"v{i}"] for i in range(len(rules))], "re2")
+            rx = mod.compile(src.encode("utf-8"), options)  # UTF-8 bytes in, see Scanner
+            groups = rx.groupindex  # bytes names for a bytes pattern
+            values = [groups[f"v{i}".encode()] for i in range(len(rules))]
+            return Scanner(rx, values, "re2", True)
         except mod.error:
             pass
     compiled = re.compile(src)

@@ -143,3 +143,16 @@ def test_a_name_matches_by_its_words(name: str, secret: bool) -> None:
     from readmany_daemon.rules.secrets import name_words, secret_name
 
     assert secret_name(name_words(name)) is secret
+
+
+def test_offsets_are_characters_in_any_text() -> None:
+    """The scanner matches UTF-8 bytes; what it hides is counted in characters."""
+    token = "ghp_" + "k3Jd9" * 8
+    value = "Xk9#mP2$vL7q" + "(R4)nT8w"
+    text = f"# é 𝄞 ü\nT = '{token}'  # ß\nDB_PASSWORD = \"{value}\" 𝄞 \udcff\n"
+    out = redact(text)
+    expected = text.replace(token, sentinel("github-token", token)).replace(
+        value, sentinel("password", value)
+    )
+    assert out.text == expected
+    assert out.lines == ((2, "github-token"), (3, "password"))
