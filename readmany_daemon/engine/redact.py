@@ -6,7 +6,8 @@ replaces each value by ``«redacted:<kind>:<8 hex>»``, the hex being the start 
 SHA-256 of the value (the same secret gives the same sentinel everywhere, and 32 bits of
 a hash of a random value tell nothing of it). Line count and everything around the value
 stay as they were: a value that spans lines (a private key block) is replaced line by
-line, each line's leading and trailing white space kept. :func:`redact_cached` keeps the
+line, each line's leading and trailing white space kept. A line holding ``readmany:allow``
+or ``gitleaks:allow`` is left as it is (only that line). :func:`redact_cached` keeps the
 result of a whole cached text with its cache entry (``ContentCache.derived``), so a warm
 read does not scan again.
 """
