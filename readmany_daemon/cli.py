@@ -292,12 +292,16 @@ def cmd_files(args: argparse.Namespace) -> int:
         for w in warnings:
             print(f"readmany: warning: {w}", file=sys.stderr)
         paths = fast.files(settings, filters)  # == Index.build(root, settings).files(filters)
+        unseen = fast.warnings
     else:
         from readmany_daemon.engine.files import list_paths
 
         ws = _workspace(root)
         paths = list_paths(ws, args.patterns, filters)
+        unseen = ws.index.warnings
     _write(sep.join(paths) + sep if paths else "")
+    for w in unseen:  # folders that could not be listed: the listing lacks their files
+        print(f"readmany: warning: {w}", file=sys.stderr)
     if asked.start_daemon:
         autostart()
     return EXIT_OK

@@ -6,6 +6,8 @@ private process environment. (Fixtures live in ``tests/conftest.py``.)
   on failure with git's stderr in the message.
 - ``write_tree``: files (relative POSIX path -> text or bytes; text as UTF-8) under a
   folder.
+- ``deep_tree`` / ``remove_tree``: a chain of nested folders thousands of levels deep,
+  built and removed without recursion (``shutil.rmtree`` recurses once per level).
 - ``GIT_ENV`` / ``make_env``: the git variables every test runs git under (no system
   config, a committer identity) and a whole process environment with a private HOME
   and XDG folders for the ``readmany`` processes a test starts.
@@ -24,7 +26,7 @@ from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.wire.cursor import read_request
 from readmany_daemon.wire.messages import ReadManyParams, ReadManyResult
 
-__all__ = ["GIT_ENV", "answer", "git", "make_env", "write_tree"]
+__all__ = ["GIT_ENV", "answer", "deep_tree", "git", "make_env", "remove_tree", "write_tree"]
 
 #: Git variables for every git a test runs: no system config (``HOME`` is private, so
 #: there is no global config or excludes file either) and a committer identity.
@@ -62,6 +64,40 @@ def write_tree(root: Path, files: Mapping[str, str | bytes]) -> None:
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+
+
+def deep_tree(base: Path, levels: int, files: Mapping[int, str], name: str = "d") -> list[str]:
+    """Create ``levels`` nested folders ``base/name/name/…`` (``base`` must exist) and in
+    the folder at depth ``k`` (1-based; ``levels`` is the deepest) a file for each
+    ``files[k]`` (its name; content: the name and a newline). Built folder by folder
+    through descriptors (``mkdir``/``open`` relative to the previous one), so neither a
+    path nor the stack grows with the depth. Returns the files' ``base``-relative POSIX
+    paths, in byte order (deepest last)."""
+    made: list[str] = []
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for depth in range(1, levels + 1):
+            os.mkdir(name, dir_fd=fd)
+            sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = sub
+            leaf = files.get(depth)
+            if leaf is not None:
+                out = os.open(leaf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=fd)
+                os.write(out, (leaf + "\n").encode())
+                os.close(out)
+                made.append("/".join([name] * depth + [leaf]))
+    finally:
+        os.close(fd)
+    return sorted(made, key=os.fsencode)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove ``path`` and everything below it, at any depth: GNU ``rm -rf`` walks with
+    descriptors (fts), where ``shutil.rmtree`` recurses per level and fails thousands of
+    levels down. Raises ``AssertionError`` if anything is left."""
+    subprocess.run(["rm", "-rf", "--", str(path)], check=False, capture_output=True)
+    assert not os.path.lexists(path), f"{path} could not be removed"
 
 
 def make_env(home: Path, runtime: Path | None = None) -> dict[str, str]:

@@ -39,6 +39,11 @@ from readmany_daemon.settings import Settings
 __all__ = ["Index"]
 
 
+#: One step of ``Index._emit``: a path to append, a walked folder ``(records, rel,
+#: record)``, or a folder to walk on demand ``(rel, parent frame, excluded kinds)``.
+_Job = str | tuple[dict[str, DirRecord], str, DirRecord] | tuple[str, Frame, int]
+
+
 def _first_kind(mask: int) -> str:
     for bit in KIND_BITS:
         if mask & bit:
@@ -93,20 +98,83 @@ class Index(IndexSnapshots):
     ) -> None:
         """Append the files of ``rec`` (folder ``rel``) visible under ``mask``, and with
         ``recursive`` those below it, in byte order. Folders pruned by kinds outside
-        ``mask`` are walked on demand into a throw-away dict."""
+        ``mask`` are walked on demand into throw-away dicts.
+
+        Depth first over an explicit stack, never recursing per folder level (a tree may
+        be thousands of folders deep, past Python's recursion limit): each folder's
+        entries are emitted in order until its first sub-folder, the rest is pushed
+        (reversed) as jobs: a path, a walked folder ``(records, rel, rec)`` or a folder
+        to walk on demand ``(rel, frame, excluded kinds)``."""
+        stack: list[_Job] = [(records, rel, rec)]
+        fast = mask == ALL_MASK and counter is None and keep is None
+        first = True
+        while stack:
+            job = stack.pop()
+            if isinstance(job, str):
+                out.append(job)
+                continue
+            if len(job) == 3 and isinstance(job[1], Frame):
+                sub, frame, bits = job
+                self._forget_unwatched(sub)
+                temp: dict[str, DirRecord] = {}
+                hidden_self = self._walk([(sub, frame, bits & mask, 0, None)], temp)
+                got = temp.get(sub)
+                if got is not None:
+                    stack.append((temp, sub, got))
+                elif counter is not None and hidden_self & mask:
+                    counter[_first_kind(hidden_self & mask)] += 1
+                continue
+            recs, at, folder = job
+            deep = recursive or not first
+            first = False
+            later = (
+                self._fast_entries(recs, at, folder, deep, out)
+                if fast
+                else self._entries(recs, at, folder, mask, deep, out, counter, keep)
+            )
+            if later:
+                later.reverse()
+                stack += later
+
+    @staticmethod
+    def _fast_entries(
+        records: dict[str, DirRecord], rel: str, rec: DirRecord, recursive: bool, out: list[str]
+    ) -> list[_Job]:
+        """Every kind applied, nothing counted or filtered: ``_emit``'s step for one
+        folder. Appends its files up to its first sub-folder to ``out`` and returns the
+        jobs after it, in order."""
         prefix = rel + "/" if rel else ""
-        if mask == ALL_MASK and counter is None and keep is None:
-            entries = rec.entries
-            if not rec.ndirs:
-                out += [prefix + k for k in entries]
-                return
-            for key in entries:
-                if key[-1] != "/":
+        entries = rec.entries
+        if not rec.ndirs:
+            out += [prefix + k for k in entries]
+            return []
+        later: list[_Job] = []
+        for key in entries:
+            if key[-1] != "/":
+                if later:
+                    later.append(prefix + key)
+                else:
                     out.append(prefix + key)
-                elif recursive:
-                    sub = prefix + key[:-1]
-                    self._emit(records, sub, records[sub], mask, True, out, None, None)
-            return
+            elif recursive:
+                sub = prefix + key[:-1]
+                later.append((records, sub, records[sub]))
+        return later
+
+    def _entries(
+        self,
+        records: dict[str, DirRecord],
+        rel: str,
+        rec: DirRecord,
+        mask: int,
+        recursive: bool,
+        out: list[str],
+        counter: Counter[str] | None,
+        keep: Callable[[str], bool] | None,
+    ) -> list[_Job]:
+        """``_emit``'s step for one folder under ``mask``, counting into ``counter`` and
+        filtering by ``keep``: appends its files up to its first sub-folder to ``out`` and
+        returns the jobs after it, in order."""
+        prefix = rel + "/" if rel else ""
         keys = list(rec.entries)
         extra = False
         allowed: set[str] = set()
@@ -131,11 +199,15 @@ class Index(IndexSnapshots):
                 extra = True
         if extra:
             sort_keys(keys)
+        later: list[_Job] = []
         for key in keys:
             if key[-1] != "/":
                 path = prefix + key
                 if keep is None or keep(path):
-                    out.append(path)
+                    if later:
+                        later.append(path)
+                    else:
+                        out.append(path)
                 continue
             if not recursive:
                 continue
@@ -144,26 +216,12 @@ class Index(IndexSnapshots):
             if keep is not None and not keep(sub + "/"):
                 continue
             if name not in allowed:
-                self._emit(records, sub, records[sub], mask, True, out, counter, keep)
+                later.append((records, sub, records[sub]))
                 continue
             frame = self._restricted(rec.frame, mask)
             _, r = self.rules.classify(frame, sub, name, True)
-            self._emit_free(sub, frame, r, mask, out, counter, keep)
-
-    def _emit_free(
-        self,
-        rel: str,
-        frame: Frame,
-        excl_bits: int,
-        mask: int,
-        out: list[str],
-        counter: Counter[str] | None,
-        keep: Callable[[str], bool] | None,
-    ) -> None:
-        """Walk folder ``rel`` (entered from ``frame``) on demand with the kinds in
-        ``mask`` and emit its files; nothing is kept."""
-        self._forget_unwatched(rel)
-        self._walk_emit(rel, frame, excl_bits & mask, mask, True, out, counter, keep)
+            later.append((sub, frame, r))
+        return later
 
     def _walk_emit(
         self,
