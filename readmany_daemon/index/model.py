@@ -31,6 +31,7 @@ from collections.abc import Callable
 
 from readmany_daemon.index.dump import IndexSnapshots
 from readmany_daemon.index.records import ALL_MASK, DirRecord, is_under, sort_keys
+from readmany_daemon.paths import nfc, spellings
 from readmany_daemon.rules.glob import compile_glob
 from readmany_daemon.rules.ignore import Frame, IgnoreRules
 from readmany_daemon.rules.kinds import ALL, DENY, KIND_BITS, KIND_NAMES, Filters, Verdict
@@ -339,22 +340,51 @@ class Index(IndexSnapshots):
     ) -> list[str]:
         """Visible files matching glob ``pattern`` (PROTOCOL §3: ``*`` and ``?`` never
         cross ``/``, ``**`` does, ``[...]`` classes, ``{a,b}`` braces, dotfiles match,
-        case-sensitive), sorted by bytes. ``recursive=False``: ``**`` acts as ``*``.
+        case-sensitive; NFC and NFD spellings of a name match alike, the paths keep
+        their on-disk spelling), sorted by bytes. ``recursive=False``: ``**`` acts as ``*``.
         ``hidden``: as for ``expand_dir`` (hidden files that match, and pruned folders
         the pattern could reach, count once each).
 
         Raises ``ValueError`` (readable message) for an empty, absolute or ``..``
         pattern, or one wcmatch rejects."""
-        rx, start, seg_ok = compile_glob(pattern, recursive)
+        rx, start, seg_ok = compile_glob(nfc(pattern), recursive)
+        start = self._spelled(start)
         out: list[str] = []
 
         def keep(path: str) -> bool:
+            path = nfc(path)  # either form matches (the pattern is NFC)
             if path.endswith("/"):
                 return seg_ok(path[:-1])
             return rx.fullmatch(path) is not None
 
         self._expand(start, filters.mask, True, out, hidden, keep)
         return out
+
+    def _spelled(self, rel_dir: str) -> str:
+        """Folder ``rel_dir`` as it is spelled on disk when it is typed in another Unicode
+        normalization form (NFC for NFD, or the reverse), component by component through
+        the walked folders (their visible and pruned sub-folders), else the first of its
+        ``spellings`` that is a folder; ``rel_dir`` itself when none is."""
+        if rel_dir.isascii() or rel_dir in self._records:
+            return rel_dir
+        cur = ""
+        for part in rel_dir.split("/"):
+            rec = self._records.get(cur)
+            if rec is None:
+                break
+            want = nfc(part)
+            names = [k[:-1] for k in rec.entries if k[-1] == "/"]
+            names += [name for name, _ in rec.pruned]
+            found = next((n for n in names if n == part or nfc(n) == want), None)
+            if found is None:
+                break
+            cur = cur + "/" + found if cur else found
+        else:
+            return cur
+        for candidate in spellings(rel_dir):
+            if os.path.isdir(os.path.join(self.root, candidate)):
+                return candidate
+        return rel_dir
 
     def explain(self, rel: str, filters: Filters = ALL) -> Verdict | None:
         """Which rule hides ``rel`` under ``filters`` (any path: inside pruned folders, or
