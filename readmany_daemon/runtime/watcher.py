@@ -542,6 +542,10 @@ class Watcher:
                     self._limit_hit()
                 elif exc.errno in (errno.ENOENT, errno.ENOTDIR):
                     self._queue_locked_free([(rel, FOLDER)])  # gone meanwhile: re-list
+                elif exc.errno == errno.ENAMETOOLONG:
+                    # past PATH_MAX: the walk could not list it either and warns so;
+                    # stat-checked at each barrier, like a folder we may not read
+                    self._unwatched.add(rel)
                 else:
                     self._unwatched.add(rel)
                     self._set_degraded(f"cannot watch {rel or '.'}: {exc.strerror}")

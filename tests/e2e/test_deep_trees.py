@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.daemon_helpers import Daemon, fresh_daemon, listed, wait_for
+from tests.e2e.daemon_helpers import Daemon, fresh_daemon, listed, status_root, wait_for
 from tests.helpers import deep_tree, git, make_env, remove_tree
 
 daemon = fresh_daemon
@@ -160,5 +160,26 @@ def test_daemon_watches_snapshots_and_pages_a_deep_tree(base: Path, daemon: Daem
     client = daemon.session(base)
     try:
         assert listed(client) == want
+    finally:
+        client.close()
+
+
+def test_daemon_names_what_it_cannot_enter_and_keeps_watching(base: Path, daemon: Daemon) -> None:
+    """At 3,000 levels the daemon lists what it can reach, names the first folder past
+    ``PATH_MAX`` in the root's warnings, and its watcher does not degrade for it (the
+    folder is stat-checked at each barrier instead, like one it may not read)."""
+    made = deep_tree(base, 3000, {**_ALONG, 3000: "a.txt"})
+    far = _unreachable(base, 3000)
+    reachable = [p for p in made if len(p) < len(far)]
+    daemon.start()
+    client = daemon.session(base)
+    try:
+        assert listed(client) == sorted(reachable)
+        status = wait_for(
+            lambda: (s := status_root(client, base))["watcher"]["state"] != "starting" and s
+        )
+        assert f"{far}: not listed: " in "\n".join(status["warnings"])
+        assert not any("cannot watch" in w for w in status["watcher"]["warnings"])
+        assert status["watcher"]["unwatched"] == 1
     finally:
         client.close()
