@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 from readmany_daemon.index.dump import IndexSnapshots
 from readmany_daemon.index.records import ALL_MASK, DirRecord, is_under, sort_keys
-from readmany_daemon.paths import nfc, spellings
+from readmany_daemon.paths import nfc
 from readmany_daemon.rules.glob import compile_glob
 from readmany_daemon.rules.ignore import Frame, IgnoreRules
 from readmany_daemon.rules.kinds import ALL, DENY, KIND_BITS, KIND_NAMES, Filters, Verdict
@@ -348,7 +348,11 @@ class Index(IndexSnapshots):
         Raises ``ValueError`` (readable message) for an empty, absolute or ``..``
         pattern, or one wcmatch rejects."""
         rx, start, seg_ok = compile_glob(nfc(pattern), recursive)
-        start = self._spelled(start)
+        if not start.isascii():
+            # a literal folder may be spelled in either form on disk, or both (two
+            # folders): start above its first non-ASCII name; ``keep`` prunes the rest
+            parts = start.split("/")
+            start = "/".join(parts[: next(i for i, p in enumerate(parts) if not p.isascii())])
         out: list[str] = []
 
         def keep(path: str) -> bool:
@@ -359,32 +363,6 @@ class Index(IndexSnapshots):
 
         self._expand(start, filters.mask, True, out, hidden, keep)
         return out
-
-    def _spelled(self, rel_dir: str) -> str:
-        """Folder ``rel_dir`` as it is spelled on disk when it is typed in another Unicode
-        normalization form (NFC for NFD, or the reverse), component by component through
-        the walked folders (their visible and pruned sub-folders), else the first of its
-        ``spellings`` that is a folder; ``rel_dir`` itself when none is."""
-        if rel_dir.isascii() or rel_dir in self._records:
-            return rel_dir
-        cur = ""
-        for part in rel_dir.split("/"):
-            rec = self._records.get(cur)
-            if rec is None:
-                break
-            want = nfc(part)
-            names = [k[:-1] for k in rec.entries if k[-1] == "/"]
-            names += [name for name, _ in rec.pruned]
-            found = next((n for n in names if n == part or nfc(n) == want), None)
-            if found is None:
-                break
-            cur = cur + "/" + found if cur else found
-        else:
-            return cur
-        for candidate in spellings(rel_dir):
-            if os.path.isdir(os.path.join(self.root, candidate)):
-                return candidate
-        return rel_dir
 
     def explain(self, rel: str, filters: Filters = ALL) -> Verdict | None:
         """Which rule hides ``rel`` under ``filters`` (any path: inside pruned folders, or

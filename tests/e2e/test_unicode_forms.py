@@ -107,3 +107,11 @@ def test_gitignore_stays_byte_for_byte(tree: Path, readmany: Run) -> None:
     assert f"{CAFE}/intro.md" in want and HAKJEOM in want
     out = readmany("files", "--no-daemon", "--root", str(tree)).stdout
     assert out.splitlines() == sorted(want, key=lambda p: p.encode())
+
+
+def test_both_spellings_on_disk_both_match(tmp_path: Path, read_json: ReadJson) -> None:
+    """Linux keeps an NFC and an NFD name apart: a glob in either form finds both."""
+    write_tree(tmp_path, {nfc("café/a.md"): "c\n", nfd("café/b.md"): "d\n"})
+    for typed in (nfc("café/*.md"), nfd("café/*.md"), nfc("caf?/*.md")):
+        r = read_json(tmp_path, typed)
+        assert sorted(_ok(r)) == sorted([nfc("café/a.md"), nfd("café/b.md")]), typed
