@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable
+from typing import NamedTuple
 
 from readmany_daemon.index.dump import IndexSnapshots
 from readmany_daemon.index.records import ALL_MASK, DirRecord, is_under, sort_keys
@@ -40,9 +41,56 @@ from readmany_daemon.settings import Settings
 __all__ = ["Index"]
 
 
-#: One step of ``Index._emit``: a path to append, a walked folder ``(records, rel,
-#: record)``, or a folder to walk on demand ``(rel, parent frame, excluded kinds)``.
-_Job = str | tuple[dict[str, DirRecord], str, DirRecord] | tuple[str, Frame, int]
+class _Free(NamedTuple):
+    """A folder ``Index._emit`` walks on demand: ``rel``, the ``frame`` it is entered
+    from (restricted to the request's kinds) and the kinds ``bits`` excluding it."""
+
+    rel: str
+    frame: Frame
+    bits: int
+
+
+#: One step of ``Index._emit``: a run of paths to append, a walked folder ``(records,
+#: rel, record)``, or a folder to walk on demand.
+_Job = list[str] | tuple[dict[str, DirRecord], str, DirRecord] | _Free
+
+
+def _emit_all(
+    records: dict[str, DirRecord], rel: str, rec: DirRecord, recursive: bool, out: list[str]
+) -> None:
+    """``Index._emit`` with every kind applied, nothing counted or filtered (the whole
+    listing's path, kept tight): the files of ``rec`` (folder ``rel``) and with
+    ``recursive`` those below it, appended to ``out`` in byte order, depth first over an
+    explicit stack of runs of paths (lists) and folders ``(rel, record)``."""
+    stack: list[list[str] | tuple[str, DirRecord]] = [(rel, rec)]
+    pop = stack.pop
+    while stack:
+        job = pop()
+        if isinstance(job, list):
+            out += job
+            continue
+        at, folder = job
+        prefix = at + "/" if at else ""
+        entries = folder.entries
+        if not folder.ndirs:
+            out += [prefix + k for k in entries]
+            continue
+        if not recursive and at == rel:
+            out += [prefix + k for k in entries if k[-1] != "/"]
+            continue
+        later: list[list[str] | tuple[str, DirRecord]] = []
+        run = out  # where files go: ``out`` until the first sub-folder, then a new run
+        for key in entries:
+            if key[-1] != "/":
+                if not run and run is not out:
+                    later.append(run)
+                run.append(prefix + key)
+            else:
+                sub = prefix + key[:-1]
+                later.append((sub, records[sub]))
+                run = []
+        later.reverse()
+        stack += later
 
 
 def _first_kind(mask: int) -> str:
@@ -104,17 +152,19 @@ class Index(IndexSnapshots):
         Depth first over an explicit stack, never recursing per folder level (a tree may
         be thousands of folders deep, past Python's recursion limit): each folder's
         entries are emitted in order until its first sub-folder, the rest is pushed
-        (reversed) as jobs: a path, a walked folder ``(records, rel, rec)`` or a folder
-        to walk on demand ``(rel, frame, excluded kinds)``."""
+        (reversed) as jobs: a run of paths (a list), a walked folder ``(records, rel,
+        rec)`` or a folder to walk on demand ``(rel, frame, excluded kinds)``."""
+        if mask == ALL_MASK and counter is None and keep is None:
+            _emit_all(records, rel, rec, recursive, out)
+            return
         stack: list[_Job] = [(records, rel, rec)]
-        fast = mask == ALL_MASK and counter is None and keep is None
         first = True
         while stack:
             job = stack.pop()
-            if isinstance(job, str):
-                out.append(job)
+            if isinstance(job, list):
+                out += job
                 continue
-            if len(job) == 3 and isinstance(job[1], Frame):
+            if isinstance(job, _Free):
                 sub, frame, bits = job
                 self._forget_unwatched(sub)
                 temp: dict[str, DirRecord] = {}
@@ -127,39 +177,11 @@ class Index(IndexSnapshots):
                 continue
             recs, at, folder = job
             deep = recursive or not first
+            later = self._entries(recs, at, folder, mask, deep, out, counter, keep)
             first = False
-            later = (
-                self._fast_entries(recs, at, folder, deep, out)
-                if fast
-                else self._entries(recs, at, folder, mask, deep, out, counter, keep)
-            )
             if later:
                 later.reverse()
                 stack += later
-
-    @staticmethod
-    def _fast_entries(
-        records: dict[str, DirRecord], rel: str, rec: DirRecord, recursive: bool, out: list[str]
-    ) -> list[_Job]:
-        """Every kind applied, nothing counted or filtered: ``_emit``'s step for one
-        folder. Appends its files up to its first sub-folder to ``out`` and returns the
-        jobs after it, in order."""
-        prefix = rel + "/" if rel else ""
-        entries = rec.entries
-        if not rec.ndirs:
-            out += [prefix + k for k in entries]
-            return []
-        later: list[_Job] = []
-        for key in entries:
-            if key[-1] != "/":
-                if later:
-                    later.append(prefix + key)
-                else:
-                    out.append(prefix + key)
-            elif recursive:
-                sub = prefix + key[:-1]
-                later.append((records, sub, records[sub]))
-        return later
 
     def _entries(
         self,
@@ -201,14 +223,14 @@ class Index(IndexSnapshots):
         if extra:
             sort_keys(keys)
         later: list[_Job] = []
+        run = out  # where files go: ``out`` until the first sub-folder, then a new run
         for key in keys:
             if key[-1] != "/":
                 path = prefix + key
                 if keep is None or keep(path):
-                    if later:
-                        later.append(path)
-                    else:
-                        out.append(path)
+                    if not run and run is not out:
+                        later.append(run)
+                    run.append(path)
                 continue
             if not recursive:
                 continue
@@ -216,12 +238,13 @@ class Index(IndexSnapshots):
             sub = prefix + name
             if keep is not None and not keep(sub + "/"):
                 continue
+            run = []  # files after a sub-folder start a new run
             if name not in allowed:
                 later.append((records, sub, records[sub]))
                 continue
             frame = self._restricted(rec.frame, mask)
             _, r = self.rules.classify(frame, sub, name, True)
-            later.append((sub, frame, r))
+            later.append(_Free(sub, frame, r))
         return later
 
     def _walk_emit(
@@ -356,7 +379,8 @@ class Index(IndexSnapshots):
         out: list[str] = []
 
         def keep(path: str) -> bool:
-            path = nfc(path)  # either form matches (the pattern is NFC)
+            if not path.isascii():
+                path = nfc(path)  # either form matches (the pattern is NFC)
             if path.endswith("/"):
                 return seg_ok(path[:-1])
             return rx.fullmatch(path) is not None
