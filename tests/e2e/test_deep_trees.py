@@ -90,6 +90,11 @@ def test_two_thousand_levels_list_as_git_does(base: Path, tmp_path: Path, in_git
     assert got == [p for p in made if p.endswith(".txt")]
     assert "a.txt\n" in answer["llmContent"]
 
+    deepest = max(made, key=len)  # named: its ignore rules are checked folder by folder
+    named = _run(env, base, "read", "--no-daemon", deepest)
+    assert named.returncode == 0, named.stderr[-2000:]
+    assert f"--- {deepest} ---\na.txt\n" in named.stdout.decode()
+
 
 @pytest.mark.parametrize("in_git", [True, False], ids=["git", "plain"])
 def test_three_thousand_levels_name_the_folders_not_entered(
