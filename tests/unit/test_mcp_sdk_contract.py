@@ -115,9 +115,9 @@ def test_the_front_stage_writes_the_sdks_own_bytes(
     anyio.run(sdk.serve, app, _Stdin(messages, stdout, 2), stdout)
 
     by_id = {json.loads(line)["id"]: line.encode() for line in stdout.lines}
-    assert by_id[1] + b"\n" == front._response(1, front.initialize_result(protocol_version, MAJOR)), (
-        f"{MCP} answers initialize otherwise than the front stage"
-    )
+    assert by_id[1] + b"\n" == front._response(
+        1, front.initialize_result(protocol_version, MAJOR)
+    ), f"{MCP} answers initialize otherwise than the front stage"
     assert by_id[2] + b"\n" == front._response(2, front.tools_result(MAJOR)), (
         f"{MCP} answers tools/list otherwise than the front stage"
     )
