@@ -187,17 +187,23 @@ class Redaction(msgspec.Struct, rename="camel"):
     kind: str
 
 
-class OutlineSymbol(msgspec.Struct, rename="camel"):
-    """One symbol of a file's outline (PROTOCOL §4 "Outlines"): ``kind`` a lower-case LSP
-    SymbolKind name (``class``, ``function``, ``method``, …) or ``heading``; ``line_start``
-    and ``line_end`` 1-based and inclusive; ``depth`` 0 at the top level, +1 per
-    enclosing symbol."""
+class OutlineSymbol(msgspec.Struct, rename="camel", omit_defaults=True):
+    """One line of a file's outline (PROTOCOL §4 "Outlines"): ``kind`` a lower-case LSP
+    SymbolKind name (``class``, ``function``, ``method``, …), ``heading``, or ``symbol``
+    for a folded run of several kinds; ``line_start`` and ``line_end`` 1-based and
+    inclusive; ``depth`` 0 at the top level, +1 per enclosing symbol.
+
+    ``count``: how many symbols the line stands for (on the wire only when not 1): a
+    parent whose deeper levels collapsed into its line counts itself and them
+    (``class Parser L300-1900 (41 methods)``: 42); a folded run of siblings, ``name``
+    ``"first … last"``, counts all it holds (``filler_0033 … filler_0160``: 128)."""
 
     name: str
     kind: str
     line_start: int
     line_end: int
     depth: int
+    count: int = 1
 
 
 class FileResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):

@@ -10,9 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.e2e.daemon_helpers import Daemon
 from tests.e2e.test_mcp import mcp_session, read, text
-from tests.helpers import write_tree
+from tests.helpers import outline_coverage, write_tree
 
 ReadJson = Callable[..., dict[str, Any]]
 
@@ -133,3 +135,46 @@ async def test_the_mcp_cut_inside_a_method_lists_it(env: dict[str, str], tmp_pat
     async with mcp_session(env, "--root", str(tmp_path / "ws")) as session:
         said = text(await read(session, paths=["big.py"]))
         assert "(not shown):]\nclass A L3-261\n  method m1 L4-255\n" in said, said[-400:]
+
+
+def _stdlib(name: str) -> Path:
+    import sysconfig
+
+    return Path(sysconfig.get_paths()["stdlib"]) / name
+
+
+def test_cli_outline_of_a_big_file_reaches_its_end(tmp_path: Path, read_json: ReadJson) -> None:
+    """The default read of ``typing.py`` (3,519 lines on 3.11) shows 200 lines; its
+    outline covers every later top-level definition in at most 4,000 characters, folded
+    runs on the wire as one entry with its ``count`` (PROTOCOL §4, the outline budget)."""
+    text = _stdlib("typing.py").read_text(encoding="utf-8")
+    write_tree(tmp_path, {"typing.py": text})
+    r = read_json(tmp_path, "typing.py", "--format", "json")
+    (f,) = r["files"]
+    assert (f["status"], f["lineEnd"]) == ("partial", 200)
+    cov = outline_coverage(text, f["outline"], 201)
+    assert cov.missed == [] and cov.reaches_end, cov
+    (value,) = json.loads(r["llmContent"])["results"].values()
+    block = value["content"][value["content"].index("[Outline of lines 201-") :]
+    assert len(block) <= 4000
+    assert any(" … " in e["name"] and e["count"] > 1 for e in f["outline"])
+    assert any(e.get("count", 1) > 1 and " … " not in e["name"] for e in f["outline"])
+
+
+@pytest.mark.slow
+def test_cli_outline_names_every_django_field_class(read_json: ReadJson) -> None:
+    """Django 5.2's ``db/models/fields/__init__.py``: the default read names every
+    field class to ``BigAutoField`` (25 of them, from ``DurationField`` on, were never
+    named when the outline filled its budget in file order)."""
+    from tests.sdists import django_tree
+
+    root = django_tree()
+    path = "django/db/models/fields/__init__.py"
+    text = (root / path).read_text(encoding="utf-8")
+    r = read_json(root, path)
+    (f,) = r["files"]
+    assert f["status"] == "partial"
+    cov = outline_coverage(text, f["outline"], f["lineEnd"] + 1)
+    assert cov.missed == [] and cov.reaches_end, cov
+    named = {e["name"] for e in f["outline"] if e["depth"] == 0}
+    assert {"DurationField", "UUIDField", "AutoField", "BigAutoField", "SmallAutoField"} <= named

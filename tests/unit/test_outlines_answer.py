@@ -106,14 +106,18 @@ def test_a_cut_file_without_a_grammar_says_so(tmp_path: Path) -> None:
     assert "[No outline: no grammar for .xyz.]\n" in r.llm_content
 
 
-def test_the_outline_block_never_takes_more_than_the_content_shown(tmp_path: Path) -> None:
+def test_the_outline_block_does_not_shrink_to_the_content_shown(tmp_path: Path) -> None:
+    """300 characters shown: the outline still takes up to 4,000 (PROTOCOL §4, the
+    outline budget) and names every class that follows, to the last."""
     write_tree(tmp_path, {"big.py": module(0, classes=40)})
     r = ask(tmp_path, paths=["big.py"], perFileMaxChars=300)
     (f,) = r.files
     assert f.status == "partial" and f.outline
-    block = r.llm_content.split("(not shown):]\n", 1)[1].split("--- End", 1)[0]
-    assert len(block) <= 300 + 60  # the head line aside
-    assert re.search(r"\[… and \d+ more symbols\.\]", block)
+    block = r.llm_content.split("(not shown):]\n", 1)[1].split("\n\n[To continue", 1)[0]
+    assert 300 < len(block) <= 4000
+    assert "more symbols" not in block
+    assert [s.name for s in f.outline] == [f"C0_{c}" for c in range(40)]
+    assert f.outline[-1].line_end == outline_mod.outline(module(0, classes=40), "b.py").lines - 1
 
 
 def tree(root: Path, n: int = 12) -> list[str]:
@@ -246,7 +250,6 @@ def test_a_warm_answer_does_not_parse_again(
 def test_omission_counts_add_up_with_outlines(tmp_path: Path) -> None:
     """Outlined files are counted once, in the head; the names shown and "N more" are
     the others: together they are the omitted count (PROTOCOL §4)."""
-    import re
 
     code = "".join(f"def f{n}(x):\n    return x * {n}\n\n" for n in range(60))
     write_tree(tmp_path, {f"pkg/m{i:03}.py": code for i in range(150)})
