@@ -134,17 +134,41 @@ def _cut_block(
     return text, (wire_symbols(lines) if lines else None)
 
 
-def with_cut_block(shown: str, base: FileResult, outline_for: Callable[[], Outline] | None) -> str:
+def with_cut_block(
+    shown: str,
+    base: FileResult,
+    outline_for: Callable[[], Outline] | None,
+    cap: int = MAX_OUTLINE_CHARS,
+) -> str:
     """``shown`` (a cut file's text, its notice last) with its outline block after it
-    (:data:`MAX_OUTLINE_CHARS` at most, however little is shown), setting
-    ``base.outline``; ``shown`` unchanged without ``outline_for``."""
+    (``cap`` characters at most, and :data:`MAX_OUTLINE_CHARS`, however little is
+    shown), setting ``base.outline``; ``shown`` unchanged without ``outline_for``."""
     if outline_for is None or base.status != Status.PARTIAL:
         return shown
-    block, symbols = cut_block(outline_for(), base, MAX_OUTLINE_CHARS)
+    block, symbols = cut_block(outline_for(), base, cap)
     base.outline = symbols
     if not block:
         return shown
     return shown + ("" if not shown or shown.endswith("\n") else "\n") + block
+
+
+def outline_room(o: Outline, allowed_tokens: int, fmt: str) -> int:
+    """The characters (at most :data:`MAX_OUTLINE_CHARS`) an outline block of ``o`` may
+    take so that it costs at most ``allowed_tokens`` o200k tokens as format ``fmt``
+    writes it: a cut file's block under ``perFileMaxTokens`` or ``maxTotalTokens`` gets
+    coarser rather than crowd out the content. Judged on the whole file's outline (a
+    block after a cut outlines no more); 0 when not even a coarse one fits."""
+    cap = MAX_OUTLINE_CHARS
+    if o.reason is not None or not o.symbols:
+        return cap
+    for _ in range(8):
+        used = tokens.count_memo(content_form(fmt, render_outline(fit_outline(o.symbols, cap))))
+        if used <= allowed_tokens:
+            return cap
+        cap = cap * allowed_tokens // used * 9 // 10
+        if cap < 100:
+            return 0
+    return 0
 
 
 @dataclass

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from readmany_daemon.content import tokens
 from readmany_daemon.content.outline import Symbol, outline, render_outline
 from readmany_daemon.content.outline_fit import fit_outline
 from readmany_daemon.engine.workspace import Workspace
@@ -218,3 +219,21 @@ def test_fit_outline_always_fits_and_covers_everything(seed: int) -> None:
         assert any(x.line_start <= s.line_start and x.line_end >= s.line_end for x in lines)
     if len(render_outline(symbols)) <= cap:
         assert lines == tuple(symbols)
+
+
+@pytest.mark.parametrize("cap", [{"perFileMaxTokens": 500}, {"maxTotalTokens": 1000}])
+def test_under_a_token_cap_the_outline_gets_coarser_not_the_content_smaller(
+    tmp_path: Path, cap: dict[str, int]
+) -> None:
+    """The block counts in tokens: under a small token cap it takes at most half of
+    them, coarser but still covering every later definition, and the content keeps
+    the rest (a 4,000-character block would leave it one character)."""
+    text = stdlib_copy(tmp_path, "typing.py")
+    r = ask(tmp_path, paths=["typing.py"], **cap)
+    (f,) = r.files
+    assert f.status == "partial" and f.outline
+    allowed = next(iter(cap.values()))
+    assert f.chars >= allowed  # about a third of the tokens, at 3-4 characters a token
+    assert tokens.count(r.llm_content) <= allowed * 1.1  # the frame and notices aside
+    cov = outline_coverage(text, f.outline, unseen_from(f))
+    assert cov.missed == [] and cov.reaches_end, cov
