@@ -23,7 +23,7 @@ import pytest
 
 from readmany_daemon.content import tokens
 from readmany_daemon.content.outline import Symbol, outline, render_outline
-from readmany_daemon.content.outline_fit import fit_outline
+from readmany_daemon.content.outline_fit import fit_outline, outline_size
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.decode import decode_read_params
@@ -207,11 +207,12 @@ def random_symbols(rng: random.Random, n: int) -> list[Symbol]:
 @pytest.mark.parametrize("seed", range(30))
 def test_fit_outline_always_fits_and_covers_everything(seed: int) -> None:
     rng = random.Random(seed)
-    symbols = random_symbols(rng, rng.choice([5, 50, 300, 2000]))
+    symbols = random_symbols(rng, rng.choice([5, 50, 300, 2000, 20000]))
     cap = rng.choice([600, 1500, 4000])
     lines = fit_outline(symbols, cap)
     assert lines, (seed, cap)
     assert len(render_outline(lines)) <= cap
+    assert outline_size(lines) == len(render_outline(lines))
     assert sum(s.count for s in lines) == len(symbols)
     assert max(s.line_end for s in lines) == max(s.line_end for s in symbols)
     # Every symbol lies inside a line that stands for it (its own, a parent's, a run's).
