@@ -18,6 +18,10 @@ up detail, never coverage, in this order (issue 23, item 3):
    whatever it is; then runs of any kinds (kind ``symbol``);
 4. nothing is dropped: the last line reaches the last symbol.
 
+When collapsing (2) leaves three quarters of the cap unused (a file that is one class,
+a cut inside one), the level below is shown instead, its runs folded at that depth
+(``class Big`` then ``method check_0000 … check_0011 (12 methods)``, …), if that fits.
+
 Units: the cap and sizes are characters of the rendered text (``render_outline``, one
 ``"\\n"``-ended line a symbol); lines are 1-based and inclusive.
 """
@@ -29,7 +33,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Final
+from typing import Final, NamedTuple
 
 from readmany_daemon.content.outline import Symbol
 
@@ -95,25 +99,33 @@ def fit_outline(symbols: Sequence[Symbol], cap: int) -> tuple[Symbol, ...]:
     roots = _tree(symbols)
     height = _height(roots)
     for keep in range(height - 2, -1, -1):
-        lines = [s for s, _ in _collapse(roots, keep)]
-        if _fits(lines, cap):
-            return tuple(lines)
+        lines = [line.symbol for line in _collapse(roots, keep)]
+        if not _fits(lines, cap):
+            continue
+        if outline_size(lines) * 4 < cap:
+            # Collapsing left most of the budget unused (one class holding the file, a
+            # cut inside one): the level below, its runs folded, says more.
+            below = _collapse(roots, keep + 1)
+            got = _fold_to_fit(below, 0, cap, _kind_sums(below), keep + 1)
+            if got is not None:
+                return tuple(got)
+        return tuple(lines)
     top = _collapse(roots, 0)
     sums = _kind_sums(top)
     for phase in range(3):
-        got = _fold_to_fit(top, phase, cap, sums)
+        got = _fold_to_fit(top, phase, cap, sums, 0)
         if got is not None:
             return tuple(got)
     return ()
 
 
 def _fold_to_fit(
-    top: list[_Line], phase: int, cap: int, sums: dict[str, array[int]]
+    top: list[_Line], phase: int, cap: int, sums: dict[str, array[int]], level: int
 ) -> list[Symbol] | None:
-    """``top`` with its runs of ``phase`` (:func:`_runs`) folded in the smallest chunks
-    that fit ``cap`` (a binary search: fewer, longer chunks fold to fewer characters), or
-    None when even whole runs do not fit."""
-    runs = _runs(top, phase)
+    """``top`` with its runs of ``phase`` on ``level`` (:func:`_runs`) folded in the
+    smallest chunks that fit ``cap`` (a binary search: fewer, longer chunks fold to fewer
+    characters), or None when even whole runs do not fit."""
+    runs = _runs(top, phase, level)
     mixed = phase == 2
     longest = max((end - start for start, end in runs), default=0)
     if longest < 3:
@@ -136,13 +148,14 @@ def _kind_sums(lines: Sequence[_Line]) -> dict[str, array[int]]:
     """Per kind, how many symbols ``lines[:i]`` stand for, at each ``i`` (so a chunk's
     counts cost one subtraction a kind, not a pass over it)."""
     kinds: set[str] = set()
-    for s, c in lines:
+    for s, c, _ in lines:
         kinds.update(c or (s.kind,))
     return {
         k: array(
             "q",
             accumulate(
-                ((c.get(k, 0) if c is not None else s.kind == k) for s, c in lines), initial=0
+                ((c.get(k, 0) if c is not None else s.kind == k) for s, c, _ in lines),
+                initial=0,
             ),
         )
         for k in kinds
@@ -186,9 +199,14 @@ def _note(counts: Counter[str]) -> str:
     return ", ".join(f"{n} {_plural(k, n)}" for k, n in counts.most_common() if n)
 
 
-#: A line and the symbols it stands for, counted by kind (itself included); None for a
-#: line that is one symbol (a Counter each would cost more than the folding).
-_Line = tuple[Symbol, Counter[str] | None]
+class _Line(NamedTuple):
+    """A line, the symbols it stands for counted by kind (itself included; None for a
+    line that is one symbol: a Counter each would cost more than the folding), and its
+    level in the forest (0 at the top)."""
+
+    symbol: Symbol
+    kinds: Counter[str] | None
+    level: int
 
 
 def _collapse(roots: list[_Node], keep: int) -> list[_Line]:
@@ -199,7 +217,7 @@ def _collapse(roots: list[_Node], keep: int) -> list[_Line]:
     def walk(node: _Node, level: int) -> None:
         s = node.symbol
         if level < keep or not node.children:
-            out.append((s, None))
+            out.append(_Line(s, None, level))
             for c in node.children:
                 walk(c, level + 1)
             return
@@ -215,22 +233,23 @@ def _collapse(roots: list[_Node], keep: int) -> list[_Line]:
             note=_note(kinds),
         )
         kinds[s.kind] += 1
-        out.append((line, kinds))
+        out.append(_Line(line, kinds, level))
 
     for r in roots:
         walk(r, 0)
     return out
 
 
-def _runs(lines: Sequence[_Line], phase: int) -> list[tuple[int, int]]:
-    """Maximal runs of consecutive lines (``lines[start:end]``, as ``(start, end)``) that
-    may fold together: of one kind, top-level classes and the like kept apart (phase 0);
-    of one kind (phase 1); of any kinds (phase 2)."""
+def _runs(lines: Sequence[_Line], phase: int, level: int) -> list[tuple[int, int]]:
+    """Maximal runs of consecutive lines on ``level`` (``lines[start:end]``, as
+    ``(start, end)``: siblings, as a parent's line parts its children from the next's)
+    that may fold together: of one kind, classes and the like kept apart (phase 0); of
+    one kind (phase 1); of any kinds (phase 2)."""
     runs: list[tuple[int, int]] = []
     key_before: str | None = None
-    for i, (s, _) in enumerate(lines):
+    for i, (s, _, at) in enumerate(lines):
         key: str | None = "" if phase == 2 else s.kind
-        if phase == 0 and s.kind in _KEPT:
+        if at != level or (phase == 0 and s.kind in _KEPT):
             key = None
         if key is not None and key == key_before:
             runs[-1] = (runs[-1][0], i + 1)
@@ -256,7 +275,7 @@ def _fold(
         n = stop - start
         if n < 3:
             continue
-        out.extend(s for s, _ in lines[done:start])
+        out.extend(line.symbol for line in lines[done:start])
         parts = -(-n // size)
         at = start
         for p in range(parts):
@@ -264,10 +283,10 @@ def _fold(
             if end - at >= 3:
                 out.append(_fold_line(lines, at, end, sums, mixed))
             else:
-                out.extend(s for s, _ in lines[at:end])
+                out.extend(line.symbol for line in lines[at:end])
             at = end
         done = stop
-    out.extend(s for s, _ in lines[done:])
+    out.extend(line.symbol for line in lines[done:])
     return out
 
 
@@ -280,7 +299,7 @@ def _fold_line(
     first, last = lines[start][0], lines[end - 1][0]
     total = Counter({k: col[end] - col[start] for k, col in sums.items()})
     kind = first.kind
-    if mixed and any(s.kind != kind for s, _ in lines[start:end]):
+    if mixed and any(line.symbol.kind != kind for line in lines[start:end]):
         kind = MIXED_KIND
     return Symbol(
         f"{first.name}{FOLD_MARK}{last.name}",

@@ -238,3 +238,25 @@ def test_under_a_token_cap_the_outline_gets_coarser_not_the_content_smaller(
     assert tokens.count(r.llm_content) <= allowed * 1.1  # the frame and notices aside
     cov = outline_coverage(text, f.outline, unseen_from(f))
     assert cov.missed == [] and cov.reaches_end, cov
+
+
+def test_one_class_holding_the_file_folds_its_methods_instead_of_hiding_them(
+    tmp_path: Path,
+) -> None:
+    """A file that is one class of 300 methods (a Java class, a big test case): the
+    collapsed line alone would say ``(300 methods)`` and name none; runs of methods fold
+    at depth 1 instead, under the class's own line."""
+    out = ["class Big:\n"]
+    out += [f"    def check_{m:04}(self):\n        return {m}\n\n" for m in range(300)]
+    text = "".join(out)
+    write_tree(tmp_path, {"big.py": text})
+    r = ask(tmp_path, paths=["big.py"], perFileMaxLines=2)
+    (f,) = r.files
+    assert f.outline
+    assert (f.outline[0].name, f.outline[0].count, f.outline[0].depth) == ("Big", 1, 0)
+    rest = f.outline[1:]
+    assert len(rest) > 20 and all(e.depth == 1 and e.kind == "method" for e in rest)
+    assert sum(e.count for e in rest) == 300
+    assert rest[0].name.startswith("check_0000") and rest[-1].name.endswith("check_0299")
+    assert rest[-1].line_end == outline(text, "big.py").symbols[-1].line_end
+    assert "\n  method check_0000 … " in r.llm_content
