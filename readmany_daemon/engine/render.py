@@ -80,6 +80,17 @@ def _shown(p: Piece) -> bool:
     )
 
 
+#: The body of an empty file in ``separator`` (PROTOCOL §5): framing, not content, so
+#: that an empty file and a file of one blank line read differently.
+EMPTY_FILE = "[Empty file.]"
+
+
+def _empty(p: Piece) -> bool:
+    """Whether ``p`` is a file shown whole with no content at all (an empty file: a
+    window that is not the whole file says so in its position notice)."""
+    return p.content == "" and p.result.status == Status.OK
+
+
 def _body(p: Piece) -> str:
     """What a framed entry holds: its content, or the line of an unchanged or failed one."""
     r = p.result
@@ -123,7 +134,10 @@ def _separator(pieces: Sequence[Piece], notices: Notices) -> _Parts:
         content = _body(p)
         out.add(f"--- {p.result.path} ---\n")
         out.add(content, p if _shown(p) else None)
-        out.add("\n" if content.endswith("\n") else "\n\n")
+        if _empty(p):
+            out.add(EMPTY_FILE + "\n\n")
+        else:
+            out.add("\n" if content.endswith("\n") else "\n\n")
     for line in notice_lines(pieces, notices, framed_errors=False):
         out.add(line + "\n")
     out.add("--- End of content ---")
@@ -160,7 +174,9 @@ def _heredoc(pieces: Sequence[Piece], notices: Notices) -> _Parts:
         while delimiter in lines:
             suffix += 1
             delimiter = f"{base}_{suffix}"
-        out.add(("\n\n" if index > 1 else "") + f"@{r.path}\n<<'{delimiter}'\n")
+        # An empty file has no body line, as a shell heredoc of nothing.
+        opening = f"<<'{delimiter}'" + ("" if _empty(p) else "\n")
+        out.add(("\n\n" if index > 1 else "") + f"@{r.path}\n{opening}")
         out.add(body, p if shown else None)
         out.add(f"\n{delimiter}")
     tail = notice_lines(pieces, notices, framed_errors=True)
