@@ -1,7 +1,9 @@
 """What an answer tells the model beyond the framed files (PROTOCOL §4): the notice of
-a cut file and the request that continues it, the lines naming omitted, skipped and
-failed entries (each count stated once), created files, continuations, the cursor and
-hints, and the lines that hold redacted secrets or a notebook's base64 placeholders.
+a cut file and the request that continues it, the position of a window given whole, the
+lines naming omitted, skipped and failed entries (each count stated once), created
+files, continuations, the cursor and hints, and the lines that hold redacted secrets or
+a notebook's base64 placeholders; how ``separator`` and ``heredoc`` write a file's name
+(``framed_name``).
 
 Pure functions over ``Piece`` lists; ``engine.render`` places their lines in each
 format.
@@ -104,6 +106,29 @@ def cut_notice(r: FileResult, cut_line: int | None = None, column: int = 1) -> s
             text += f" (offset={r.next_offset} skips its rest)"
     elif r.next_offset is not None:
         text += f". Continue with offset={r.next_offset}"
+    return text + ".]"
+
+
+def position_notice(r: FileResult, next_offset: int | None, column: int = 1) -> str | None:
+    """The last line of a window that is given whole (``ok``) but is not the whole file
+    (PROTOCOL §4): where it is, and the line to ask for next when more follows, e.g.
+    ``[Showing lines 2600-2604 of 2735. Continue with offset=2605.]``, or
+    ``[Showing lines 2690-2735 of 2735.]`` when it reaches the end; ``column`` is where
+    its first line starts (``, line 2600 from column 9``). Lines are 1-based and
+    inclusive; ``next_offset`` is the window's (None when nothing follows). None for a
+    window that is the whole file (from line 1, column 1, to its last line)."""
+    if r.line_start is None or r.line_end is None:
+        return None
+    total = r.total_lines
+    if r.line_start == 1 and column == 1 and total is not None and r.line_end >= total:
+        return None
+    text = f"[Showing lines {r.line_start}-{r.line_end}"
+    if total is not None:
+        text += f" of {total}"
+    if column > 1:
+        text += f", line {r.line_start} from column {column}"
+    if next_offset is not None:
+        text += f". Continue with offset={next_offset}"
     return text + ".]"
 
 
