@@ -45,6 +45,16 @@ def framed_name(label: str) -> str:
     return _UNESCAPED_BY_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
 
 
+def one_line(text: str) -> str:
+    """``text`` (a notice line) with each character of ``_UNSAFE_IN_NAME`` escaped as
+    JSON escapes it (``\\n``, ``\\u001b``, ``\\u2028``): what ``separator`` and
+    ``heredoc`` do to a notice that quotes a pattern or a folder name (a hint), so that
+    a notice stays one line whatever a name holds."""
+    if not _UNSAFE_IN_NAME.search(text):
+        return text
+    return _UNSAFE_IN_NAME.sub(lambda m: framed_name(m.group())[1:-1], text)
+
+
 def as_is(label: str) -> str:
     """``label`` unchanged: how ``xml`` and ``json`` name files in their notices (their
     own escaping keeps the framing)."""

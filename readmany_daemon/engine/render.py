@@ -15,7 +15,13 @@ from collections.abc import Callable, Sequence
 
 from readmany_daemon.content.tokens import BOUNDARY_MARGIN
 from readmany_daemon.engine.items import Piece
-from readmany_daemon.engine.notices import Notices, framed_name, named_in, notice_lines
+from readmany_daemon.engine.notices import (
+    Notices,
+    framed_name,
+    named_in,
+    notice_lines,
+    one_line,
+)
 from readmany_daemon.errors import Status
 from readmany_daemon.wire.messages import FileResult, Summary, wire_safe
 
@@ -139,7 +145,7 @@ def _separator(pieces: Sequence[Piece], notices: Notices) -> _Parts:
         else:
             out.add("\n" if content.endswith("\n") else "\n\n")
     for line in notice_lines(pieces, notices, framed_errors=False, name=framed_name):
-        out.add(line + "\n")
+        out.add(one_line(line) + "\n")
     out.add("--- End of content ---")
     return out
 
@@ -181,7 +187,7 @@ def _heredoc(pieces: Sequence[Piece], notices: Notices) -> _Parts:
         out.add(("\n\n" if index > 1 else "") + f"@{framed_name(r.path)}\n{opening}")
         out.add(body, p if shown else None)
         out.add(f"\n{delimiter}")
-    tail = notice_lines(pieces, notices, framed_errors=True, name=framed_name)
+    tail = [one_line(x) for x in notice_lines(pieces, notices, True, name=framed_name)]
     if tail:
         out.add(("\n\n" if out.parts else "") + "\n".join(tail))
     return out
