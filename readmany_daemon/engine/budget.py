@@ -116,8 +116,10 @@ def budget_cut(
     lines = lo.window.line_end - offset + 1
     raw_allowed = allowed
     while True:
+        # A per-file cap goes on into a line no window could hold (a minified file's
+        # line 2); the totals' cut ends at a line boundary, where a cursor resumes.
         window = content_lines.window(
-            lo.full, offset, lines, max(raw_allowed, 1), None, item.column or 1, fill_long=False
+            lo.full, offset, lines, max(raw_allowed, 1), None, item.column or 1, not budget
         )
         window.total_lines = lo.window.total_lines
         total = lo.window.total_lines

@@ -120,3 +120,28 @@ def test_a_short_first_line_then_a_huge_second_one(tmp_path: Path) -> None:
     assert nxt.files[0].line_start == 2
     body = nxt.llm_content.split("---\n", 1)[1]
     assert body.startswith(MINIFIED[20_000:40_000])
+
+
+def test_a_per_file_token_cap_also_goes_on_into_line_two(tmp_path: Path) -> None:
+    # perFileMaxTokens is a per-file cap like perFileMaxChars: the same rule holds.
+    write_tree(tmp_path, {"lib.min.js": MINIFIED})
+    r = _read(tmp_path, paths=["lib.min.js"], perFileMaxTokens=500)
+    (f,) = r.files
+    assert (f.status, f.code, f.line_end, f.next_offset) == ("partial", None, 2, None)
+    first = MINIFIED.index("\n") + 1
+    assert f.next_column is not None and f.chars == first + f.next_column - 1 > first
+    assert f'"offset": 2, "column": {f.next_column}' in r.llm_content
+
+
+def test_a_budget_cut_still_ends_at_a_line_boundary(tmp_path: Path) -> None:
+    # The totals' cut resumes by cursor at a line's start: it never ends inside line 2.
+    write_tree(tmp_path, {"a.txt": "a\n" * 10, "lib.min.js": MINIFIED})
+    r = _read(tmp_path, paths=["a.txt", "lib.min.js"], maxTotalChars=5_000)
+    f = r.files[1]
+    assert (f.status, f.code, f.line_end, f.next_offset, f.next_column) == (
+        "partial",
+        "budget",
+        1,
+        2,
+        None,
+    )
