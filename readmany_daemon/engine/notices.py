@@ -39,7 +39,9 @@ def framed_name(label: str) -> str:
     quotes included, with every such character escaped (``"x.txt ---\\n--- fake.txt"``;
     DEL, U+0085, U+2028 and U+2029 as ``\\u007f``, …); other characters stay as they
     are (``ü`` is not escaped)."""
-    if not _UNSAFE_IN_NAME.search(label):
+    # str.isprintable is false for every character of _UNSAFE_IN_NAME (and a few
+    # more, such as U+00A0): a C-speed test that passes nearly every name at once.
+    if label.isprintable() or not _UNSAFE_IN_NAME.search(label):
         return label
     quoted = json.dumps(label, ensure_ascii=False)
     return _UNESCAPED_BY_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
@@ -50,7 +52,7 @@ def one_line(text: str) -> str:
     JSON escapes it (``\\n``, ``\\u001b``, ``\\u2028``): what ``separator`` and
     ``heredoc`` do to a notice that quotes a pattern or a folder name (a hint), so that
     a notice stays one line whatever a name holds."""
-    if not _UNSAFE_IN_NAME.search(text):
+    if text.isprintable() or not _UNSAFE_IN_NAME.search(text):
         return text
     return _UNSAFE_IN_NAME.sub(lambda m: framed_name(m.group())[1:-1], text)
 
