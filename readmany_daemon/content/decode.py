@@ -9,7 +9,7 @@ The decoding rules, in the order :func:`decode` applies them:
 1. a byte-order mark picks UTF-32 LE/BE, UTF-8 or UTF-16 LE/BE (Unicode Standard §23.8;
    UTF-32 is tested before UTF-16 because ``FF FE 00 00`` starts with ``FF FE``); in
    UTF-16/32 after a BOM, an incomplete character at the very end of complete data (a
-   log cut in its last code unit) is one U+FFFD, its bytes counted in
+   log cut in its last code unit) is one U+FFFD, counted once in
    ``Decoded.replaced_bytes`` (:func:`_cut_tail`);
 2. valid UTF-8 without NUL bytes is text, reported ``"utf-8"`` (ASCII included);
 3. a known binary signature (PNG, JPEG, GIF, PDF, ZIP, ELF, gzip, … as file(1) knows
@@ -68,8 +68,9 @@ class Decoded(msgspec.Struct, frozen=True):
     ``encoding`` is ``None`` for binary, and for the undetermined text ``""`` that a prefix
     of fewer than 4 bytes which could still become a BOM decodes to. ``replaced_bytes``
     counts the bytes of mostly-UTF-8 text (rule 5) that were not valid UTF-8, each shown
-    as one U+FFFD, and the bytes of the incomplete last character of UTF-16/32 text
-    after a BOM (rule 1), shown as one U+FFFD; 0 for every other result.
+    as one U+FFFD, plus 1 for the incomplete last character of UTF-16/32 text after a
+    BOM (rule 1), shown as one U+FFFD: the U+FFFD the decoding made; 0 for every other
+    result.
     """
 
     kind: Kind
@@ -171,9 +172,11 @@ def _cut_tail(body: bytes, codec: str) -> tuple[str | None, int]:
     """Rule 1b of :func:`decode`: ``body`` (after a UTF-16/32 BOM) valid in ``codec``
     but for an incomplete character at its very end (a log cut while it is written: the
     last code unit short of a byte or more, or a surrogate pair short of its low half).
-    Returns the text with that character as one U+FFFD, and its bytes (1 for a UTF-16
-    code unit cut by a byte; 1-3 for UTF-32; 3 for a pair cut inside its low half), or
-    ``(None, 0)`` when anything else is invalid."""
+    Returns the text with that character as one U+FFFD, and 1: the cut end counts once
+    in ``replaced_bytes`` however many of its bytes are there (1 of a UTF-16 code unit;
+    1-3 of a UTF-32 one; 3 of a surrogate pair), so that ``replaced_bytes`` stays the
+    number of U+FFFD the decoding made, as in UTF-8; ``(None, 0)`` when anything else is
+    invalid."""
     decoder = codecs.getincrementaldecoder(codec)("strict")
     try:
         text: str = decoder.decode(body, final=False)
@@ -182,7 +185,7 @@ def _cut_tail(body: bytes, codec: str) -> tuple[str | None, int]:
     pending, _ = decoder.getstate()
     if not pending:
         return None, 0
-    return text + "\ufffd", len(pending)
+    return text + "\ufffd", 1
 
 
 def _looks_binary(text: str) -> bool:

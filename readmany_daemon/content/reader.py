@@ -686,7 +686,7 @@ def _stream_codec(decoded: Decoded) -> tuple[str, int]:
 class _StreamDecoder:
     """Decodes a file's chunks in order with ``codec``, invalid bytes as U+FFFD: for UTF-8
     one per byte, counted in ``replaced_bytes`` (as :func:`decode` does for mostly-UTF-8
-    text); for UTF-16/32, an incomplete last character as one U+FFFD, its bytes counted;
+    text); for UTF-16/32, an incomplete last character as one U+FFFD, counted once;
     otherwise as the codec's ``"replace"`` handler does.
 
     UTF-8 chunks are decoded strictly first (the one C call valid text costs); only a
@@ -705,12 +705,12 @@ class _StreamDecoder:
         if self._decoder is not None:
             legacy: str = self._decoder.decode(chunk, final=final and not self._unicode)
             if final and self._unicode:
-                # UTF-16/32 cut inside its last character: one U+FFFD, its bytes counted
-                # (as content.decode does for a whole file).
+                # UTF-16/32 cut inside its last character: one U+FFFD, counted once (as
+                # content.decode does for a whole file).
                 cut, _ = self._decoder.getstate()
                 if cut:
                     self._decoder.reset()
-                    self.replaced_bytes += len(cut)
+                    self.replaced_bytes += 1
                     legacy += "\ufffd"
             return legacy
         data = self._pending + chunk if self._pending else chunk

@@ -203,16 +203,20 @@ def test_utf16_cut_inside_a_surrogate_pair_is_one_character_replaced(
     codec: str, bom: bytes
 ) -> None:
     # 𝄞 is a surrogate pair: its high half is whole, its low half has one byte of two.
+    # One character is cut: one U+FFFD, counted once (the U+FFFD the decoding made).
     data = bom + (LOG + "𝄞").encode(codec)
     got = decode(data[:-1])
-    assert (got.kind, got.encoding, got.replaced_bytes) == ("text", codec, 3)
+    assert (got.kind, got.encoding, got.replaced_bytes) == ("text", codec, 1)
     assert got.text == LOG + "\ufffd"
 
 
-def test_utf32_cut_after_three_bytes_of_its_last_unit() -> None:
-    data = codecs.BOM_UTF32_LE + (LOG + "!").encode("utf-32-le")
-    got = decode(data[:-1])
-    assert (got.kind, got.encoding, got.replaced_bytes) == ("text", "utf-32-le", 3)
+@pytest.mark.parametrize("codec", ["utf-32-le", "utf-32-be"])
+@pytest.mark.parametrize("kept", [1, 2, 3])
+def test_utf32_cut_anywhere_in_its_last_unit(codec: str, kept: int) -> None:
+    bom = codecs.BOM_UTF32_LE if codec == "utf-32-le" else codecs.BOM_UTF32_BE
+    data = bom + (LOG + "!").encode(codec)
+    got = decode(data[: len(data) - 4 + kept])
+    assert (got.kind, got.encoding, got.replaced_bytes) == ("text", codec, 1)
     assert got.text == LOG + "\ufffd"
 
 
