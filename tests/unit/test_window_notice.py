@@ -145,3 +145,20 @@ def test_a_budget_cut_still_ends_at_a_line_boundary(tmp_path: Path) -> None:
         2,
         None,
     )
+
+
+@pytest.mark.slow
+def test_the_issue_window_on_django() -> None:
+    # The issue's own request, on Django 5.2's sdist: five lines of a 2,735-line file.
+    from tests.sdists import django_tree
+
+    root = django_tree()
+    r = _read(root, files=[{"path": "django/db/models/query.py", "offset": 2600, "limit": 5}])
+    (f,) = r.files
+    assert (f.status, f.line_start, f.line_end, f.total_lines) == ("ok", 2600, 2604, 2735)
+    assert r.llm_content.endswith(
+        "[Showing lines 2600-2604 of 2735. Continue with offset=2605.]\n\n--- End of content ---"
+    )
+    end = _read(root, files=[{"path": "django/db/models/query.py", "offset": 2690}])
+    assert end.files[0].status == "ok"
+    assert "[Showing lines 2690-2735 of 2735.]\n" in end.llm_content
