@@ -45,6 +45,9 @@ class Notices:
     #: When set (a token budget that binds), at most this many omitted, skipped or
     #: failed entries are named or framed; the others are counted in a notice.
     room: int | None = None
+    #: ``packing: "outlines"``: omitted files given no outline within the budget (and
+    #: not outlined on an earlier page of the walk).
+    not_outlined: int = 0
 
 
 def cut_notice(r: FileResult, cut_line: int | None = None, column: int = 1) -> str | None:
@@ -191,6 +194,8 @@ def notice_lines(pieces: Sequence[Piece], notices: Notices, framed_errors: bool)
         outlined = len(omitted) - len(named)
         if outlined:
             head += f", {outlined} of them given as outlines above (structure only, not read)"
+        if notices.not_outlined:
+            head += f", {notices.not_outlined} of them could not be outlined within the budget"
         # The outlined are counted in the head; the names and "N more" are the others.
         line, used = _named_line(head, names, n_omitted - outlined, room, False)
         lines.append(line)
