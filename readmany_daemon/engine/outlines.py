@@ -8,10 +8,8 @@ the files ``packing: "outlines"`` gives as outlines instead of omitting them.
   none (``[No outline: no grammar for .txt.]``). Like the cut notice it is framing: it
   counts in tokens (``perFileMaxTokens``, ``maxTotalTokens``) but not in ``chars``, and
   takes at most as many characters as the content shown, and :data:`MAX_OUTLINE_CHARS`.
-* **Packing.** :func:`extend_plan` gives the files after a request-order plan's stop
-  their outlines while the characters and tokens the totals leave hold
-  (:class:`Outliner` makes each once per request); the plan's partial file keeps its
-  cut when room is left for it.
+* **Packing.** ``engine.pack.plan_outlines`` plans content and the files given as
+  outlines together (:class:`Outliner` makes each outline once per request).
 
 Outlines are made by ``content.outline`` and kept by content hash: in the content
 cache's ``derived`` slot when the text is a cache entry's, else in the workspace's
