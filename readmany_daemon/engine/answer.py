@@ -17,7 +17,7 @@ import msgspec
 from readmany_daemon.content import tokens
 from readmany_daemon.engine import paging
 from readmany_daemon.engine.budget import budget_cut, token_cut
-from readmany_daemon.engine.items import Items, LoadedItem, Piece, Resolved
+from readmany_daemon.engine.items import Item, Items, LoadedItem, Piece, Resolved
 from readmany_daemon.engine.load import Loads, RequestPaths
 from readmany_daemon.engine.notices import MAX_NAMED_IN_CONTENT, Notices, continuation_request
 from readmany_daemon.engine.outlines import Outliner
@@ -290,7 +290,12 @@ def _account(
     partial one cut to what the budget leaves), then those it leaves unloaded."""
     items = resolved.items
     budget_from, omitted_set = plan.not_loaded(active)
-    acc = Account(Summary(matched=len(positions), hidden=dict(resolved.hidden)))
+    summary = Summary(
+        matched=len(positions) - _not_files(items, positions),
+        hidden=dict(resolved.hidden),
+        hidden_folders=dict(resolved.hidden_folders),
+    )
+    acc = Account(summary)
     budgeted = params.max_total_tokens is not None or params.per_file_max_tokens is not None
     acc.tally = tokens.Tally(None if budgeted else EXACT_COUNT_CHARS)
     for pos, i in enumerate(positions):
@@ -312,6 +317,17 @@ def _account(
         _add_loaded(acc, lo, loads)
     account_tail(acc, items, positions, budget_from, stopped_at)
     return acc
+
+
+def _not_files(items: Items, positions: Flat) -> int:
+    """How many of ``positions`` are entries answered at resolve time that name no file
+    (``Item.names_file``): not counted in ``summary.matched``."""
+    n = 0
+    for seg, segment in enumerate(items.segments):
+        if isinstance(segment, Item) and not segment.names_file:
+            i = items.starts[seg]
+            n += any(a <= i < b for a, b in positions.ranges)
+    return n
 
 
 def _cut_partial(
@@ -405,7 +421,7 @@ def _assemble(
     packing = PackingInfo(
         strategy=plan.strategy,
         switched_for_coverage=switched,
-        full_included_count=plan.full_count,
+        full_included_count=sum(p.result.status == Status.OK for p in acc.pieces),
         full_included_success_count=plan.full_success,
         partial_included_path=items.label(plan.partial[0]) if plan.partial else None,
         omitted_paths=acc.omitted_labels[:MAX_LISTED],

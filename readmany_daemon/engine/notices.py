@@ -175,7 +175,12 @@ def notice_lines(pieces: Sequence[Piece], notices: Notices, framed_errors: bool)
     at most ``MAX_NAMED_IN_CONTENT`` named in all, each kind's count stated once (names
     shown + "and N more" = the count), then continuation requests and hints."""
     omitted = [p.result for p in pieces if p.result.status == Status.OMITTED]
-    skipped = [p.result for p in pieces if p.result.status == Status.SKIPPED]
+    # A pattern that matched nothing is said by its hint, not counted as a file.
+    skipped = [
+        p.result
+        for p in pieces
+        if p.result.status == Status.SKIPPED and p.result.code != Code.NO_MATCH
+    ]
     errors = [p.result for p in pieces if p.result.status == Status.ERROR]
     lines: list[str] = redaction_lines(pieces) + placeholder_lines(pieces)
     room = MAX_NAMED_IN_CONTENT if notices.room is None else notices.room

@@ -538,6 +538,8 @@ class Account:
             self.omitted_total += 1
             if len(self.omitted_labels) <= MAX_LISTED:
                 self.omitted_labels.append(result.path)
+        elif st == Status.SKIPPED and result.code == Code.NO_MATCH:
+            self.summary.no_match += 1  # a pattern, not a file (PROTOCOL §4)
         elif st == Status.SKIPPED:
             self.summary.skipped += 1
         elif st == Status.UNCHANGED:
