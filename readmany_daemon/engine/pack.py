@@ -158,14 +158,14 @@ def choose_plan(
     return plan, switched
 
 
-#: ``packing: "outlines"``: a request of at most this many files reserves the outlines of
+#: ``packing: "outlines"``: a request of at most this many entries reserves the outlines of
 #: the files a page cannot give whole before its content (PROTOCOL §4 "Outlines").
 OUTLINES_FIRST_MAX = 200
 #: ``packing: "outlines"`` cuts a file to what the budget leaves only when at least this
 #: many characters and :data:`MIN_CUT_TOKENS` tokens are left for its content; less
 #: outlines the next files instead of cutting one to a sliver.
-MIN_CUT_CHARS = 1000
-MIN_CUT_TOKENS = 250
+MIN_CUT_CHARS = 4000
+MIN_CUT_TOKENS = 1000
 #: Characters kept for a cut file's notice beside its content and outline block.
 _CUT_NOTICE_CHARS = 160
 
@@ -337,13 +337,15 @@ def plan_outlines(
     "Outlines"), against content characters (``maxTotalChars``), ``tokens``, answer
     characters (``answer``) and ``maxTotalFiles`` together.
 
-    - A request of at most :data:`OUTLINES_FIRST_MAX` files (``wide`` False): the
+    - A request of at most :data:`OUTLINES_FIRST_MAX` entries (``wide`` False): the
       outlines of the files this page cannot give whole are reserved first, in order,
       as far as they fit in half of the page; then content fills the rest in request
       order; files that content then leaves out get their outlines in what is left.
     - A wider request: content is packed as ``auto`` packs it in request order; what
-      it leaves outlines the next files instead of cutting one to fewer than
-      :data:`MIN_CUT_CHARS` characters.
+      it leaves outlines the next files.
+    - Either way a file is cut by the budget only with at least :data:`MIN_CUT_CHARS`
+      characters and :data:`MIN_CUT_TOKENS` tokens left for it (unless the page would
+      give nothing else): less outlines the next files instead of a sliver.
     - A file no larger than its outline comes as content; a file is outlined at most
       once in a cursor walk (item indexes up to ``done_upto`` were outlined before).
       The file the budget cuts (``partial``) keeps the outline of its rest in its cut
