@@ -242,9 +242,13 @@ class _OutlinesPacker:
         return got
 
     def content(self, lo: LoadedItem) -> tuple[int, int, int, int]:
+        """A file's content cost: characters of content, tokens with its framing,
+        answer characters (its text as shown, a cut notice and outline block
+        included, with its framing) and one file."""
         t = self.tokens.cost(lo) if self.tokens is not None else 0
         c = lo.result.chars
-        return c, t, c + self.frame(lo.result.path), 1
+        shown = len(lo.text) if lo.text is not None else c
+        return c, t, shown + self.frame(lo.result.path), 1
 
     def outline(self, lo: LoadedItem, got: Outlined) -> tuple[int, int, int, int]:
         return got.chars, got.cost_tokens, got.chars + self.frame(lo.result.path), 0
