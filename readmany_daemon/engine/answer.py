@@ -138,12 +138,12 @@ def answer_parts(
             if tokens_over:
                 assert budget is not None and limit is not None
                 more, room = _shrink(budget, room, acc, total, limit, attempt)
-            if chars_over and answer_budget is not None and answer_budget.limit > 0:
+            if chars_over and answer_budget is not None:
                 assert params.max_answer_chars is not None
-                over = text_chars - params.max_answer_chars
-                answer_budget.limit = max(0, answer_budget.limit - (over + 16) * 2**char_steps)
-                char_steps += 1
-                more = True
+                fewer, room, char_steps = _shrink_answer(
+                    answer_budget, room, acc, text_chars, params.max_answer_chars, char_steps
+                )
+                more = more or fewer
             elif chars_over:
                 assert params.max_answer_chars is not None
                 fewer, packing, room, char_steps = _shrink_chars(
@@ -243,6 +243,29 @@ def _shrink_chars(
         return False, packing, room, steps
     allowed = max(1, content - (text_chars - limit + 16) * 2**steps)
     return True, msgspec.structs.replace(packing, max_total_chars=allowed), room, steps + 1
+
+
+def _shrink_answer(
+    budget: AnswerBudget,
+    room: int | None,
+    acc: Account,
+    text_chars: int,
+    limit: int,
+    steps: int,
+) -> tuple[bool, int | None, int]:
+    """``packing: "outlines"`` after an answer of ``text_chars`` characters, over
+    ``limit`` (``maxAnswerChars``): when the notices and framing take over half of it,
+    or no answer characters are left to plan, name fewer entries (as
+    :func:`_shrink_chars` does); else plan as many answer characters fewer as it was
+    over (and 16), doubled after each of ``steps`` such packings. Returns whether
+    anything was left out, the new ``room`` of :class:`Notices` and ``steps``."""
+    shown = sum(len(p.content) for p in acc.pieces if p.content is not None)
+    if room != 0 and (text_chars - shown > limit // 2 or budget.limit <= 0):
+        return True, 0 if room is not None and room <= _ROOM_STEP else _ROOM_STEP, steps
+    if budget.limit <= 0:
+        return False, room, steps
+    budget.limit = max(0, budget.limit - (text_chars - limit + 16) * 2**steps)
+    return True, room, steps + 1
 
 
 #: The first ``room`` tried when the notices take too much of a token budget.

@@ -309,7 +309,8 @@ class _OutlinesPacker:
     def cut(self, room: _Room, i: int, force: bool) -> tuple[int, int | None] | None:
         """The characters and tokens item ``i`` may show when the budget cuts it, from
         ``room``; None when it may not (too little left, unless ``force``: then only
-        less than one character or :data:`MIN_PARTIAL_TOKENS`)."""
+        fewer content characters than one, or than :data:`MIN_PARTIAL_NUMBERED` with
+        line numbers, or fewer tokens than :data:`MIN_PARTIAL_TOKENS`)."""
         lo = self.loaded_at(i)
         if lo.text is None or room.files < 1:
             return None
@@ -322,6 +323,9 @@ class _OutlinesPacker:
             tokens_left = room.tokens - (self.tokens.cost(lo) - (lo.tokens or 0))
         least_chars = self.least if force else max(self.least, MIN_CUT_CHARS)
         least_tokens = MIN_PARTIAL_TOKENS if force else MIN_CUT_TOKENS
+        if force and room.chars >= self.least:
+            chars = max(chars, self.least)  # a page must give something: the answer's
+            # retries name fewer entries when the notices are what takes the room
         if chars < least_chars or (tokens_left is not None and tokens_left < least_tokens):
             return None
         return chars, tokens_left

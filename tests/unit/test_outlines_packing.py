@@ -203,3 +203,17 @@ def test_a_walk_takes_about_the_calls_of_auto_and_fills_its_pages(tmp_path: Path
         left = 50_000 - len(r.llm_content) > 10_000 and r.summary.estimated_tokens < 18_000
         slivers = [f.path for f in r.files if f.code == "budget" and f.status == "partial"]
         assert not (left and any(f.chars < 200 for f in r.files if f.path in slivers)), n
+
+
+def test_a_tight_answer_with_long_notices_still_ends_its_walk(tmp_path: Path) -> None:
+    """``maxAnswerChars`` at its floor (4,000) beside 40 missing paths, whose error lines
+    take most of it: pages name fewer entries and each still gives something, so the
+    walk ends with every file delivered."""
+    files = {f"mods/m{i:02}.py": function_module(i, lines=80, width=60) for i in range(12)}
+    write_tree(tmp_path, files)
+    ws = Workspace.open(str(tmp_path), Settings())
+    missing = [f"gone/missing_file_number_{k:03}.py" for k in range(40)]
+    pages = walk(ws, paths=[*missing, "mods/*.py"], maxAnswerChars=4000)
+    got = {f.path for r in pages for f in r.files if f.status in ("ok", "partial")}
+    assert got == set(files)
+    assert all(len(r.llm_content) <= 4000 for r in pages[1:])
