@@ -250,7 +250,7 @@ def cmd_read(args: argparse.Namespace | ReadArgs) -> int:
 
 
 def cmd_files(args: argparse.Namespace) -> int:
-    """``readmany files``: one workspace-relative POSIX path a line, sorted by bytes."""
+    """``readmany files``: one workspace-relative POSIX path a line, by path in byte order."""
     sep = "\0" if args.null else "\n"
     files_params = {
         "patterns": list(args.patterns),

@@ -419,9 +419,9 @@ def _add_loaded(acc: Account, lo: LoadedItem, loads: Loads) -> None:
     if res.status == Status.PARTIAL and res.next_column is not None and res.line_end is not None:
         # A line cut short goes on inside that line (nextOffset would skip its rest).
         request = continuation_request(res.path, res.line_end, res.next_column)
-        acc.continuations.append(f"{res.path}: {request}")
+        acc.continuations.append((res.path, request))
     elif res.status == Status.PARTIAL and res.next_offset is not None:
-        acc.continuations.append(f"{res.path}: " + continuation_request(res.path, res.next_offset))
+        acc.continuations.append((res.path, continuation_request(res.path, res.next_offset)))
 
 
 def _assemble(

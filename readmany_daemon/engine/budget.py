@@ -19,7 +19,7 @@ from readmany_daemon.content import tokens
 from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.content.outline import Outline
 from readmany_daemon.engine.items import Item, LoadedItem
-from readmany_daemon.engine.notices import cut_notice
+from readmany_daemon.engine.notices import cut_notice, position_notice
 from readmany_daemon.engine.outlines import with_cut_block
 from readmany_daemon.engine.render import content_form
 from readmany_daemon.errors import Code, Status
@@ -50,9 +50,11 @@ def finish(
     """Fill the line fields and the shown text (line numbers, cut notice) of a window.
 
     A window that covers all the lines asked for (``limit``) is ``ok`` even when the file
-    goes on; anything else that stops before the end is ``partial`` with ``nextOffset``,
-    its cut notice and, with ``outline_for``, the outline of what it does not show
-    after the notice (``outlines.with_cut_block``).
+    goes on, and ends with its position notice unless it is the whole file
+    (``notices.position_notice``); anything else that stops before the end is
+    ``partial`` with ``nextOffset``, its cut notice and, with ``outline_for``, the
+    outline of what it does not show after the notice (``outlines.with_cut_block``).
+    Neither notice counts in ``chars``.
     """
     offset = item.offset or 1
     windowed = item.offset is not None or item.limit is not None or item.column is not None
@@ -91,6 +93,12 @@ def finish(
         if notice:
             shown = shown + ("" if not shown or shown.endswith("\n") else "\n") + notice
         shown = with_cut_block(shown, base, outline_for)
+    elif windowed:
+        # A window given whole that is not the whole file says where it is, as a cut
+        # notice would (PROTOCOL §4); like one, it is not counted in chars.
+        notice = position_notice(base, window.next_offset, window.column)
+        if notice:
+            shown = shown + ("" if not shown or shown.endswith("\n") else "\n") + notice
     return LoadedItem(
         item, base, text=shown, window=window, full=source_text, outline_for=outline_for
     )
@@ -108,8 +116,10 @@ def budget_cut(
     lines = lo.window.line_end - offset + 1
     raw_allowed = allowed
     while True:
+        # A per-file cap goes on into a line no window could hold (a minified file's
+        # line 2); the totals' cut ends at a line boundary, where a cursor resumes.
         window = content_lines.window(
-            lo.full, offset, lines, max(raw_allowed, 1), None, item.column or 1
+            lo.full, offset, lines, max(raw_allowed, 1), None, item.column or 1, not budget
         )
         window.total_lines = lo.window.total_lines
         total = lo.window.total_lines

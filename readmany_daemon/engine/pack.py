@@ -515,7 +515,7 @@ class Account:
     summary: Summary
     pieces: list[Piece] = field(default_factory=list)
     attachments: list[Attachment] = field(default_factory=list)
-    continuations: list[str] = field(default_factory=list)
+    continuations: list[tuple[str, str]] = field(default_factory=list)
     remaining: list[tuple[int, int]] = field(default_factory=list)
     resume: dict[int, tuple[int, int | None]] = field(default_factory=dict)
     omitted_labels: list[str] = field(default_factory=list)

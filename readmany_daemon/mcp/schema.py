@@ -273,6 +273,13 @@ def output_schema(
     top = defs[cls.__name__]
     names = list(top["properties"]) if keep is None else list(keep)
     props = {k: _lean(top["properties"][k], defs, 1 if k in full else 0) for k in names}
+    for k in set(names) - set(top.get("required", ())):
+        # An optional member is left out when it has no value (``omit_defaults``), never
+        # sent as null: no ``null`` branch (the Inspector's --strict check warns on one).
+        kinds = props[k].get("type")
+        if isinstance(kinds, list) and "null" in kinds:
+            rest = [t for t in kinds if t != "null"]
+            props[k] = {**props[k], "type": rest[0] if len(rest) == 1 else rest}
     out: dict[str, Any] = {"type": "object", "properties": {**props, **(extra or {})}}
     required = [k for k in top.get("required", []) if k in names]
     if required:

@@ -194,3 +194,14 @@ def test_receipts_are_described_as_of_whole_files() -> None:
 
 if __name__ == "__main__":
     GOLDEN.write_text(_golden_text(), encoding="utf-8")
+
+
+def test_no_null_branches() -> None:
+    """docs/mcp.md: no ``null`` branches in any schema (an optional member is left out
+    when it has no value; the Inspector's ``--strict`` check warns on a null type)."""
+    for tool in tool_definitions():
+        for key in ("inputSchema", "outputSchema"):
+            for node in _walk(tool.get(key, {})):
+                kinds = node.get("type")
+                assert kinds != "null" and "null" not in (kinds or []), (tool["name"], key, node)
+                assert {"type": "null"} not in node.get("anyOf", []), (tool["name"], key, node)
