@@ -94,6 +94,9 @@ class Notices:
     #: When set (a token budget that binds), at most this many omitted, skipped or
     #: failed entries are named or framed; the others are counted in a notice.
     room: int | None = None
+    #: ``packing: "outlines"``: omitted files given no outline within the budget (and
+    #: not outlined on an earlier page of the walk).
+    not_outlined: int = 0
 
 
 def cut_notice(r: FileResult, cut_line: int | None = None, column: int = 1) -> str | None:
@@ -252,7 +255,12 @@ def notice_lines(
     is named as ``name`` writes it (:func:`framed_name` in ``separator`` and
     ``heredoc``, :func:`as_is` in ``xml`` and ``json``)."""
     omitted = [p.result for p in pieces if p.result.status == Status.OMITTED]
-    skipped = [p.result for p in pieces if p.result.status == Status.SKIPPED]
+    # A pattern that matched nothing is said by its hint, not counted as a file.
+    skipped = [
+        p.result
+        for p in pieces
+        if p.result.status == Status.SKIPPED and p.result.code != Code.NO_MATCH
+    ]
     errors = [p.result for p in pieces if p.result.status == Status.ERROR]
     lines: list[str] = redaction_lines(pieces, name) + placeholder_lines(pieces, name)
     room = MAX_NAMED_IN_CONTENT if notices.room is None else notices.room
@@ -273,6 +281,8 @@ def notice_lines(
         outlined = len(omitted) - len(named)
         if outlined:
             head += f", {outlined} of them given as outlines above (structure only, not read)"
+        if notices.not_outlined:
+            head += f", {notices.not_outlined} of them could not be outlined within the budget"
         # The outlined are counted in the head; the names and "N more" are the others.
         line, used = _named_line(head, names, n_omitted - outlined, room, False)
         lines.append(line)

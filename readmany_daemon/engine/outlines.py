@@ -11,11 +11,9 @@ the files ``packing: "outlines"`` gives as outlines instead of omitting them.
   takes at most :data:`MAX_OUTLINE_CHARS` characters, its head line included, however
   little of the file is shown, and covers the lines it outlines to their last symbol:
   deeper levels collapse and runs of siblings fold to fit
-  (:func:`readmany_daemon.content.outline_fit.fit_outline`; issue 23, item 3).
-* **Packing.** :func:`extend_plan` gives the files after a request-order plan's stop
-  their outlines while the characters and tokens the totals leave hold
-  (:class:`Outliner` makes each once per request); the plan's partial file keeps its
-  cut when room is left for it.
+  (:func:`readmany_daemon.content.outline_fit.fit_outline`).
+* **Packing.** ``engine.pack.plan_outlines`` plans content and the files given as
+  outlines together (:class:`Outliner` makes each outline once per request).
 
 Outlines are made by ``content.outline`` and kept by content hash: in the content
 cache's ``derived`` slot when the text is a cache entry's, else in the workspace's

@@ -347,6 +347,19 @@ RENDERERS = {
 }
 
 
+def frame_chars(fmt: str, label: str) -> int:
+    """Characters the framing of one file labelled ``label`` adds to ``llmContent`` in
+    format ``fmt`` (its label line or tags, its separators), its content aside: the
+    length of the answer with that file and one character of content, less the answer
+    without it and that character (``packing: "outlines"`` plans answer characters
+    with it)."""
+    body = "x\n"
+    one = Piece(FileResult(path=label, status=Status.OK, source="disk", chars=2), label, body)
+    empty = _PARTS[fmt]([], Notices()).parts
+    framed = _PARTS[fmt]([one], Notices()).parts
+    return max(0, sum(map(len, framed)) - sum(map(len, empty)) - len(content_form(fmt, body)))
+
+
 def render(fmt: str, pieces: Sequence[Piece], notices: Notices) -> str:
     """``llmContent`` in format ``fmt`` (``separator``, ``heredoc``, ``xml`` or ``json``)."""
     return RENDERERS[fmt](pieces, notices)

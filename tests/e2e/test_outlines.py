@@ -112,6 +112,56 @@ async def test_the_mcp_read_tool_defaults_to_outlines(env: dict[str, str], tmp_p
         assert "[Outline only" not in text(plain)
 
 
+def varied(root: Path, n: int = 300) -> None:
+    """``n`` modules of 1 to 40 classes (1 KB to 45 KB) in folders of ten, each with an
+    empty ``__init__.py``."""
+    files: dict[str, str] = {}
+    for i in range(n):
+        folder = f"pkg/d{i // 10:02}"
+        files[f"{folder}/__init__.py"] = ""
+        body = "".join(module(i * 100 + k) for k in range(1 + (i * 7) % 40))
+        files[f"{folder}/m{i:03}.py"] = body
+    write_tree(root, files)
+
+
+async def test_the_mcp_read_tool_fills_max_answer_chars_below_max_total_chars(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """Issue 23: ``{"maxTotalChars": 200000, "maxAnswerChars": 50000, "maxTotalTokens":
+    60000}`` gave one character of the first file; now a page as full as request
+    order's, within the answer's characters, whose empty ``__init__.py`` files come as
+    content, never as an empty outline."""
+    root = tmp_path / "ws"
+    varied(root)
+    budgets = {"maxTotalChars": 200_000, "maxAnswerChars": 50_000, "maxTotalTokens": 60_000}
+    async with mcp_session(env, "--root", str(root)) as session:
+        got = await read(session, paths=["**/*.py"], **budgets)
+        plain = await read(session, paths=["**/*.py"], packing="request-order", **budgets)
+    said, files = text(got), got["structuredContent"]["files"]
+    shown = [f for f in files if f["status"] in ("ok", "partial")]
+    theirs = [f for f in plain["structuredContent"]["files"] if f["status"] in ("ok", "partial")]
+    assert 25_000 <= len(said) <= 50_000 and len(said) >= 0.8 * len(text(plain))
+    assert len(shown) >= min(0.9 * len(theirs), len(theirs) - 1)
+    assert "Outline only (0 lines" not in said
+    assert all(
+        f["status"] == "ok"
+        for f in files
+        if f["path"].endswith("__init__.py") and "outline" not in f and f["status"] != "omitted"
+    )
+
+
+def test_cli_max_answer_chars_with_outlines_fills_the_page(
+    tmp_path: Path, read_json: ReadJson
+) -> None:
+    """``readmany read '**/*.py' --packing outlines --max-answer-chars 50000`` printed
+    one character of the first file."""
+    varied(tmp_path)
+    r = read_json(tmp_path, "**/*.py", "--packing", "outlines", "--max-answer-chars", "50000")
+    shown = [f for f in r["files"] if f["status"] in ("ok", "partial")]
+    assert len(shown) >= 5 and 25_000 <= len(r["llmContent"]) <= 50_000
+    assert r["summary"]["totalChars"] >= 20_000
+
+
 def tall_class() -> str:
     """``class A`` at lines 3-261 whose ``method m1`` spans lines 4-255."""
     lines = ['"""Big."""', "", "class A:", "    def m1(self, x):"]

@@ -26,7 +26,9 @@ PACKAGE_JSON = Path(__file__).resolve().parents[2] / "editors" / "vscode" / "pac
 
 #: Issue targets (compact JSON): the whole ``tools/list`` result, and the read tool's
 #: description plus input schema. Measured with the next issue's fields added (receipts,
-#: redaction, notebook cells: about 450 characters more), both still hold.
+#: redaction, notebook cells: about 450 characters more), both still hold. The read
+#: tool's output schema names the summary's counters (issue 23: 377 characters more,
+#: 7,555 in all).
 TOOLS_LIST_MAX = 8000
 READ_TOOL_MAX = 3500
 
@@ -130,6 +132,15 @@ def test_the_read_tool_declares_its_result_size() -> None:
     out = read["outputSchema"]["properties"]
     assert "llmContent" not in out and "returnDisplay" not in out
     assert "data" not in out["attachments"]["items"]["properties"]
+
+
+def test_the_read_tool_names_the_summary_counters() -> None:
+    """``summary``'s counters, those that add up to ``matched`` and ``noMatch``,
+    ``hidden`` and ``hiddenFolders`` beside them (PROTOCOL §4), are in the output schema."""
+    out = tool_definitions()[0]["outputSchema"]["properties"]["summary"]["properties"]
+    for name in ("matched", "read", "omitted", "skipped", "errors", "unchanged", "noMatch"):
+        assert out[name] == {"type": "integer"}, name
+    assert out["hidden"] == out["hiddenFolders"] == {"type": "object"}
 
 
 def test_the_sdk_passes_the_tools_through_unchanged() -> None:
