@@ -112,7 +112,7 @@ def test_a_file_given_as_its_outline_covers_the_whole_file(tmp_path: Path) -> No
     text = stdlib_copy(tmp_path, "typing.py")
     write_tree(tmp_path, {"a.py": "x = 1\n" * 300})
     r = ask(
-        tmp_path, paths=["a.py", "typing.py"], packing="outlines", maxTotalChars=6000, format="json"
+        tmp_path, paths=["a.py", "typing.py"], packing="outlines", maxTotalFiles=1, format="json"
     )
     got = {f.path: f for f in r.files}
     f = got["typing.py"]
