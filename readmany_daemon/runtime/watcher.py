@@ -47,6 +47,17 @@ warm root:
   folders (``Index.recheck_markers``: those folders are not watched), retries unwatched
   folders and drops stray watches.
   Nothing here raises into callers; a bug on a watchdog thread is logged and degrades.
+* **Dead threads.** Each barrier (and each wait for a cookie, every ``LIVENESS_STEP`` s)
+  checks watchdog's reader and dispatcher threads and the applier; one gone restarts the
+  watcher in place: a new inotify instance and watch table (``runtime/watches.py``), the
+  watches added again, the root rescanned (``_rescan_locked``), logged at WARNING with
+  the cause, which is also kept in ``warnings``. So no barrier waits for a cookie a dead
+  thread cannot deliver. At most ``MAX_RESTARTS`` restarts in ``RESTART_WINDOW`` s; past
+  that, or when a restart fails, barriers use stat checks and the state is ``degraded``
+  (docs/reliability.md).
+* **watchdog's shape** (``inotify.barrier_shape``): checked once a process; when its
+  private API does not fit, plain ``InotifyFD`` and cookies (``barrier_kind``
+  ``"cookie"``, ``barrier_reason`` saying why; shown by ``readMany/status``).
 
 States (``state``, shown by ``readMany/status``): ``starting`` (watches being added; the
 barrier is the stat route meanwhile), ``running``, ``degraded`` (see above; answers stay
