@@ -1,7 +1,7 @@
 """Keeps one root's index current: watchdog → batched, merged change hints → ``Index.apply``.
 
-With ``runtime/inotify.py``, the only module that imports watchdog. One ``Watcher`` per
-warm root:
+With ``runtime/inotify.py`` and ``runtime/observer.py`` (off Linux), the only modules that
+import watchdog. One ``Watcher`` per warm root:
 
 * **What is watched.** On Linux, watchdog's ``InotifyFD`` (one inotify instance per root,
   its own reader thread) with one non-recursive watch per *walked* folder of the index,
