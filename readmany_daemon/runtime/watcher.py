@@ -817,7 +817,9 @@ class _Feed:
             self._watcher.on_event(event)
 
     def on_watch_deleted(self, wd: int) -> None:
-        if self._watcher._fd is self._fd:
+        # A stopped instance removes every watch as it closes (watchdog 7.1.1 stops itself
+        # when its dispatcher fails): no folder went away; the next barrier restarts.
+        if self._watcher._fd is self._fd and not self._fd.stopped_event.is_set():
             self._watcher.on_watch_deleted(wd)
 
     def on_queue_overflow(self) -> None:

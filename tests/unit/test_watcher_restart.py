@@ -25,7 +25,7 @@ import pytest
 
 from readmany_daemon.index.model import Index
 from readmany_daemon.runtime import watcher as watcher_mod
-from readmany_daemon.runtime.inotify import check_shape, watchdog_version
+from readmany_daemon.runtime.inotify import check_shape, reader_threads, watchdog_version
 from readmany_daemon.runtime.requests import RequestContext
 from readmany_daemon.runtime.roots import RootEntry
 from readmany_daemon.runtime.service import Service
@@ -163,6 +163,26 @@ def test_past_the_restart_limit_the_root_stays_correct_by_stat(
     assert any(f"restarted {MAX_RESTARTS} times" in w for w in status["warnings"])
     (tree / "a.txt").write_text("in place\n")
     assert "in place" in read(service, entry, "a.txt")
+
+
+def test_a_dead_dispatcher_is_restarted(service: Service, tree: Path) -> None:
+    """watchdog's event handling raising: 7.1.1's dispatcher thread ends (and stops its
+    reader), 7.1.0's reader ends; either way the next read restarts and is fresh."""
+    entry, watcher = watched(service, tree)
+    fd = watcher._fd
+
+    def broken(event: Any) -> None:
+        raise RuntimeError("injected dispatch fault")
+
+    fd.handle_event = broken
+    (tree / "kick.txt").write_text("")
+    wait_for(lambda: not all(alive for _, alive in reader_threads(fd)))
+    (tree / "after.txt").write_text("after\n")
+    trips = watcher.cookie_round_trips
+    assert "after" in read(service, entry, "after.txt")
+    assert watcher.cookie_round_trips == trips
+    assert watcher._fd is not fd and watcher.state == "running"
+    assert any("injected dispatch fault" in w for w in watcher.warnings), watcher.warnings
 
 
 def test_a_dead_applier_is_restarted(
