@@ -582,8 +582,10 @@ class Watcher:
         """What ended, when a thread the barrier relies on is gone (watchdog's reader or
         dispatcher, the applier), else None. Not while starting or stopping."""
         fd = self._fd
-        if fd is None or self._stopping.is_set() or not self._started.is_set():
+        if self._stopping.is_set() or not self._started.is_set():
             return None
+        if fd is None:  # given up: try again once RESTART_WINDOW allows
+            return self.broken
         for name, alive in reader_threads(fd):
             if not alive:
                 why = getattr(fd, "died", None)
@@ -612,14 +614,6 @@ class Watcher:
                 self._set_degraded(self.broken)
             return False
         self._restarts.append(now)
-        log.warning(
-            "watcher %s: %s; restarting it (%d of %d in %g minutes)",
-            self.root,
-            cause,
-            len(self._restarts),
-            MAX_RESTARTS,
-            RESTART_WINDOW / 60,
-        )
         shape = self._shape or barrier_shape()
         try:
             with self._fdlock:
@@ -636,14 +630,16 @@ class Watcher:
             self._rescan_locked(self._synced_ns)
         except OSError as exc:
             self.broken = f"{cause}; the restart failed ({exc.strerror}), so using stat checks"
+            self._restarts.extend([now] * MAX_RESTARTS)  # no retry before the window ends
             self._retire_instance()
             self._set_degraded(self.broken)
             return False
         self.broken = None
-        self._warn(f"{cause}; the watcher was restarted")
-        if self.state == "degraded":
-            self.state = "running"
-        self._healthy_state()
+        self._warn(  # logged at WARNING too
+            f"{cause}; the watcher was restarted ({len(self._restarts)} of {MAX_RESTARTS} "
+            f"in {RESTART_WINDOW / 60:g} minutes)"
+        )
+        self._healthy_state()  # running again, unless a watch limit or overflow remains
         return True
 
     def _retire_instance(self) -> None:

@@ -143,7 +143,7 @@ def test_renames_across_a_restart_keep_the_clock(service: Service, tree: Path) -
 
 
 def test_past_the_restart_limit_the_root_stays_correct_by_stat(
-    service: Service, tree: Path
+    service: Service, tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     entry, watcher = watched(service, tree)
     for n in range(MAX_RESTARTS):
@@ -163,6 +163,12 @@ def test_past_the_restart_limit_the_root_stays_correct_by_stat(
     assert any(f"restarted {MAX_RESTARTS} times" in w for w in status["warnings"])
     (tree / "a.txt").write_text("in place\n")
     assert "in place" in read(service, entry, "a.txt")
+    # once the window has passed, the next barrier restarts the watcher again
+    monkeypatch.setattr(watcher_mod, "RESTART_WINDOW", 0.0)
+    (tree / "back.txt").write_text("back\n")
+    assert "back" in read(service, entry, "back.txt")
+    status = watcher_status(watcher)
+    assert status["state"] == "running" and status["barrier"] == "quiet-queue"
 
 
 def test_a_dead_dispatcher_is_restarted(service: Service, tree: Path) -> None:
