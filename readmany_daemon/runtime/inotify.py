@@ -56,6 +56,7 @@ __all__ = [
     "Shape",
     "barrier_shape",
     "check_shape",
+    "death_cause",
     "inotify_fd_class",
     "log_shape",
     "max_user_watches",
@@ -160,7 +161,11 @@ def _counting_class(base: Any, mode: str) -> Any:
             self.dispatcher: threading.Thread | None = None
             self.died: str | None = None
             super().__init__()
+            #: watchdog's own state fits: an int fd, and (queue) a queue to wrap
+            self.fits = isinstance(getattr(self, "_inotify_fd", None), int)
             if mode == "queue":
+                raw = getattr(self, "_raw_queue", None)
+                self.fits = self.fits and all(hasattr(raw, m) for m in ("put", "get", "get_nowait"))
                 self._raw_queue = _TaggedQueue(self)
 
         def run(self) -> None:
@@ -214,6 +219,8 @@ def _probe(cls: Any, timeout: float) -> str:
         fd = cls()
         callback = _ProbeCallback()
         try:
+            if not fd.fits:
+                return "InotifyFD has no _inotify_fd, or its _raw_queue is not a queue"
             fd.add_callback(os.fsencode(folder), _IN_CREATE, callback, 1)
             fd.start()
             with open(os.path.join(folder, "probe"), "wb"):
@@ -265,21 +272,8 @@ def check_shape(base: Any, probe_timeout: float = PROBE_TIMEOUT) -> Shape:
     ):
         sig = "(" + ", ".join(p.name for p in params) + ")"
         return plain(f"InotifyFD._check_inotify_fd takes {sig}, not one of the known shapes")
-    try:
-        sample = base()
-    except OSError as exc:
-        return Shape(None, "stat", f"{who}: cannot start inotify ({exc.strerror})")
-    try:
-        fd_ok = isinstance(getattr(sample, "_inotify_fd", None), int)
-        raw = getattr(sample, "_raw_queue", None)
-    finally:
-        sample.close()
-    if not fd_ok:
-        return plain("InotifyFD has no _inotify_fd")
-    if raw is not None and hasattr(base, "_dispatch_raw_buffers"):
-        mode = "queue"
-        if not all(hasattr(raw, m) for m in ("put", "get", "get_nowait")):
-            return plain("InotifyFD._raw_queue is not a queue")
+    if hasattr(base, "_dispatch_raw_buffers"):
+        mode = "queue"  # its _raw_queue is checked on the probe instance
     elif callable(getattr(base, "read_events", None)):
         mode = "batch"
     else:
@@ -287,6 +281,8 @@ def check_shape(base: Any, probe_timeout: float = PROBE_TIMEOUT) -> Shape:
     cls = _counting_class(base, mode)
     try:
         problem = _probe(cls, probe_timeout)
+    except OSError as exc:
+        return Shape(None, "stat", f"{who}: cannot start inotify ({exc.strerror})")
     except Exception as exc:  # a shape check must not end the watcher: report it instead
         problem = f"the probe failed ({type(exc).__name__}: {exc})"
     if problem:
@@ -337,6 +333,17 @@ def _find_shape() -> Shape:
 def inotify_fd_class() -> Any:
     """The ``InotifyFD`` class to use (``barrier_shape().cls``): counting, plain, or None."""
     return barrier_shape().cls
+
+
+def death_cause(inotify: Any) -> str | None:
+    """What ended the threads of ``inotify``, when known: the exception its reader ended
+    with (the counting class keeps it), or the one watchdog 7.1.1 keeps from its
+    dispatcher (``_dispatch_error``, read only for this message)."""
+    died = getattr(inotify, "died", None)
+    if died:
+        return str(died)
+    error = getattr(inotify, "_dispatch_error", None)
+    return f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else None
 
 
 def reader_threads(inotify: Any) -> list[tuple[str, bool]]:

@@ -85,6 +85,7 @@ from readmany_daemon.racy import RACY_NS
 from readmany_daemon.runtime.inotify import (
     Shape,
     barrier_shape,
+    death_cause,
     log_shape,
     max_user_watches,
     queue_quiet,
@@ -588,7 +589,7 @@ class Watcher:
             return self.broken
         for name, alive in reader_threads(fd):
             if not alive:
-                why = getattr(fd, "died", None)
+                why = death_cause(fd)
                 return f"{name} thread ended" + (f" ({why})" if why else "")
         if not self._thread.is_alive():
             return "the watcher's applier thread ended" + (f" ({self._died})" if self._died else "")
