@@ -370,6 +370,10 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"root {r.get('root')}: {r.get('files')} files, clock {r.get('clock')}, "
             f"{r.get('connections')} connection(s)"
         )
+        w = r.get("watcher", {})
+        reason = f" ({w['barrierReason']})" if w.get("barrierReason") else ""
+        lines.append(f"  watcher {w.get('state')}, barrier {w.get('barrier')}{reason}")
+        lines.extend(f"  watcher warning: {text}" for text in w.get("warnings", []))
     _write("\n".join(lines) + "\n")
     return EXIT_OK
 
