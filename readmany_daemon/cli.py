@@ -250,7 +250,7 @@ def cmd_read(args: argparse.Namespace | ReadArgs) -> int:
 
 
 def cmd_files(args: argparse.Namespace) -> int:
-    """``readmany files``: one workspace-relative POSIX path a line, sorted by bytes."""
+    """``readmany files``: one workspace-relative POSIX path a line, by path in byte order."""
     sep = "\0" if args.null else "\n"
     files_params = {
         "patterns": list(args.patterns),
@@ -374,6 +374,10 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"root {r.get('root')}: {r.get('files')} files, clock {r.get('clock')}, "
             f"{r.get('connections')} connection(s)"
         )
+        w = r.get("watcher", {})
+        reason = f" ({w['barrierReason']})" if w.get("barrierReason") else ""
+        lines.append(f"  watcher {w.get('state')}, barrier {w.get('barrier')}{reason}")
+        lines.extend(f"  watcher warning: {text}" for text in w.get("warnings", []))
     _write("\n".join(lines) + "\n")
     return EXIT_OK
 

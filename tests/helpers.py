@@ -8,6 +8,8 @@ private process environment. (Fixtures live in ``tests/conftest.py``.)
   folder.
 - ``deep_tree`` / ``remove_tree``: a chain of nested folders thousands of levels deep,
   built and removed without recursion (``shutil.rmtree`` recurses once per level).
+- ``outline_coverage``: how much of a Python file's top level an answer's outline
+  entries cover, judged by ``ast`` (PROTOCOL §4 "Outlines", the outline budget).
 - ``GIT_ENV`` / ``make_env``: the git variables every test runs git under (no system
   config, a committer identity) and a whole process environment with a private HOME
   and XDG folders for the ``readmany`` processes a test starts.
@@ -19,15 +21,26 @@ import os
 import stat
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from readmany_daemon.engine import answer as engine_answer
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.wire.cursor import read_request
 from readmany_daemon.wire.messages import ReadManyParams, ReadManyResult
 
-__all__ = ["GIT_ENV", "answer", "deep_tree", "git", "make_env", "remove_tree", "write_tree"]
+__all__ = [
+    "GIT_ENV",
+    "Coverage",
+    "answer",
+    "deep_tree",
+    "git",
+    "make_env",
+    "outline_coverage",
+    "remove_tree",
+    "write_tree",
+]
 
 #: Git variables for every git a test runs: no system config (``HOME`` is private, so
 #: there is no global config or excludes file either) and a committer identity.
@@ -264,3 +277,60 @@ def seeded_secrets(seed: int = 0) -> tuple[dict[str, str], list[str]]:
         annotated, *subscripted, xml_password, xml_key, url_password,
     ]  # fmt: skip
     return files, secrets
+
+
+class Coverage(NamedTuple):
+    """What :func:`outline_coverage` found: the top-level definitions judged (``defs``),
+    how many an entry names (``named``: same name, starting on the same line) or covers
+    (``covered``: named, or inside a collapsed or folded entry's lines), the names of
+    those neither named nor covered (``missed``), whether the entries reach the last
+    one's last line (``reaches_end``), and the last line an entry reaches (0: none)."""
+
+    defs: int
+    named: int
+    covered: int
+    missed: list[str]
+    reaches_end: bool
+    last_line: int
+
+    @property
+    def fraction(self) -> float:
+        """``covered / defs`` (1.0 without definitions)."""
+        return self.covered / self.defs if self.defs else 1.0
+
+
+def outline_coverage(text: str, entries: Sequence[Any], first: int = 1) -> Coverage:
+    """How the outline ``entries`` (``FileResult.outline``: objects with ``name``,
+    ``line_start``, ``line_end``, ``depth``, or their wire dicts) cover the top-level
+    ``def``/``class`` statements of Python ``text`` that end at or after line ``first``
+    (1-based; the first line not shown for a cut file). A definition starts at its first
+    decorator, as outlines count it."""
+    import ast
+
+    defs = []
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            end = node.end_lineno or node.lineno
+            if end >= first:
+                defs.append((node.name, start, end))
+    rows = [
+        (e["name"], e["lineStart"], e["lineEnd"])
+        if isinstance(e, dict)
+        else (e.name, e.line_start, e.line_end)
+        for e in entries
+    ]
+    named_at = {(name, start) for name, start, _ in rows}
+    named = covered = 0
+    missed = []
+    for name, start, end in defs:
+        if (name, start) in named_at:
+            named += 1
+            covered += 1
+        elif any(" … " in n and s <= start and e >= end for n, s, e in rows):
+            covered += 1
+        else:
+            missed.append(name)
+    last = max((e for _, _, e in rows), default=0)
+    reaches = not defs or last >= max(end for _, _, end in defs)
+    return Coverage(len(defs), named, covered, missed, reaches, last)

@@ -100,6 +100,20 @@ def _first_kind(mask: int) -> str:
     return "deny"
 
 
+#: The suffix of a ``hidden`` counter's key that counts folders a kind hid (not entered,
+#: so their files are unknown), beside the kind's own key that counts hidden files:
+#: ``{"gitignore": 1, "default-exclude/": 6}``.
+FOLDER = "/"
+
+
+def merged_hidden(counter: Counter[str]) -> dict[str, int]:
+    """A ``hidden`` counter with its folder counts added to their kind's file counts."""
+    out: Counter[str] = Counter()
+    for key, n in counter.items():
+        out[key.removesuffix(FOLDER)] += n
+    return dict(out)
+
+
 class Index(IndexSnapshots):
     """The workspace model of one root (see the module docstring).
 
@@ -173,7 +187,7 @@ class Index(IndexSnapshots):
                 if got is not None:
                     stack.append((temp, sub, got))
                 elif counter is not None and hidden_self & mask:
-                    counter[_first_kind(hidden_self & mask)] += 1
+                    counter[_first_kind(hidden_self & mask) + FOLDER] += 1
                 continue
             recs, at, folder = job
             deep = recursive or not first
@@ -215,7 +229,7 @@ class Index(IndexSnapshots):
                     and recursive
                     and (keep is None or keep(prefix + name + "/"))
                 ):
-                    counter[_first_kind(m & mask)] += 1
+                    counter[_first_kind(m & mask) + FOLDER] += 1
             elif recursive:
                 keys.append(name + "/")
                 allowed.add(name)
@@ -265,7 +279,7 @@ class Index(IndexSnapshots):
         rec = temp.get(rel)
         if rec is None:
             if counter is not None and hidden_self & mask:
-                counter[_first_kind(hidden_self & mask)] += 1
+                counter[_first_kind(hidden_self & mask) + FOLDER] += 1
             return
         self._emit(temp, rel, rec, mask, recursive, out, counter, keep)
 
@@ -286,10 +300,11 @@ class Index(IndexSnapshots):
     ) -> list[str]:
         """Visible files under folder ``rel_dir`` (``""`` = root), sorted by bytes;
         ``recursive=False``: only its own files. ``hidden`` (optional) gets, per kind name,
-        how many paths under ``rel_dir`` the enabled kinds hid (a pruned folder counts
-        once, under the first kind hiding it in the order deny, ignore-file, gitignore,
-        default-exclude); if ``rel_dir`` itself is hidden it counts once and ``[]`` is
-        returned. A missing folder gives ``[]``."""
+        how many files under ``rel_dir`` the enabled kinds hid, and under the kind's
+        name and :data:`FOLDER` (``"gitignore/"``) the pruned folders, not entered (a
+        pruned folder counts once, under the first kind hiding it in the order deny,
+        ignore-file, gitignore, default-exclude); if ``rel_dir`` itself is hidden it
+        counts once as a folder and ``[]`` is returned. A missing folder gives ``[]``."""
         rel_dir = rel_dir.strip("/")
         out: list[str] = []
         self._expand(rel_dir, filters.mask, recursive, out, hidden, None)
@@ -321,7 +336,7 @@ class Index(IndexSnapshots):
             h |= DENY
         if h & mask:
             if counter is not None:
-                counter[_first_kind(h & mask)] += 1
+                counter[_first_kind(h & mask) + FOLDER] += 1
             return
         self._walk_emit(rel_dir, pframe, r & mask, mask, recursive, out, counter, keep)
 
@@ -345,14 +360,15 @@ class Index(IndexSnapshots):
         pattern: str | None = None,
     ) -> dict[str, int]:
         """``{kind: count}`` of paths the enabled kinds hid from an expansion of
-        ``rel_dir`` (or of glob ``pattern`` when given); see ``expand_dir``. Cheaper: pass
-        a ``Counter`` as ``hidden=`` to ``expand_dir``/``glob`` instead."""
+        ``rel_dir`` (or of glob ``pattern`` when given), files and pruned folders
+        together (:func:`merged_hidden`); see ``expand_dir``. Cheaper: pass a
+        ``Counter`` as ``hidden=`` to ``expand_dir``/``glob`` instead."""
         counter: Counter[str] = Counter()
         if pattern is not None:
             self.glob(pattern, filters, recursive, hidden=counter)
         else:
             self.expand_dir(rel_dir, filters, recursive, hidden=counter)
-        return dict(counter)
+        return merged_hidden(counter)
 
     def glob(
         self,
