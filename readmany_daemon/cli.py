@@ -250,7 +250,7 @@ def cmd_read(args: argparse.Namespace | ReadArgs) -> int:
 
 
 def cmd_files(args: argparse.Namespace) -> int:
-    """``readmany files``: one workspace-relative POSIX path a line, sorted by bytes."""
+    """``readmany files``: one workspace-relative POSIX path a line, by path in byte order."""
     sep = "\0" if args.null else "\n"
     files_params = {
         "patterns": list(args.patterns),
@@ -292,12 +292,16 @@ def cmd_files(args: argparse.Namespace) -> int:
         for w in warnings:
             print(f"readmany: warning: {w}", file=sys.stderr)
         paths = fast.files(settings, filters)  # == Index.build(root, settings).files(filters)
+        unseen = fast.warnings
     else:
         from readmany_daemon.engine.files import list_paths
 
         ws = _workspace(root)
         paths = list_paths(ws, args.patterns, filters)
+        unseen = ws.index.warnings
     _write(sep.join(paths) + sep if paths else "")
+    for w in unseen:  # folders that could not be listed: the listing lacks their files
+        print(f"readmany: warning: {w}", file=sys.stderr)
     if asked.start_daemon:
         autostart()
     return EXIT_OK
@@ -370,6 +374,10 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"root {r.get('root')}: {r.get('files')} files, clock {r.get('clock')}, "
             f"{r.get('connections')} connection(s)"
         )
+        w = r.get("watcher", {})
+        reason = f" ({w['barrierReason']})" if w.get("barrierReason") else ""
+        lines.append(f"  watcher {w.get('state')}, barrier {w.get('barrier')}{reason}")
+        lines.extend(f"  watcher warning: {text}" for text in w.get("warnings", []))
     _write("\n".join(lines) + "\n")
     return EXIT_OK
 
