@@ -19,7 +19,7 @@ from readmany_daemon import quickjson
 from readmany_daemon.cli_parser import UsageLine, parse_args
 from readmany_daemon.errors import InvalidParams, ReadManyError, UsageError
 from readmany_daemon.quickargs import ReadArgs, parse_read
-from readmany_daemon.route import ask_daemon, autostart, cli_root, say
+from readmany_daemon.route import ask_daemon, autostart, cli_root, current_dir, say
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~2 ms)
 if TYPE_CHECKING:
@@ -333,10 +333,15 @@ def cmd_lsp(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     """``readmany mcp``: the MCP server on stdio (``mcp.front`` answers first while
-    ``mcp.sdk`` loads)."""
+    ``mcp.sdk`` loads). Without ``--root``, or with a relative one, the current
+    directory must exist (``route.current_dir``: else one line and exit 2)."""
     from readmany_daemon.mcp import front
 
-    return front.run(args.root, args.no_daemon)
+    root = args.root
+    if root is None or not (os.path.isabs(root) or root.startswith("file:")):
+        cwd = current_dir()
+        root = None if root is None else os.path.join(cwd, root)
+    return front.run(root, args.no_daemon)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
