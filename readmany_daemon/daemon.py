@@ -3,7 +3,10 @@
 Rules (PROTOCOL §1):
 
 - Socket: ``$XDG_RUNTIME_DIR/readmany/daemon.sock``, else
-  ``$TMPDIR/readmany-$UID/daemon.sock`` (``/tmp`` when ``TMPDIR`` is unset). The folder
+  ``/run/user/$UID/readmany/daemon.sock`` when that runtime folder exists and is the
+  user's (a GUI-started process has no ``XDG_RUNTIME_DIR``, yet must find the daemon of
+  the user's shell), else ``$TMPDIR/readmany-$UID/daemon.sock`` (``/tmp`` when
+  ``TMPDIR`` is unset). The folder
   is created 0700 and must belong to the user; the socket is 0600.
 - Peers: every accepted unix connection is checked with the kernel's peer credentials
   (``SO_PEERCRED`` on Linux, ``LOCAL_PEERCRED`` on macOS/BSD): a peer whose uid is not
