@@ -385,7 +385,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
     from readmany_daemon.client import default_socket_path
 
     path = args.socket or default_socket_path()
-    pid = launch.stop(path)
+    pid = launch.stop(path, reason="readmany stop")
     say(f"stopped the daemon (pid {pid})" if pid is not None else f"no daemon runs at {path}")
     return EXIT_OK
 

@@ -163,7 +163,7 @@ def ask_daemon(
 
             client.exit()
             try:
-                launch.stop(path)
+                launch.stop(path, reason=f"replaced by version {__version__}")
             except DaemonError as exc:
                 print(f"readmany: warning: {exc}", file=sys.stderr)
             return Asked(None, start)
