@@ -345,7 +345,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    """``readmany status``: the daemon's ``readMany/status``; exit 3 when none runs."""
+    """``readmany status``: the daemon's ``readMany/status``; exit 3 when none runs. Plain
+    text: one line for the daemon, socket, cache and watcher, then each root with its
+    warnings indented below it (``  warning: …``); ``--json``: the answer as it is."""
     from readmany_daemon import daemon
 
     path = args.socket or daemon.default_socket_path()
@@ -375,6 +377,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"root {r.get('root')}: {r.get('files')} files, clock {r.get('clock')}, "
             f"{r.get('connections')} connection(s)"
         )
+        lines.extend(f"  warning: {w}" for w in r.get("warnings", []))
     _write("\n".join(lines) + "\n")
     return EXIT_OK
 

@@ -55,7 +55,12 @@ from readmany_daemon.runtime.freshness import Freshness, watcher_vouches
 from readmany_daemon.runtime.overlays import OverlayStore
 from readmany_daemon.runtime.process import raise_open_files_limit, tune_malloc
 from readmany_daemon.runtime.requests import Jobs, RequestContext, checkpoint, current_context
-from readmany_daemon.runtime.roots import RootEntry, RootRegistry, open_index
+from readmany_daemon.runtime.roots import (
+    RootEntry,
+    RootRegistry,
+    drop_outdated_warnings,
+    open_index,
+)
 from readmany_daemon.runtime.status import Status, build_status
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.cursor import ReadRequest
@@ -191,9 +196,12 @@ class Service:
 
     def _ensure_index(self, entry: RootEntry) -> Index:
         """``entry``'s index, built now if needed (``open_index``: snapshot or walk);
-        then the change listener, the watcher and the background work are attached.
-        Runs holding the root's lock. Raises what ``Index.build`` raises (``OSError``)."""
+        then the change listener, the watcher and the background work are attached. A
+        built index first loses the warnings whose cause has gone
+        (``roots.drop_outdated_warnings``). Runs holding the root's lock. Raises what
+        ``Index.build`` raises (``OSError``)."""
         if entry.indexed:
+            drop_outdated_warnings(entry)
             return entry.ws.index
         started = time.monotonic()
         index = open_index(entry, reconcile=not self.watch)
@@ -376,9 +384,18 @@ class Service:
 
     def status(self, primary: RootEntry | None = None) -> Status:
         """``readMany/status`` (PROTOCOL §2), see ``status.build_status``; ``primary``
-        gives the top-level ``clock``."""
+        gives the top-level ``clock``. A root whose lock is free first loses its outdated
+        warnings (``roots.drop_outdated_warnings``); a busy one's are left out of the
+        answer all the same (``roots.present_warnings``)."""
+        roots = self.roots()
+        for entry in roots:
+            if entry.lock.acquire(blocking=False):
+                try:
+                    drop_outdated_warnings(entry)
+                finally:
+                    entry.lock.release()
         return build_status(
-            self.roots(),
+            roots,
             cache=self.cache,
             jobs=self.jobs,
             primary=primary,
