@@ -238,6 +238,8 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(sig, self.stop, f"signal {sig.name}")
         watcher = asyncio.create_task(self._idle_watch())
+        # Bound the snapshot cache folder: now, then once a day (``index/cachegc.py``).
+        self.service.start_cache_sweeps()
         from readmany_daemon.lsp.serve import warm_up
 
         warm_up(self.service)

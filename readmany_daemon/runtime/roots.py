@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from readmany_daemon.engine.workspace import Overlay, Workspace
 from readmany_daemon.errors import RootNotFound
-from readmany_daemon.index import snapshot
+from readmany_daemon.index import cachegc, snapshot
 from readmany_daemon.index.changes import ROOT_GONE
 from readmany_daemon.index.model import Index
 from readmany_daemon.runtime.changelog import ChangeLog, StatLog
@@ -202,7 +202,9 @@ class RootRegistry:
 
     def acquire(self, path: str, settings: Settings) -> RootEntry:
         """The warm workspace for folder ``path`` under ``settings``, its reference count
-        raised. Raises ``RootNotFound`` naming ``$.root`` when ``path`` is no folder."""
+        raised; with snapshots, the root is marked used now in the cache folder
+        (``cachegc.record_use``). Raises ``RootNotFound`` naming ``$.root`` when ``path``
+        is no folder."""
         real = os.path.realpath(path)
         key = (real, *index_key(settings))
         with self._lock:
@@ -225,7 +227,12 @@ class RootRegistry:
                 self._roots[key] = entry
                 log.info("opened root %s", real)
             entry.refs += 1
-            return entry
+        if entry.snapshot_path is not None:
+            try:  # the root's last use, for the cache sweep (``index/cachegc.py``)
+                cachegc.record_use(entry.snapshot_path, real)
+            except OSError as exc:
+                log.info("cannot mark %s as used in the cache folder: %s", real, exc)
+        return entry
 
     def release(self, entry: RootEntry) -> None:
         """Drop one reference; the root stays warm until ``evict_idle`` finds it unused."""

@@ -45,6 +45,7 @@ from readmany_daemon.engine import answer as engine_answer
 from readmany_daemon.engine.files import list_files, list_paths
 from readmany_daemon.engine.workspace import Overlay
 from readmany_daemon.errors import RootNotFound
+from readmany_daemon.index import cachegc, snapshot
 from readmany_daemon.index.model import Index
 from readmany_daemon.index.records import CONTENT, ENTRY
 from readmany_daemon.rules.kinds import Filters
@@ -123,6 +124,9 @@ class Service:
             # The token counter's vocabulary (~0.07 s) loads now, beside the first
             # index walk, instead of inside the first answer (every answer counts).
             threading.Thread(target=tokens.warm, name="readmany-tokens", daemon=True).start()
+        #: ``start_cache_sweeps``'s thread, and what ends it.
+        self._sweeper: threading.Thread | None = None
+        self._closing = threading.Event()
         self._conns: dict[int, _ConnInfo] = {}
         self._conn_ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -404,9 +408,47 @@ class Service:
             overlays=len(self.overlays),
         )
 
+    # -- the cache folder
+
+    def sweep_cache(self) -> list[cachegc.Dropped]:
+        """Bound the snapshot cache folder now (``cachegc.sweep``: roots gone, unused for
+        30 days, then least recently used over 1 GiB), keeping the warm roots' files;
+        each group dropped is logged at INFO. Returns what was dropped."""
+        keep = {
+            h
+            for entry in self.roots()
+            if entry.snapshot_path is not None
+            and (h := cachegc.snapshot_hash(entry.snapshot_path)) is not None
+        }
+        dropped = cachegc.sweep(snapshot.cache_dir(), keep=keep)
+        for d in dropped:
+            log.info("cache sweep: dropped %s (%s, %d bytes)", d.root or d.hash, d.reason, d.size)
+        return dropped
+
+    def start_cache_sweeps(self, interval: float = cachegc.SWEEP_INTERVAL) -> None:
+        """Sweep the cache folder now (on a thread of its own) and every ``interval``
+        seconds (default once a day) until ``close``; nothing without snapshots. The
+        shared daemon calls it at start."""
+        if not self.snapshots or self._sweeper is not None:
+            return
+
+        def run() -> None:
+            while True:
+                try:
+                    self.sweep_cache()
+                except OSError as exc:  # the folder itself unusable: try again later
+                    log.warning("cache sweep failed: %s", exc)
+                if self._closing.wait(interval):
+                    return
+
+        self._sweeper = threading.Thread(target=run, name="readmany-cache-sweep", daemon=True)
+        self._sweeper.start()
+
     def close(self) -> None:
-        """Save the snapshots of changed roots, stop the watchers, the background thread
-        and the executor (queued work is dropped); remove the cookie folders."""
+        """Save the snapshots of changed roots, stop the watchers, the background thread,
+        the cache sweeps and the executor (queued work is dropped); remove the cookie
+        folders."""
+        self._closing.set()
         self.maintainer.close(timeout=5)
         for entry in self.roots():
             background.save_snapshot(entry, wait=2.0)
