@@ -14,6 +14,7 @@ import threading
 import pytest
 
 from readmany_daemon import __version__
+from readmany_daemon.client import RpcError
 from tests.e2e.daemon_helpers import Daemon, cli, fresh_daemon, wait_for
 
 daemon = fresh_daemon
@@ -158,3 +159,17 @@ def test_a_fatal_error_is_named(daemon: Daemon) -> None:
     assert len(lines) == 1, run.stderr
     assert lines[0].endswith("fatal error: RuntimeError: disk on fire")
     assert not os.path.exists(daemon.socket + ".running")
+
+
+def test_a_bad_stop_reason_is_refused_and_the_daemon_stays(daemon: Daemon) -> None:
+    daemon.start()
+    client = daemon.session(None)
+    try:
+        with pytest.raises(RpcError) as err:
+            client.request("readMany/stopDaemon", {"reason": 5})
+        assert err.value.code == -32602 and "$.reason" in err.value.message
+        assert client.request("readMany/status")["pid"] == daemon.pid
+    finally:
+        client.exit()
+    assert daemon.proc is not None and daemon.proc.poll() is None
+    assert exit_lines(daemon) == []

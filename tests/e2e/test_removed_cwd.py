@@ -138,3 +138,54 @@ def test_mcp_with_absolute_root_reads(tmp_path: Path, env: dict[str, str], tree:
     call = answers[2]["result"]
     assert not call.get("isError"), call
     assert "hello" in json.dumps(call["content"])
+
+
+def test_mcp_whose_folder_is_removed_later_says_so(tmp_path: Path, env: dict[str, str]) -> None:
+    """Started without ``--root`` in a folder removed afterwards: a tool call fails with
+    the reason (no traceback), and the server goes on."""
+    ws = tmp_path / "ws"
+    write_tree(ws, {"a.txt": "a\n"})
+    proc = subprocess.Popen(
+        [*READMANY, "mcp", "--no-daemon"],
+        env=env,
+        cwd=ws,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(message: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+
+    def answer(wanted: int) -> dict[str, Any]:
+        assert proc.stdout is not None
+        while True:
+            line = proc.stdout.readline()
+            assert line, "the server closed stdout"
+            message: dict[str, Any] = json.loads(line)
+            if message.get("id") == wanted:
+                return message
+
+    init = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    }
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+    answer(1)
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    (ws / "a.txt").unlink()
+    ws.rmdir()
+    call = {"name": "read_many_files", "arguments": {"paths": ["a.txt"]}}
+    send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+    result = answer(2)["result"]
+    assert result.get("isError") is True, result
+    assert "current directory" in json.dumps(result["content"])
+    send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    assert "result" in answer(3)
+    _, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err
