@@ -4,14 +4,15 @@ Each root read through a daemon leaves an ``index-<hash>.snap`` there (``snapsho
 temporary roots included; without a bound the folder only grows (issue 22, item 6).
 
 A root's files in the folder are its **group**: the snapshot ``index-<hash>.snap``, its
-use mark ``index-<hash>.root`` (the root's path; its mtime is when the root was last
-used, ``record_use``), and every other file whose name holds that 32-digit ``<hash>``,
-which is how any other per-root file kept beside the snapshot must be named so that it
-goes with it. ``sweep`` drops whole groups:
+use mark ``index-<hash>.root`` (the root's path), and every other file whose name holds
+that 32-digit ``<hash>``, which is how any other per-root file kept beside the snapshot
+must be named so that it goes with it. A root's last use is its snapshot's mtime, set to
+now whenever a client opens the root (``record_use``; the mark's mtime before the first
+snapshot is written). ``sweep`` drops whole groups:
 
 1. of roots that no longer exist (the path in the use mark, or in the snapshot itself
    for one written before use marks existed, is no folder);
-2. of roots unused for ``MAX_UNUSED_SECONDS`` (30 days): the newest mtime in the group;
+2. of roots unused for ``MAX_UNUSED_SECONDS`` (30 days);
 3. then, while the whole folder (every regular file in it, in bytes of ``st_size``)
    is over ``MAX_CACHE_BYTES`` (1 GiB), the least recently used group first.
 
@@ -22,6 +23,7 @@ docs/reliability.md says so for users.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -68,10 +70,13 @@ def snapshot_hash(path: str) -> str | None:
 
 
 def record_use(snapshot_path: str, root: str) -> None:
-    """Mark the root whose snapshot is ``snapshot_path`` as used now: its use mark
-    ``index-<hash>.root`` (holding ``root``, an absolute path, as file-system bytes) is
-    written when missing or different, else its mtime set to now. Raises ``OSError``
-    (the caller logs it: a missing mark only makes the root look unused sooner)."""
+    """Mark the root whose snapshot is ``snapshot_path`` as used now: the snapshot's
+    mtime is set to now (when it exists), and its use mark ``index-<hash>.root``
+    (holding ``root``, an absolute path, as file-system bytes) written when missing or
+    different, else its mtime set to now too. Raises ``OSError`` (the caller logs it: a
+    missing mark only makes the root look unused sooner)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.utime(snapshot_path)
     mark = snapshot_path[: -len(".snap")] + ROOT_SUFFIX
     data = os.fsencode(root)
     try:
@@ -96,8 +101,9 @@ def record_use(snapshot_path: str, root: str) -> None:
 
 @dataclass
 class _Group:
-    """One root's files in the cache folder: name → (bytes, mtime in seconds)."""
+    """One root's files in the cache folder (``hash``): name → (bytes, mtime in s)."""
 
+    hash: str
     files: dict[str, tuple[int, float]] = field(default_factory=dict)
 
     @property
@@ -106,6 +112,10 @@ class _Group:
 
     @property
     def last_used(self) -> float:
+        """The snapshot's mtime, else (none written yet) the newest in the group."""
+        snap = self.files.get(f"index-{self.hash}.snap")
+        if snap is not None:
+            return snap[1]
         return max((mtime for _, mtime in self.files.values()), default=0.0)
 
 
@@ -164,7 +174,7 @@ def _scan(folder: str) -> tuple[dict[str, _Group], int]:
     for name, _, _ in files:
         m = _SNAPSHOT.fullmatch(name) or _MARK.fullmatch(name)
         if m:
-            groups.setdefault(m.group(1), _Group())
+            groups.setdefault(m.group(1), _Group(m.group(1)))
     loose = 0
     for name, size, mtime in files:
         owner = next((h for h in _HASH.findall(name) if h in groups), None)

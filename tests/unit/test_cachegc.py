@@ -76,6 +76,19 @@ def test_using_a_root_marks_it_recent(tmp_path: Path) -> None:
     assert cachegc.sweep(str(cache)) == []
 
 
+def test_last_use_is_the_snapshots_mtime(tmp_path: Path) -> None:
+    """A snapshot whose mtime is 31 days old is unused, whatever the other files say."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    root = tmp_path / "r"
+    root.mkdir()
+    digest = add_root(cache, root)
+    old = time.time() - 31 * DAY
+    os.utime(cache / f"index-{digest}.snap", (old, old))
+    assert [(d.hash, d.reason) for d in cachegc.sweep(str(cache))] == [(digest, "unused")]
+    assert names(cache) == set()
+
+
 def test_over_the_limit_least_recently_used_go_first(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     cache.mkdir()
