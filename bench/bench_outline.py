@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/bench_outline.py [--runs 21] [--stdlib DIR] [--quick]
+    python bench/bench_outline.py [--runs 21] [--stdlib DIR] [--quick] [--django]
 
 Measures, in this process:
 
@@ -20,13 +20,25 @@ Measures, in this process:
   tokens (``bpe_openai``, ``encode_ordinary``) of all renderings over those of all the
   files. Target: ≤ 10 %.
 
-Prints one Markdown table and writes ``bench/results/outline-latest.json``. Nothing is
+* **coverage** (PROTOCOL §4, the outline budget): ``typing.py``, ``argparse.py`` and
+  ``inspect.py`` of the standard library (and with ``--django`` Django 5.2's
+  ``db/models/fields/__init__.py``, from ``tests/sdists.py``: fetched once), each read
+  as a user reads it through the engine: the default read (200 lines shown),
+  ``perFileMaxLines: 3``, and given as its outline (``packing: "outlines"``). Judged
+  against ``ast``: of the top-level definitions after the part shown, how many the
+  outline names, how many it names or covers (inside a folded run's lines), and whether
+  it reaches the last one. Beside it, in the same run, the baseline: the rule before
+  (the symbols in file order until 4,000 characters, or the characters shown, ran out).
+  Target: coverage 100 % and the end reached, in at most 4,000 characters.
+
+Prints Markdown tables and writes ``bench/results/outline-latest.json``. Nothing is
 asserted: the exit status is 0 unless ``--strict`` and a target FAILs.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import sys
@@ -34,6 +46,7 @@ import sysconfig
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from common import REPO_ROOT, table, write_results
 
@@ -279,13 +292,113 @@ def stdlib_row(root: Path) -> dict[str, object]:
     }
 
 
+COVERAGE_FILES = ("typing.py", "argparse.py", "inspect.py")
+DJANGO_FILE = "django/db/models/fields/__init__.py"
+#: The reads each file is judged under (label → request params beside ``paths``).
+READS: dict[str, dict[str, object]] = {
+    "default read (200 lines)": {},
+    "perFileMaxLines 3": {"perFileMaxLines": 3},
+    "given as its outline": {"packing": "outlines", "maxTotalFiles": 1},
+}
+
+
+def _file_order_baseline(symbols: list[Any], cap: int, head: str) -> list[Any]:
+    """The rule before: the symbols in file order while ``cap`` characters hold."""
+    used, shown = len(head), []
+    for sym in symbols:
+        line = render_outline([sym])
+        if used + len(line) + 24 > cap:  # room for "[… and N more symbols.]"
+            break
+        used += len(line)
+        shown.append(sym)
+    return shown
+
+
+def coverage_rows(files: list[tuple[str, Path]]) -> list[dict[str, object]]:
+    """One row per (file, read): see the module's **coverage**."""
+    import shutil
+    import tempfile
+
+    from readmany_daemon.engine.answer import answer
+    from readmany_daemon.engine.workspace import Workspace
+    from readmany_daemon.settings import Settings
+    from readmany_daemon.wire.decode import decode_read_params
+    from tests.helpers import outline_coverage
+
+    rows: list[dict[str, object]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, path in files:
+            text = path.read_text(encoding="utf-8")
+            root = Path(tmp) / label.replace("/", "_")
+            root.mkdir()
+            shutil.copy(path, root / "f.py")
+            (root / "a.py").write_text("x = 1\n" * 300)
+            whole = outline(text, "f.py")
+            for read, extra in READS.items():
+                paths = ["a.py", "f.py"] if "packing" in extra else ["f.py"]
+                params = decode_read_params({"paths": paths, "format": "json", **extra})
+                r = answer(Workspace.open(str(root), Settings()), params)
+                f = next(x for x in r.files if x.path == "f.py")
+                entries = f.outline or []
+                if f.status == "omitted":
+                    first, chars = 1, 10**9
+                    lines = f"{whole.lines:,} lines"
+                    head = f"[Outline only, not the content ({lines}; not read: budget):]\n"
+                else:
+                    assert f.line_end is not None
+                    first = f.line_end if f.next_column is not None else f.line_end + 1
+                    chars = f.chars
+                    head = f"[Outline of lines {first}-{whole.lines} (not shown):]\n"
+                doc = json.loads(r.llm_content)["results"]
+                body = next(v for k, v in doc.items() if k.startswith("f.py"))
+                body = body.get("content") or body.get("outline") or ""
+                block = body[body.index("[Outline ") :] if "[Outline " in body else ""
+                cov = outline_coverage(text, entries, first)
+                symbols = list(whole.overlapping(first, whole.lines))
+                old = outline_coverage(
+                    text, _file_order_baseline(symbols, min(4000, chars), head), first
+                )
+                ok = cov.missed == [] and cov.reaches_end and len(block) <= 4000
+                rows.append(
+                    {
+                        "file": label,
+                        "read": read,
+                        "top-level defs": cov.defs,
+                        "named": cov.named,
+                        "covered": f"{cov.fraction:.0%}",
+                        "last line reached": cov.last_line,
+                        "block chars": len(block),
+                        "baseline named": old.named,
+                        "baseline covered": f"{old.fraction:.0%}",
+                        "baseline last line": old.last_line,
+                        "reaches the end": "yes" if cov.reaches_end else "no",
+                        "baseline reaches it": "yes" if old.reaches_end else "no",
+                        "result": "PASS" if ok else "FAIL",
+                    }
+                )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=21)
     ap.add_argument("--stdlib", type=Path, default=Path(sysconfig.get_paths()["stdlib"]))
     ap.add_argument("--quick", action="store_true", help="3 runs, the stdlib's top level only")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target FAILs")
+    ap.add_argument("--django", action="store_true", help="add Django's fields/__init__.py")
+    ap.add_argument("--coverage-only", action="store_true", help="only the coverage table")
     args = ap.parse_args(argv)
+    files = [(name, args.stdlib / name) for name in COVERAGE_FILES]
+    if args.django:
+        from tests.sdists import django_tree
+
+        files.append((DJANGO_FILE, django_tree() / DJANGO_FILE))
+    covered = coverage_rows(files)
+    print(table(covered))
+    print()
+    if args.coverage_only:
+        write_results("outline", {"coverage": covered})
+        return 1 if args.strict and any(r["result"] == "FAIL" for r in covered) else 0
     runs = 3 if args.quick else args.runs
     cold = cold_rows(runs)
     print(table(cold))
@@ -293,8 +406,8 @@ def main(argv: list[str] | None = None) -> int:
     row = stdlib_row(stdlib) if not args.quick else stdlib_row(stdlib / "json")
     print()
     print(table([row]))
-    write_results("outline", {"cold": cold, "stdlib": row, "runs": runs})
-    failed = any(r["result"] == "FAIL" for r in [*cold, row])
+    write_results("outline", {"cold": cold, "stdlib": row, "coverage": covered, "runs": runs})
+    failed = any(r["result"] == "FAIL" for r in [*cold, row, *covered])
     return 1 if args.strict and failed else 0
 
 

@@ -250,7 +250,7 @@ def cmd_read(args: argparse.Namespace | ReadArgs) -> int:
 
 
 def cmd_files(args: argparse.Namespace) -> int:
-    """``readmany files``: one workspace-relative POSIX path a line, sorted by bytes."""
+    """``readmany files``: one workspace-relative POSIX path a line, by path in byte order."""
     sep = "\0" if args.null else "\n"
     files_params = {
         "patterns": list(args.patterns),
@@ -292,12 +292,16 @@ def cmd_files(args: argparse.Namespace) -> int:
         for w in warnings:
             print(f"readmany: warning: {w}", file=sys.stderr)
         paths = fast.files(settings, filters)  # == Index.build(root, settings).files(filters)
+        unseen = fast.warnings
     else:
         from readmany_daemon.engine.files import list_paths
 
         ws = _workspace(root)
         paths = list_paths(ws, args.patterns, filters)
+        unseen = ws.index.warnings
     _write(sep.join(paths) + sep if paths else "")
+    for w in unseen:  # folders that could not be listed: the listing lacks their files
+        print(f"readmany: warning: {w}", file=sys.stderr)
     if asked.start_daemon:
         autostart()
     return EXIT_OK
@@ -346,8 +350,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     """``readmany status``: the daemon's ``readMany/status``; exit 3 when none runs. Plain
-    text: one line for the daemon, socket, cache and watcher, then each root with its
-    warnings indented below it (``  warning: …``); ``--json``: the answer as it is."""
+    text: one line for the daemon, socket, cache and watcher, then each root with, below
+    it, its watcher and barrier, the watcher's warnings (``  watcher warning: …``) and
+    the root's own (``  warning: …``); ``--json``: the answer as it is."""
     from readmany_daemon import daemon
 
     path = args.socket or daemon.default_socket_path()
@@ -377,7 +382,11 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"root {r.get('root')}: {r.get('files')} files, clock {r.get('clock')}, "
             f"{r.get('connections')} connection(s)"
         )
-        lines.extend(f"  warning: {w}" for w in r.get("warnings", []))
+        w = r.get("watcher", {})
+        reason = f" ({w['barrierReason']})" if w.get("barrierReason") else ""
+        lines.append(f"  watcher {w.get('state')}, barrier {w.get('barrier')}{reason}")
+        lines.extend(f"  watcher warning: {text}" for text in w.get("warnings", []))
+        lines.extend(f"  warning: {text}" for text in r.get("warnings", []))
     _write("\n".join(lines) + "\n")
     return EXIT_OK
 

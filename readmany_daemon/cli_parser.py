@@ -188,7 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
         " --json answer; files whose bytes are the same come back unchanged",
     )
 
-    f = sub.add_parser("files", help="list the visible files, sorted by bytes")
+    f = sub.add_parser(
+        "files",
+        help="list the visible files, by path in byte order",
+        description="List the visible files, one path a line, ordered by path in byte order"
+        " (UTF-8 bytes, as git ls-files orders them; not by size).",
+    )
     f.add_argument(
         "patterns",
         nargs="*",

@@ -211,3 +211,34 @@ def sort_in_byte_order(names: list[str]) -> None:
         names.sort()
     else:
         names.sort(key=byte_order_key)
+
+
+# ------------------------------------------------------------- Unicode normalization
+
+
+def nfc(text: str) -> str:
+    """``text`` (a path, name or pattern) in Unicode normalization form C, composed
+    (``é`` as U+00E9; Hangul as syllables), as most keyboards and tools type names.
+    Unchanged when ASCII or composed already; surrogate escapes (undecodable bytes) stay
+    as they are.
+
+    The form request patterns and paths are compared in (PROTOCOL §3): a path, folder,
+    glob or ``exclude`` typed in either form matches a name stored in the other (macOS
+    writes names decomposed, NFD). Only the comparison uses it: a file keeps its on-disk
+    name as its label, and ignore files keep git's byte-for-byte matching."""
+    if text.isascii():
+        return text
+    import unicodedata
+
+    return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
+
+
+def spellings(rel: str) -> tuple[str, ...]:
+    """``rel`` as given, then its NFC and NFD spellings (Unicode normalization forms C
+    and D), each once: the names a path typed in one form may be stored under."""
+    if rel.isascii():
+        return (rel,)
+    import unicodedata
+
+    forms = (rel, unicodedata.normalize("NFC", rel), unicodedata.normalize("NFD", rel))
+    return tuple(dict.fromkeys(forms))

@@ -7,7 +7,10 @@ one-shot CLI stays light). Nothing raises for a problem with the data.
 The decoding rules, in the order :func:`decode` applies them:
 
 1. a byte-order mark picks UTF-32 LE/BE, UTF-8 or UTF-16 LE/BE (Unicode Standard §23.8;
-   UTF-32 is tested before UTF-16 because ``FF FE 00 00`` starts with ``FF FE``);
+   UTF-32 is tested before UTF-16 because ``FF FE 00 00`` starts with ``FF FE``); in
+   UTF-16/32 after a BOM, an incomplete character at the very end of complete data (a
+   log cut in its last code unit) is one U+FFFD, counted once in
+   ``Decoded.replaced_bytes`` (:func:`_cut_tail`);
 2. valid UTF-8 without NUL bytes is text, reported ``"utf-8"`` (ASCII included);
 3. a known binary signature (PNG, JPEG, GIF, PDF, ZIP, ELF, gzip, … as file(1) knows
    them) is binary;
@@ -65,7 +68,9 @@ class Decoded(msgspec.Struct, frozen=True):
     ``encoding`` is ``None`` for binary, and for the undetermined text ``""`` that a prefix
     of fewer than 4 bytes which could still become a BOM decodes to. ``replaced_bytes``
     counts the bytes of mostly-UTF-8 text (rule 5) that were not valid UTF-8, each shown
-    as one U+FFFD; 0 for every other result.
+    as one U+FFFD, plus 1 for the incomplete last character of UTF-16/32 text after a
+    BOM (rule 1), shown as one U+FFFD: the U+FFFD the decoding made; 0 for every other
+    result.
     """
 
     kind: Kind
@@ -163,6 +168,26 @@ def _strict(data: bytes, codec: str, complete: bool) -> str | None:
         return None
 
 
+def _cut_tail(body: bytes, codec: str) -> tuple[str | None, int]:
+    """Rule 1b of :func:`decode`: ``body`` (after a UTF-16/32 BOM) valid in ``codec``
+    but for an incomplete character at its very end (a log cut while it is written: the
+    last code unit short of a byte or more, or a surrogate pair short of its low half).
+    Returns the text with that character as one U+FFFD, and 1: the cut end counts once
+    in ``replaced_bytes`` however many of its bytes are there (1 of a UTF-16 code unit;
+    1-3 of a UTF-32 one; 3 of a surrogate pair), so that ``replaced_bytes`` stays the
+    number of U+FFFD the decoding made, as in UTF-8; ``(None, 0)`` when anything else is
+    invalid."""
+    decoder = codecs.getincrementaldecoder(codec)("strict")
+    try:
+        text: str = decoder.decode(body, final=False)
+    except UnicodeDecodeError:
+        return None, 0
+    pending, _ = decoder.getstate()
+    if not pending:
+        return None, 0
+    return text + "\ufffd", 1
+
+
 def _looks_binary(text: str) -> bool:
     """True when ``text`` holds U+0000 or more than 10 % control characters (first 8 KiB)."""
     if "\x00" in text:
@@ -242,13 +267,16 @@ def decode(data: bytes, *, complete: bool = True) -> Decoded:
         if data.startswith(bom):
             codec = "utf-8" if encoding == "utf-8-sig" else encoding
             text = _strict(data[len(bom) :], codec, complete)
+            replaced = 0
+            if text is None and complete and encoding != "utf-8-sig":
+                text, replaced = _cut_tail(data[len(bom) :], codec)
             if text is None:
                 continue
             if (encoding == "utf-8-sig" and "\x00" in text) or (
                 encoding != "utf-8-sig" and _looks_binary(text)
             ):
                 return _BINARY
-            return Decoded("text", text, encoding, bom=True)
+            return Decoded("text", text, encoding, bom=True, replaced_bytes=replaced)
 
     has_nul = b"\x00" in data
     if not has_nul:

@@ -31,8 +31,10 @@ class Window(msgspec.Struct):
     * ``complete``: the window reached the end of the file and nothing was cut (true
       for ``offset > 1`` too: the caller knows it skipped lines).
     * ``next_offset``: the line to ask for next; ``None`` when nothing follows.
-    * ``cut_line``: set when the first line alone was longer than ``max_chars`` and was
-      cut at ``max_chars`` characters; ``next_offset`` then skips the rest of that line.
+    * ``cut_line``: the last line, when it is shown only in part: the first line alone
+      was longer than ``max_chars``, or a line after whole lines is longer than
+      ``max_chars`` (:func:`window`'s ``fill_long``); ``next_offset`` then skips the
+      rest of that line.
     * ``next_column``: set with ``cut_line``: the 1-based character of that line where
       its rest starts; a window at ``offset=cut_line, column=next_column`` continues it
       with no character lost or repeated.
@@ -143,10 +145,12 @@ def window_of(
     total_lines: int | None,
     at_eof: bool,
     column: int = 1,
+    fill_long: bool = True,
 ) -> Window:
     """:func:`window` over ``text``, which is the whole file (``at_eof``) or a prefix of it
     that holds the whole window (``total_lines`` then counts the whole file, or is
-    ``None`` when unknown: the file goes on, so ``next_offset`` follows any window)."""
+    ``None`` when unknown: the file goes on, so ``next_offset`` follows any window).
+    ``fill_long`` as in :func:`window`."""
     if total_lines is not None and offset > max(total_lines, 1):
         return Window("", offset, offset - 1, total_lines, False, None, None)
     n = len(text)
@@ -179,6 +183,17 @@ def window_of(
         newline = text.rfind("\n", start, start + max_chars)
         if newline >= 0:
             end = newline + 1
+            room = start + max_chars - end
+            after = text.find("\n", end)
+            # Its length with its newline (a lower bound when the text is a prefix that
+            # stops inside it): a line that no window of max_chars could hold whole.
+            long = (n if after < 0 else after + 1) - end > max_chars
+            if fill_long and room > 0 and long:
+                # The line after the whole lines is cut short here rather than left to
+                # another window that would cut it anyway (a minified file's line 2).
+                cut_line = offset + text.count("\n", start, end)
+                next_column = room + 1
+                end += room
         elif max_chars == 0:
             end = start
         else:
@@ -204,6 +219,7 @@ def window(
     max_chars: int | None = None,
     total_lines: int | None = None,
     column: int = 1,
+    fill_long: bool = True,
 ) -> Window:
     """Lines ``offset .. offset+limit-1`` of ``text`` (1-based, inclusive), cut to fit.
 
@@ -211,12 +227,17 @@ def window(
     (``None``: no cap; newlines count). The lines are cut at a line boundary so that
     ``len(result.text) <= max_chars`` (whole lines only), except when the first line
     alone is longer: then it is cut at ``max_chars`` characters and ``cut_line`` is its
-    number. ``max_chars=0`` or ``limit=0`` give an empty window whose ``next_offset`` is
-    ``offset``. ``column`` (1-based, in characters) starts the window inside line
-    ``offset``: the first line is that line from its ``column``-th character (from its
-    end when it is shorter), and it counts as one line of ``limit``; a first line cut
-    at ``max_chars`` gives ``next_column``, where the next window of it starts. Field
-    meanings, and the past-the-end case, are on :class:`Window`.
+    number; and, with ``fill_long``, when the line after the whole lines that fit is
+    itself longer than ``max_chars``, its newline included (no window of ``max_chars``
+    could hold it whole): then the window goes on into it, up to ``max_chars``
+    characters in all, and that line is ``cut_line`` (a minified file's short line 1,
+    then as much of its huge line 2 as fits). The budget's re-cut passes
+    ``fill_long=False``: it ends at a line boundary. ``max_chars=0`` or ``limit=0`` give
+    an empty window whose ``next_offset`` is ``offset``. ``column`` (1-based, in
+    characters) starts the window inside line ``offset``: the first line is that line
+    from its ``column``-th character (from its end when it is shorter), and it counts
+    as one line of ``limit``; a cut line gives ``next_column``, where the next window
+    of it starts. Field meanings, and the past-the-end case, are on :class:`Window`.
 
     Cost: one ``str.count`` over ``text`` for ``total_lines`` (skipped when the caller
     passes ``total_lines``, which must then be ``count_lines(text)``) plus scans up to the
@@ -228,4 +249,4 @@ def window(
     """
     check_window_args(offset, limit, max_chars, column)
     total = count_lines(text) if total_lines is None else total_lines
-    return window_of(text, offset, limit, max_chars, total, True, column)
+    return window_of(text, offset, limit, max_chars, total, True, column, fill_long)

@@ -141,8 +141,10 @@ _BODIES: Final = frozenset({"function", "method"})
 _METHOD_HOSTS: Final = frozenset({"class", "interface"})
 
 
-class Symbol(msgspec.Struct, frozen=True, rename="camel"):
-    """One symbol of an outline (on the wire: ``{name, kind, lineStart, lineEnd, depth}``).
+class Symbol(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
+    """One symbol of an outline (on the wire: ``{name, kind, lineStart, lineEnd, depth}``),
+    or one line of a bounded outline that stands for several
+    (:func:`readmany_daemon.content.outline_fit.fit_outline`).
 
     * ``name``: as written (Go methods ``(*T).Name``, Rust impls ``impl Trait for Type``,
       Ruby singleton methods ``self.name``), whitespace runs folded to one space, cut to
@@ -153,6 +155,11 @@ class Symbol(msgspec.Struct, frozen=True, rename="camel"):
       :mod:`readmany_daemon.content.outline_queries`.
     * ``line_start``/``line_end``: 1-based, inclusive; decorators and ``export`` included.
     * ``depth``: 0 at the top level, +1 per enclosing symbol (per parent heading).
+    * ``count``: how many symbols the line stands for: 1 for a symbol; for a parent whose
+      deeper levels are collapsed into its line, 1 + those; for a folded run
+      (``name`` ``"first … last"``), all its symbols (on the wire only when not 1).
+    * ``note``: what a line standing for several holds, by kind (``"41 methods"``,
+      ``"128 functions"``); ``""`` for a symbol. Rendered in parentheses after the lines.
     """
 
     name: str
@@ -160,6 +167,8 @@ class Symbol(msgspec.Struct, frozen=True, rename="camel"):
     line_start: int
     line_end: int
     depth: int
+    count: int = 1
+    note: str = ""
 
 
 class Outline(msgspec.Struct, frozen=True):
@@ -190,12 +199,14 @@ class Outline(msgspec.Struct, frozen=True):
 
 def render_outline(symbols: Sequence[Symbol]) -> str:
     """The compact text form: one line a symbol, ``"  " * depth + "kind name Lstart-end"``
-    (``Lstart`` alone for a one-line symbol), each line ending in ``"\\n"``; ``""`` for no
-    symbols."""
+    (``Lstart`` alone for a one-line symbol), then `` (note)`` for a line that stands for
+    several (``class Parser L300-1900 (41 methods)``), each line ending in ``"\\n"``;
+    ``""`` for no symbols."""
     out = []
     for s in symbols:
         end = f"-{s.line_end}" if s.line_end != s.line_start else ""
-        out.append(f"{'  ' * s.depth}{s.kind} {s.name} L{s.line_start}{end}\n")
+        note = f" ({s.note})" if s.note else ""
+        out.append(f"{'  ' * s.depth}{s.kind} {s.name} L{s.line_start}{end}{note}\n")
     return "".join(out)
 
 

@@ -686,21 +686,32 @@ def _stream_codec(decoded: Decoded) -> tuple[str, int]:
 class _StreamDecoder:
     """Decodes a file's chunks in order with ``codec``, invalid bytes as U+FFFD: for UTF-8
     one per byte, counted in ``replaced_bytes`` (as :func:`decode` does for mostly-UTF-8
-    text); for other codecs as the codec's ``"replace"`` handler does.
+    text); for UTF-16/32, an incomplete last character as one U+FFFD, counted once;
+    otherwise as the codec's ``"replace"`` handler does.
 
     UTF-8 chunks are decoded strictly first (the one C call valid text costs); only a
     chunk that fails is decoded again with each bad byte marked, then replaced. A
     character cut by a chunk's end waits for the next chunk (``_pending``)."""
 
     def __init__(self, codec: str) -> None:
-        self._utf8 = codecs.lookup(codec).name == "utf-8"
+        name = codecs.lookup(codec).name
+        self._utf8 = name == "utf-8"
+        self._unicode = name.startswith(("utf-16", "utf-32"))
         self._decoder = None if self._utf8 else codecs.getincrementaldecoder(codec)("replace")
         self._pending = b""
         self.replaced_bytes = 0
 
     def decode(self, chunk: bytes, final: bool) -> str:
         if self._decoder is not None:
-            legacy: str = self._decoder.decode(chunk, final=final)
+            legacy: str = self._decoder.decode(chunk, final=final and not self._unicode)
+            if final and self._unicode:
+                # UTF-16/32 cut inside its last character: one U+FFFD, counted once (as
+                # content.decode does for a whole file).
+                cut, _ = self._decoder.getstate()
+                if cut:
+                    self._decoder.reset()
+                    self.replaced_bytes += 1
+                    legacy += "\ufffd"
             return legacy
         data = self._pending + chunk if self._pending else chunk
         try:

@@ -17,14 +17,15 @@ import msgspec
 from readmany_daemon.content import tokens
 from readmany_daemon.engine import paging
 from readmany_daemon.engine.budget import budget_cut, token_cut
-from readmany_daemon.engine.items import LoadedItem, Piece, Resolved
+from readmany_daemon.engine.items import Item, Items, LoadedItem, Piece, Resolved
 from readmany_daemon.engine.load import Loads, RequestPaths
-from readmany_daemon.engine.notices import Notices, continuation_request
+from readmany_daemon.engine.notices import MAX_NAMED_IN_CONTENT, Notices, continuation_request
 from readmany_daemon.engine.outlines import Outliner
 from readmany_daemon.engine.pack import (
     FRAME_TOKENS,
     MAX_LISTED,
     Account,
+    AnswerBudget,
     Flat,
     PackPlan,
     TokenBudget,
@@ -33,7 +34,7 @@ from readmany_daemon.engine.pack import (
     omitted_piece,
     outlined_piece,
 )
-from readmany_daemon.engine.render import render_counted, return_display
+from readmany_daemon.engine.render import frame_chars, render_counted, return_display
 from readmany_daemon.engine.resolve import resolve
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, InvalidParams, Status
@@ -98,11 +99,18 @@ def answer_parts(
         active, stopped_at = _stop_on_error(positions, loads, params)
         budget = _token_budget(params, loads)
         outliner = Outliner(loads, loads.outline, params.format, FRAME_TOKENS)
+        answer_budget = _answer_budget(params, items, active)
+        done_upto = paging.outlined_upto(items, cont)
         room: int | None = None
         char_steps = 0  # packings with fewer content characters, for maxAnswerChars
         for attempt in itertools.count():
-            plan, switched = choose_plan(ws, items, active, loads, packing, budget, outliner)
+            plan, switched = choose_plan(
+                ws, items, active, loads, packing, budget, outliner, answer_budget, done_upto
+            )
             acc = _account(resolved, positions, len(active), stopped_at, plan, loads, params)
+            if plan.strategy == "outlines":
+                acc.not_outlined = max(0, acc.omitted_total - acc.outlined - plan.earlier)
+                acc.outlined_upto = max(plan.outlined, default=None)
             cursor = paging.next_cursor(ws, params, items, positions, cont, since, acc, carry=True)
             if cursor is not None and len(cursor) > MAX_CURSOR_CHARS:
                 # Too many keys delivered beyond the prefix (a smallest-first page of many
@@ -130,7 +138,13 @@ def answer_parts(
             if tokens_over:
                 assert budget is not None and limit is not None
                 more, room = _shrink(budget, room, acc, total, limit, attempt)
-            if chars_over:
+            if chars_over and answer_budget is not None:
+                assert params.max_answer_chars is not None
+                fewer, room, char_steps = _shrink_answer(
+                    answer_budget, room, acc, text_chars, params.max_answer_chars, char_steps
+                )
+                more = more or fewer
+            elif chars_over:
                 assert params.max_answer_chars is not None
                 fewer, packing, room, char_steps = _shrink_chars(
                     packing, room, acc, text_chars, params.max_answer_chars, char_steps
@@ -162,6 +176,28 @@ def _token_budget(params: ReadManyParams, loads: Loads) -> TokenBudget | None:
         return loads.tokens(lo) + tokens.count_memo(lo.result.path) + FRAME_TOKENS
 
     return TokenBudget(params.max_total_tokens - FRAME_TOKENS, cost)
+
+
+#: Characters an answer's notices are expected to take beside the framed files, before
+#: the names of omitted files: the cursor line (a cursor is at most 1,000 characters),
+#: the omitted line's words, a continuation and the end line.
+_NOTICE_CHARS = 1400
+
+
+def _answer_budget(
+    params: ReadManyParams, items: Items, active: Sequence[int]
+) -> AnswerBudget | None:
+    """The answer characters ``packing: "outlines"`` plans its files and outlines into
+    (``maxAnswerChars`` less the notices expected: :data:`_NOTICE_CHARS` and the names
+    of up to 50 omitted files, as long as the first labels); None without
+    ``maxAnswerChars`` or with another packing."""
+    if params.packing != "outlines" or params.max_answer_chars is None:
+        return None
+    sample = [len(items.label(i)) + 2 for i in active[:MAX_NAMED_IN_CONTENT]]
+    names = sum(sample) if len(sample) < len(active) else 0
+    reserve = _NOTICE_CHARS + names
+    fmt = params.format
+    return AnswerBudget(params.max_answer_chars - reserve, lambda label: frame_chars(fmt, label))
 
 
 def _shrink(
@@ -209,6 +245,29 @@ def _shrink_chars(
     return True, msgspec.structs.replace(packing, max_total_chars=allowed), room, steps + 1
 
 
+def _shrink_answer(
+    budget: AnswerBudget,
+    room: int | None,
+    acc: Account,
+    text_chars: int,
+    limit: int,
+    steps: int,
+) -> tuple[bool, int | None, int]:
+    """``packing: "outlines"`` after an answer of ``text_chars`` characters, over
+    ``limit`` (``maxAnswerChars``): when the notices and framing take over half of it,
+    or no answer characters are left to plan, name fewer entries (as
+    :func:`_shrink_chars` does); else plan as many answer characters fewer as it was
+    over (and 16), doubled after each of ``steps`` such packings. Returns whether
+    anything was left out, the new ``room`` of :class:`Notices` and ``steps``."""
+    shown = sum(len(p.content) for p in acc.pieces if p.content is not None)
+    if room != 0 and (text_chars - shown > limit // 2 or budget.limit <= 0):
+        return True, 0 if room is not None and room <= _ROOM_STEP else _ROOM_STEP, steps
+    if budget.limit <= 0:
+        return False, room, steps
+    budget.limit = max(0, budget.limit - (text_chars - limit + 16) * 2**steps)
+    return True, room, steps + 1
+
+
 #: The first ``room`` tried when the notices take too much of a token budget.
 _ROOM_STEP = 10
 
@@ -254,7 +313,12 @@ def _account(
     partial one cut to what the budget leaves), then those it leaves unloaded."""
     items = resolved.items
     budget_from, omitted_set = plan.not_loaded(active)
-    acc = Account(Summary(matched=len(positions), hidden=dict(resolved.hidden)))
+    summary = Summary(
+        matched=len(positions) - _not_files(items, positions),
+        hidden=dict(resolved.hidden),
+        hidden_folders=dict(resolved.hidden_folders),
+    )
+    acc = Account(summary)
     budgeted = params.max_total_tokens is not None or params.per_file_max_tokens is not None
     acc.tally = tokens.Tally(None if budgeted else EXACT_COUNT_CHARS)
     for pos, i in enumerate(positions):
@@ -276,6 +340,17 @@ def _account(
         _add_loaded(acc, lo, loads)
     account_tail(acc, items, positions, budget_from, stopped_at)
     return acc
+
+
+def _not_files(items: Items, positions: Flat) -> int:
+    """How many of ``positions`` are entries answered at resolve time that name no file
+    (``Item.names_file``): not counted in ``summary.matched``."""
+    n = 0
+    for seg, segment in enumerate(items.segments):
+        if isinstance(segment, Item) and not segment.names_file:
+            i = items.starts[seg]
+            n += any(a <= i < b for a, b in positions.ranges)
+    return n
 
 
 def _cut_partial(
@@ -344,9 +419,9 @@ def _add_loaded(acc: Account, lo: LoadedItem, loads: Loads) -> None:
     if res.status == Status.PARTIAL and res.next_column is not None and res.line_end is not None:
         # A line cut short goes on inside that line (nextOffset would skip its rest).
         request = continuation_request(res.path, res.line_end, res.next_column)
-        acc.continuations.append(f"{res.path}: {request}")
+        acc.continuations.append((res.path, request))
     elif res.status == Status.PARTIAL and res.next_offset is not None:
-        acc.continuations.append(f"{res.path}: " + continuation_request(res.path, res.next_offset))
+        acc.continuations.append((res.path, continuation_request(res.path, res.next_offset)))
 
 
 def _assemble(
@@ -369,7 +444,7 @@ def _assemble(
     packing = PackingInfo(
         strategy=plan.strategy,
         switched_for_coverage=switched,
-        full_included_count=plan.full_count,
+        full_included_count=sum(p.result.status == Status.OK for p in acc.pieces),
         full_included_success_count=plan.full_success,
         partial_included_path=items.label(plan.partial[0]) if plan.partial else None,
         omitted_paths=acc.omitted_labels[:MAX_LISTED],
@@ -385,6 +460,7 @@ def _assemble(
         unlisted_skipped_names=acc.unlisted_skipped_names,
         created=created,
         room=room,
+        not_outlined=acc.not_outlined,
     )
     files = [p.result for p in acc.pieces]
     for result in files:

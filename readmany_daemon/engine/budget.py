@@ -19,8 +19,8 @@ from readmany_daemon.content import tokens
 from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.content.outline import Outline
 from readmany_daemon.engine.items import Item, LoadedItem
-from readmany_daemon.engine.notices import cut_notice
-from readmany_daemon.engine.outlines import with_cut_block
+from readmany_daemon.engine.notices import cut_notice, position_notice
+from readmany_daemon.engine.outlines import MAX_OUTLINE_CHARS, outline_room, with_cut_block
 from readmany_daemon.engine.render import content_form
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.wire.messages import FileResult, ReadManyParams
@@ -46,13 +46,16 @@ def finish(
     params: ReadManyParams,
     budget_cut: bool = False,
     outline_for: Callable[[], Outline] | None = None,
+    outline_chars: int = MAX_OUTLINE_CHARS,
 ) -> LoadedItem:
     """Fill the line fields and the shown text (line numbers, cut notice) of a window.
 
     A window that covers all the lines asked for (``limit``) is ``ok`` even when the file
-    goes on; anything else that stops before the end is ``partial`` with ``nextOffset``,
-    its cut notice and, with ``outline_for``, the outline of what it does not show
-    after the notice (``outlines.with_cut_block``).
+    goes on, and ends with its position notice unless it is the whole file
+    (``notices.position_notice``); anything else that stops before the end is
+    ``partial`` with ``nextOffset``, its cut notice and, with ``outline_for``, the
+    outline of what it does not show after the notice (``outlines.with_cut_block``), in
+    at most ``outline_chars`` characters. Neither notice counts in ``chars``.
     """
     offset = item.offset or 1
     windowed = item.offset is not None or item.limit is not None or item.column is not None
@@ -90,26 +93,39 @@ def finish(
         notice = cut_notice(base, window.cut_line, window.column)
         if notice:
             shown = shown + ("" if not shown or shown.endswith("\n") else "\n") + notice
-        shown = with_cut_block(shown, base, outline_for)
+        shown = with_cut_block(shown, base, outline_for, outline_chars)
+    elif windowed:
+        # A window given whole that is not the whole file says where it is, as a cut
+        # notice would (PROTOCOL §4); like one, it is not counted in chars.
+        notice = position_notice(base, window.next_offset, window.column)
+        if notice:
+            shown = shown + ("" if not shown or shown.endswith("\n") else "\n") + notice
     return LoadedItem(
         item, base, text=shown, window=window, full=source_text, outline_for=outline_for
     )
 
 
 def budget_cut(
-    lo: LoadedItem, allowed: int, params: ReadManyParams, budget: bool = True
+    lo: LoadedItem,
+    allowed: int,
+    params: ReadManyParams,
+    budget: bool = True,
+    outline_chars: int = MAX_OUTLINE_CHARS,
 ) -> LoadedItem:
     """Re-cut the one partial file of an answer to at most ``allowed`` shown characters
     (line numbers included), status ``partial`` with code ``budget`` (no code when
-    ``budget`` is False: a per-file cap)."""
+    ``budget`` is False: a per-file cap); its outline block takes at most
+    ``outline_chars`` characters."""
     assert lo.window is not None and lo.full is not None
     item = lo.item
     offset = item.offset or 1
     lines = lo.window.line_end - offset + 1
     raw_allowed = allowed
     while True:
+        # A per-file cap goes on into a line no window could hold (a minified file's
+        # line 2); the totals' cut ends at a line boundary, where a cursor resumes.
         window = content_lines.window(
-            lo.full, offset, lines, max(raw_allowed, 1), None, item.column or 1
+            lo.full, offset, lines, max(raw_allowed, 1), None, item.column or 1, not budget
         )
         window.total_lines = lo.window.total_lines
         total = lo.window.total_lines
@@ -118,7 +134,7 @@ def budget_cut(
         base = msgspec.structs.replace(
             lo.result, status=Status.OK, code=None, next_offset=None, next_column=None
         )
-        cut = finish(item, base, window, lo.full, params, budget, lo.outline_for)
+        cut = finish(item, base, window, lo.full, params, budget, lo.outline_for, outline_chars)
         excess = cut.result.chars - allowed
         if excess <= 0 or raw_allowed <= 1:
             return cut
@@ -148,12 +164,13 @@ def kept_tokens(lo: LoadedItem, params: ReadManyParams, cache: ContentCache | No
 
 
 def _count_key(lo: LoadedItem, params: ReadManyParams) -> str:
-    """The ``ContentCache.derived`` key of ``lo``'s count: what decides its shown text."""
+    """The ``ContentCache.derived`` key of ``lo``'s count: what decides its shown text
+    (its length too: the same window with a smaller outline block is another text)."""
     w, r = lo.window, lo.result
     assert w is not None
     return (
         f"tokens {params.format} {w.line_start}:{w.column}+{len(w.text)} "
-        f"{int(params.line_numbers)} {r.status} {r.code}"
+        f"{int(params.line_numbers)} {r.status} {r.code} {len(lo.text or '')}"
     )
 
 
@@ -196,15 +213,20 @@ def token_cut(
     """``lo`` cut (as :func:`budget_cut` cuts, at a line end or inside a first line
     longer than what fits) so that :func:`tokens_of` is at most ``allowed`` tokens when
     anything can fit (the cut notice alone may be more; then the shortest cut is
-    returned and the caller decides). Returns ``lo`` itself when it fits already."""
+    returned and the caller decides). Returns ``lo`` itself when it fits already. The
+    outline block of the cut takes at most half of ``allowed``
+    (:func:`outlines.outline_room`), so that the content keeps the rest."""
     have = tokens_of(lo, params, cache)
     if have <= allowed or lo.window is None or lo.full is None:
         return lo
+    room = MAX_OUTLINE_CHARS
+    if lo.outline_for is not None:
+        room = outline_room(lo.outline_for(), allowed // 2, params.format)
     chars = lo.result.chars
     guess = max(chars * allowed // max(have, 1), 1)
     best: LoadedItem | None = None
     for _ in range(40):
-        cut = budget_cut(lo, guess, params, budget)
+        cut = budget_cut(lo, guess, params, budget, room)
         got = tokens_of(cut, params, cache)
         if got <= allowed:
             best = cut
@@ -214,7 +236,7 @@ def token_cut(
         # Shrink in proportion to the excess, and by at least one character.
         guess = min(guess - 1, max(guess * allowed // got - 1, 1))
     if best is None:
-        return budget_cut(lo, 1, params, budget)
+        return budget_cut(lo, 1, params, budget, room)
     # Grow back towards the most that fits (the first guess may leave room unused).
     low = best.result.chars
     high = chars
@@ -222,7 +244,7 @@ def token_cut(
         if high - low <= max(chars // 64, 32):
             break
         mid = (low + high) // 2
-        trial = budget_cut(lo, mid, params, budget)
+        trial = budget_cut(lo, mid, params, budget, room)
         if tokens_of(trial, params, cache) <= allowed:
             best, low = trial, max(mid, trial.result.chars)
         else:

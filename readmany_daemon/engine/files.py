@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from readmany_daemon.engine.resolve import filters_for
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import InvalidParams
-from readmany_daemon.paths import sort_in_byte_order, to_rel
+from readmany_daemon.paths import sort_in_byte_order, spellings, to_rel
 from readmany_daemon.rules.glob import has_magic
 from readmany_daemon.rules.kinds import Filters
 from readmany_daemon.rules.patterns import GitPatterns
@@ -41,10 +41,13 @@ def list_paths(
                     f"invalid params: $.patterns[{n}]: {raw} is outside the workspace",
                     f"$.patterns[{n}]",
                 )
-            if rel == "" or index.is_dir(rel):
-                found.update(index.expand_dir(rel, filters, recursive))
-            elif index.contains(rel):
-                found.add(rel)
+            # a path typed in one Unicode normalization form names a file stored in
+            # the other too (NFC, NFD: PROTOCOL §3); it keeps its on-disk spelling
+            spelled = next((s for s in spellings(rel) if index.is_dir(s)), None)
+            if rel == "" or spelled is not None:
+                found.update(index.expand_dir(spelled or rel, filters, recursive))
+            elif named := next((s for s in spellings(rel) if index.contains(s)), None):
+                found.add(named)
             elif has_magic(rel):
                 try:
                     found.update(index.glob(rel, filters, recursive))

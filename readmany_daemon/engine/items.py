@@ -33,7 +33,9 @@ class Item:
     ``explicit`` marks a named path (as opposed to a glob or folder match); ``tail`` is
     the last component of the pattern that matched (lower-cased), which decides whether an
     image or PDF it reached may be attached. ``result`` is preset for entries decided at
-    resolve time (errors, no-match, ignored).
+    resolve time (errors, no-match, ignored); ``names_file`` is False for such an entry
+    that names no file (a path that does not exist, a pattern that matched nothing, a
+    folder that cannot be listed): it is not counted in ``summary.matched``.
     """
 
     label: str
@@ -47,6 +49,7 @@ class Item:
     tail: str = ""
     ignored_by: str | None = None
     result: FileResult | None = None
+    names_file: bool = True
 
     def may_attach(self) -> bool:
         """Images and PDFs are attached when named, or matched by a pattern whose
@@ -211,10 +214,12 @@ class LoadedItem:
 @dataclass
 class Resolved:
     """The resolve stage's answer: the items, what the ignore rules hid from expansions
-    (counts per rule kind, for ``summary.hidden``) and one-line hints for ``llmContent``."""
+    (files per rule kind, for ``summary.hidden``; ignored folders not entered, per rule
+    kind, for ``summary.hiddenFolders``) and one-line hints for ``llmContent``."""
 
     items: Items
     hidden: Counter[str] = field(default_factory=Counter)
+    hidden_folders: Counter[str] = field(default_factory=Counter)
     hints: list[str] = field(default_factory=list)
 
 

@@ -6,12 +6,14 @@ the files ``packing: "outlines"`` gives as outlines instead of omitting them.
   (``Outline.overlapping``), one a line, ``kind name Lstart-end`` indented by depth,
   under ``[Outline of lines 201-2500 (not shown):]``; or one phrase saying why there is
   none (``[No outline: no grammar for .txt.]``). Like the cut notice it is framing: it
-  counts in tokens (``perFileMaxTokens``, ``maxTotalTokens``) but not in ``chars``, and
-  takes at most as many characters as the content shown, and :data:`MAX_OUTLINE_CHARS`.
-* **Packing.** :func:`extend_plan` gives the files after a request-order plan's stop
-  their outlines while the characters and tokens the totals leave hold
-  (:class:`Outliner` makes each once per request); the plan's partial file keeps its
-  cut when room is left for it.
+  counts in tokens (``perFileMaxTokens``, ``maxTotalTokens``) but not in ``chars``.
+* **The budget.** Every outline given, a cut file's or a file's given as its outline,
+  takes at most :data:`MAX_OUTLINE_CHARS` characters, its head line included, however
+  little of the file is shown, and covers the lines it outlines to their last symbol:
+  deeper levels collapse and runs of siblings fold to fit
+  (:func:`readmany_daemon.content.outline_fit.fit_outline`).
+* **Packing.** ``engine.pack.plan_outlines`` plans content and the files given as
+  outlines together (:class:`Outliner` makes each outline once per request).
 
 Outlines are made by ``content.outline`` and kept by content hash: in the content
 cache's ``derived`` slot when the text is a cache entry's, else in the workspace's
@@ -28,14 +30,15 @@ from typing import Final
 
 from readmany_daemon.content import tokens
 from readmany_daemon.content.outline import Outline, Symbol, language_for, outline, render_outline
+from readmany_daemon.content.outline_fit import fit_outline
 from readmany_daemon.engine.items import LoadedItem
 from readmany_daemon.engine.render import content_form
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Status
 from readmany_daemon.wire.messages import FileResult, OutlineSymbol, wire_safe
 
-#: Characters one outline block may take in ``llmContent`` (about 1,000 tokens); the
-#: symbols past it are counted in a last line (``[… and 40 more symbols.]``).
+#: Characters one outline block may take in ``llmContent``, its head line included (about
+#: 1,000 tokens): its symbols collapse and fold to fit, none is left out (PROTOCOL §4).
 MAX_OUTLINE_CHARS: Final = 4000
 #: Files past a plan's stop examined at most for outlines (a glob of files without a
 #: grammar loads no more than this many in vain).
@@ -60,29 +63,21 @@ def outline_of(ws: Workspace, text: str, path: str) -> Outline:
 
 
 def wire_symbols(symbols: Sequence[Symbol]) -> list[OutlineSymbol]:
-    """``symbols`` as the FileResult's ``outline`` entries."""
-    return [OutlineSymbol(s.name, s.kind, s.line_start, s.line_end, s.depth) for s in symbols]
+    """``symbols`` (or the lines of a bounded outline) as the FileResult's ``outline``
+    entries, each line's ``count`` kept."""
+    return [
+        OutlineSymbol(s.name, s.kind, s.line_start, s.line_end, s.depth, s.count) for s in symbols
+    ]
 
 
-def _lines(head: str, symbols: Sequence[Symbol], cap: int) -> tuple[str, int]:
-    """``head`` then the symbols' lines while ``cap`` characters hold (a last line
-    counting the ones left out); ``("", 0)`` when not even one symbol fits. Returns the
-    text and how many symbols it shows."""
-    body = render_outline(symbols)
-    if len(head) + len(body) <= cap:
-        return head + body, len(symbols)
-    used = len(head)
-    shown = 0
-    for line in body.splitlines(keepends=True):
-        more = f"[… and {len(symbols) - shown - 1} more symbols.]\n"
-        if used + len(line) + len(more) > cap:
-            break
-        used += len(line)
-        shown += 1
-    if not shown:
-        return "", 0
-    text = head + render_outline(symbols[:shown])
-    return text + f"[… and {len(symbols) - shown} more symbols.]\n", shown
+def _lines(head: str, symbols: Sequence[Symbol], cap: int) -> tuple[str, tuple[Symbol, ...]]:
+    """``head`` then the lines of ``symbols`` fitted into what ``cap`` characters leave
+    (:func:`fit_outline`: all covered, to the last), and those lines; ``("", ())`` when
+    not even one line fits."""
+    lines = fit_outline(symbols, cap - len(head))
+    if not lines:
+        return "", ()
+    return head + render_outline(lines), lines
 
 
 #: Cut blocks made lately, by (outline, first line, last line, cap): a warm answer cuts
@@ -96,9 +91,10 @@ _blocks_lock = threading.Lock()
 
 def cut_block(o: Outline, r: FileResult, cap: int) -> tuple[str, list[OutlineSymbol] | None]:
     """The outline block of cut file ``r`` (its lines after ``r.line_end``; after
-    ``r.line_end - 1`` when that line was cut short), in at most ``cap`` characters, and
-    the symbols it shows (None when it shows none). ``""`` when nothing fits or nothing
-    is unseen. The same block of the same outline is made once (the last 512 kept)."""
+    ``r.line_end - 1`` when that line was cut short), in at most ``cap`` characters (and
+    :data:`MAX_OUTLINE_CHARS`), head line included, and the lines it shows (None when it
+    shows none). ``""`` when nothing fits or nothing is unseen. The same block of the
+    same outline is made once (the last 512 kept)."""
     if r.line_end is None:
         return "", None
     first = r.line_end if r.next_column is not None else r.line_end + 1
@@ -132,20 +128,45 @@ def _cut_block(
     if not symbols:
         phrase = f"[No symbols in {span} (not shown).]\n"
         return (phrase, []) if len(phrase) <= cap else ("", None)
-    text, shown = _lines(f"[Outline of {span} (not shown):]\n", symbols, cap)
-    return text, (wire_symbols(symbols[:shown]) if shown else None)
+    text, lines = _lines(f"[Outline of {span} (not shown):]\n", symbols, cap)
+    return text, (wire_symbols(lines) if lines else None)
 
 
-def with_cut_block(shown: str, base: FileResult, outline_for: Callable[[], Outline] | None) -> str:
-    """``shown`` (a cut file's text, its notice last) with its outline block after it,
-    setting ``base.outline``; ``shown`` unchanged without ``outline_for``."""
+def with_cut_block(
+    shown: str,
+    base: FileResult,
+    outline_for: Callable[[], Outline] | None,
+    cap: int = MAX_OUTLINE_CHARS,
+) -> str:
+    """``shown`` (a cut file's text, its notice last) with its outline block after it
+    (``cap`` characters at most, and :data:`MAX_OUTLINE_CHARS`, however little is
+    shown), setting ``base.outline``; ``shown`` unchanged without ``outline_for``."""
     if outline_for is None or base.status != Status.PARTIAL:
         return shown
-    block, symbols = cut_block(outline_for(), base, base.chars)
+    block, symbols = cut_block(outline_for(), base, cap)
     base.outline = symbols
     if not block:
         return shown
     return shown + ("" if not shown or shown.endswith("\n") else "\n") + block
+
+
+def outline_room(o: Outline, allowed_tokens: int, fmt: str) -> int:
+    """The characters (at most :data:`MAX_OUTLINE_CHARS`) an outline block of ``o`` may
+    take so that it costs at most ``allowed_tokens`` o200k tokens as format ``fmt``
+    writes it: a cut file's block under ``perFileMaxTokens`` or ``maxTotalTokens`` gets
+    coarser rather than crowd out the content. Judged on the whole file's outline (a
+    block after a cut outlines no more); 0 when not even a coarse one fits."""
+    cap = MAX_OUTLINE_CHARS
+    if o.reason is not None or not o.symbols:
+        return cap
+    for _ in range(8):
+        used = tokens.count_memo(content_form(fmt, render_outline(fit_outline(o.symbols, cap))))
+        if used <= allowed_tokens:
+            return cap
+        cap = cap * allowed_tokens // used * 9 // 10
+        if cap < 100:
+            return 0
+    return 0
 
 
 @dataclass
@@ -176,8 +197,8 @@ class Outliner:
     _made: dict[int, Outlined | None] = field(default_factory=dict)
 
     def entry(self, i: int) -> Outlined | None:
-        """Item ``i`` as an outline, or None when it has none (not text, no grammar, no
-        room in :data:`MAX_OUTLINE_CHARS` for one symbol)."""
+        """Item ``i`` as an outline, or None when it has none (not text, no grammar). The
+        outline covers the item's lines in :data:`MAX_OUTLINE_CHARS`, head included."""
         if i not in self._made:
             self._made[i] = self._make(i)
         return self._made[i]
@@ -204,12 +225,13 @@ class Outliner:
         whole = item.limit is None and first == 1
         lines = f"{o.lines:,} lines" if whole else f"lines {first}-{last}"
         head = f"[Outline only, not the content ({lines}; not read: budget):]\n"
+        shown: tuple[Symbol, ...]
         if not symbols:
-            body, shown = f"[Outline only ({lines}; not read: budget): no symbols.]\n", 0
+            body, shown = f"[Outline only ({lines}; not read: budget): no symbols.]\n", ()
         else:
             body, shown = _lines(head, symbols, MAX_OUTLINE_CHARS)
             if not shown:
                 return None
         body_tokens = tokens.count(content_form(self.fmt, body))
         cost = body_tokens + tokens.count_memo(lo.result.path) + self.frame_tokens
-        return Outlined(body, wire_symbols(symbols[:shown]), len(body), body_tokens, cost)
+        return Outlined(body, wire_symbols(shown), len(body), body_tokens, cost)

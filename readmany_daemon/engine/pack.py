@@ -18,7 +18,7 @@ from readmany_daemon.content import tokens
 from readmany_daemon.engine.items import Item, Items, LoadedItem, Piece
 from readmany_daemon.engine.load import Loads
 from readmany_daemon.engine.notices import MAX_NAMED_IN_CONTENT
-from readmany_daemon.engine.outlines import MAX_EXAMINED, Outlined, Outliner
+from readmany_daemon.engine.outlines import MAX_EXAMINED, MAX_OUTLINE_CHARS, Outlined, Outliner
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.wire.messages import Attachment, FileResult, ReadManyParams, Summary
@@ -49,6 +49,8 @@ class PackPlan:
     #: all at positions in ``[stop, outline_end)`` of ``order``.
     outlined: dict[int, Outlined] = field(default_factory=dict)
     outline_end: int = 0
+    #: ``packing: "outlines"``: omitted entries of this page outlined on an earlier one.
+    earlier: int = 0
 
     def not_loaded(self, active: int) -> tuple[int, set[int] | None]:
         """The entries this plan leaves unloaded, of the ``active`` positions: in request
@@ -60,9 +62,10 @@ class PackPlan:
             return self.stop + (1 if self.partial is not None else 0), None
         if self.strategy == "outlines":
             end = max(self.outline_end, self.stop + (1 if self.partial is not None else 0))
-            part = self.partial[0] if self.partial is not None else None
-            rest = {i for i in self.order[self.stop : end] if i not in self.outlined and i != part}
-            return end, rest
+            given = set(self.included) | set(self.outlined)
+            if self.partial is not None:
+                given.add(self.partial[0])
+            return end, {i for i in self.order[self.stop : end] if i not in given}
         omitted = {
             i for i in self.order[self.stop :] if self.partial is None or i != self.partial[0]
         }
@@ -119,21 +122,22 @@ def choose_plan(
     params: ReadManyParams,
     tokens: TokenBudget | None = None,
     outliner: Outliner | None = None,
+    answer: AnswerBudget | None = None,
+    done_upto: int = -1,
 ) -> tuple[PackPlan, bool]:
     """The packing of the ``active`` item positions under the request's totals (and
     ``tokens``, when a token budget applies), and whether ``packing: "auto"`` switched
     to smallest first (it does when that includes more whole files; never with
     ``stopOnError`` nor over more than ``AUTO_SMALLEST_FIRST_MAX`` files).
-    ``packing: "outlines"`` packs in request order, then gives the files after the stop
-    their outlines from ``outliner`` (:func:`extend_plan`)."""
+    ``packing: "outlines"`` is :func:`plan_outlines` (with ``outliner``, ``answer``
+    and ``done_upto``)."""
+    if params.packing == "outlines" and outliner is not None:
+        wide = len(items) > OUTLINES_FIRST_MAX
+        plan = plan_outlines(active, loads, params, tokens, answer, outliner, wide, done_upto)
+        return plan, False
     totals = (params.max_total_files, params.max_total_chars)
     least = MIN_PARTIAL_NUMBERED if params.line_numbers else 1
     plan = _pack(active, loads, *totals, "request-order", tokens, least)
-    if params.packing == "outlines":
-        if outliner is not None and plan.stop < len(active):
-            extend_plan(plan, loads, params.max_total_chars, tokens, outliner)
-        plan.strategy = "outlines"
-        return plan, False
     switched = False
     could_gain = plan.full_success < params.max_total_files and plan.stop < len(active)
     if params.packing == "smallest-first" or (
@@ -154,74 +158,269 @@ def choose_plan(
     return plan, switched
 
 
-def extend_plan(
-    plan: PackPlan,
-    loaded_at: Callable[[int], LoadedItem],
-    max_chars: int,
-    tokens: TokenBudget | None,
-    outliner: Outliner,
-) -> None:
-    """Give the files of request-order ``plan`` from its stop on their outlines, in
-    order, while the characters (``max_chars``) and tokens the included files leave
-    hold; the first that does not fit ends them (the files after it are omitted, as
-    files without an outline are). Outlines do not count against ``maxTotalFiles``.
+#: ``packing: "outlines"``: a request of at most this many entries reserves the outlines of
+#: the files a page cannot give whole before its content (PROTOCOL §4 "Outlines").
+OUTLINES_FIRST_MAX = 200
+#: ``packing: "outlines"`` cuts a file to what the budget leaves only when at least this
+#: many characters and :data:`MIN_CUT_TOKENS` tokens are left for its content; less
+#: outlines the next files instead of cutting one to a sliver.
+MIN_CUT_CHARS = 4000
+MIN_CUT_TOKENS = 1000
+#: Characters kept for a cut file's notice beside its content and outline block.
+_CUT_NOTICE_CHARS = 160
 
-    The plan's partial file keeps its cut when the characters and tokens left after the
-    outlines are at least what its own outline would take, and always when no file was
-    included whole (then the outlines may take at most half of what is left, so that
-    every page of a cursor chain delivers something); else it is given as an outline
-    too (or omitted)."""
-    order = plan.order
-    chars_left = max_chars - sum(loaded_at(i).result.chars for i in plan.included)
-    tokens_left: int | None = None
-    if tokens is not None:
-        tokens_left = tokens.limit - sum(tokens.cost(loaded_at(i)) for i in plan.included)
-    partial = plan.partial
-    keep_partial = partial is not None and not plan.included
-    start = plan.stop
-    c_room, t_room = chars_left, tokens_left
-    if keep_partial:
-        start += 1
-        c_room = chars_left // 2
-        if t_room is not None and plan.partial_tokens is not None:
-            t_room = min(t_room // 2, plan.partial_tokens - MIN_PARTIAL_TOKENS)
-    c_used = t_used = 0
-    end = start
-    for pos in range(start, min(len(order), start + MAX_EXAMINED)):
-        i = order[pos]
-        got = outliner.entry(i)
+
+@dataclass
+class AnswerBudget:
+    """The characters of ``llmContent`` (``maxAnswerChars``) that ``packing:
+    "outlines"`` plans its framed files and outlines into: ``limit`` is the limit less
+    what the notices are expected to take (lowered when an answer still passes it), and
+    ``frame(label)`` the framing characters of one file (``render.frame_chars``)."""
+
+    limit: int
+    frame: Callable[[str], int]
+
+
+@dataclass
+class _Room:
+    """What is left of a page: content characters (``maxTotalChars``), tokens, answer
+    characters (None: no such limit) and files whose content may come."""
+
+    chars: int
+    tokens: int | None
+    answer: int | None
+    files: int
+
+    def fits(self, cost: tuple[int, int, int, int]) -> bool:
+        c, t, a, f = cost
+        return (
+            c <= self.chars
+            and (self.tokens is None or t <= self.tokens)
+            and (self.answer is None or a <= self.answer)
+            and f <= self.files
+        )
+
+    def take(self, cost: tuple[int, int, int, int], sign: int = 1) -> None:
+        c, t, a, f = cost
+        self.chars -= sign * c
+        self.files -= sign * f
+        if self.tokens is not None:
+            self.tokens -= sign * t
+        if self.answer is not None:
+            self.answer -= sign * a
+
+    def half(self) -> _Room:
+        return _Room(
+            self.chars // 2,
+            None if self.tokens is None else self.tokens // 2,
+            None if self.answer is None else self.answer // 2,
+            self.files,
+        )
+
+
+@dataclass
+class _OutlinesPacker:
+    """One ``packing: "outlines"`` plan (:func:`plan_outlines`): the costs of content
+    and outlines against a :class:`_Room`, in characters, tokens, answer characters and
+    files."""
+
+    order: Sequence[int]
+    loaded_at: Callable[[int], LoadedItem]
+    tokens: TokenBudget | None
+    answer: AnswerBudget | None
+    outliner: Outliner
+    done_upto: int
+    least: int
+    frames: dict[str, int] = field(default_factory=dict)
+
+    def frame(self, label: str) -> int:
+        if self.answer is None:
+            return 0
+        got = self.frames.get(label)
         if got is None:
-            continue
-        if c_used + got.chars > c_room or (
-            t_room is not None and t_used + got.cost_tokens > t_room
-        ):
-            break
-        plan.outlined[i] = got
-        c_used += got.chars
-        t_used += got.cost_tokens
-        end = pos + 1
-    plan.outline_end = end
-    if partial is None or keep_partial:
-        if partial is not None:
-            plan.partial = (partial[0], partial[1] - c_used)
-            if plan.partial_tokens is not None:
-                plan.partial_tokens -= t_used
-        return
-    own = plan.outlined.get(partial[0])
-    own_chars, own_tokens = (own.chars, own.cost_tokens) if own else (0, 0)
-    c_rest = chars_left - c_used
-    t_rest = None if tokens_left is None else tokens_left - t_used
-    fits = c_rest >= max(own_chars, 1) and (
-        t_rest is None or t_rest >= max(own_tokens, MIN_PARTIAL_TOKENS)
+            got = self.frames[label] = self.answer.frame(label)
+        return got
+
+    def content(self, lo: LoadedItem) -> tuple[int, int, int, int]:
+        """A file's content cost: characters of content, tokens with its framing,
+        answer characters (its text as shown, a cut notice and outline block
+        included, with its framing) and one file."""
+        t = self.tokens.cost(lo) if self.tokens is not None else 0
+        c = lo.result.chars
+        shown = len(lo.text) if lo.text is not None else c
+        return c, t, shown + self.frame(lo.result.path), 1
+
+    def outline(self, lo: LoadedItem, got: Outlined) -> tuple[int, int, int, int]:
+        return got.chars, got.cost_tokens, got.chars + self.frame(lo.result.path), 0
+
+    def whole(self, room: _Room, plan: PackPlan, end: int) -> int:
+        """Include whole files in request order from the start while ``room`` holds (at
+        most up to position ``end``); returns the position of the first that does not
+        fit (errors and skipped entries cost nothing)."""
+        for pos in range(end):
+            lo = self.loaded_at(self.order[pos])
+            if lo.text is None:
+                plan.full_count += lo.result.status == Status.ERROR
+                continue
+            cost = self.content(lo)
+            if not room.fits(cost):
+                return pos
+            room.take(cost)
+            plan.included.append(self.order[pos])
+            plan.full_success += 1
+            plan.full_count += 1
+        return end
+
+    def cover(self, room: _Room, plan: PackPlan, start: int, end: int) -> int:
+        """Give the files at positions ``[start, end)`` their outlines in order while
+        ``room`` holds; a file no larger than its outline (or with none, such as an
+        empty one) comes as its content instead, when it fits. The first outline that
+        does not fit ends them; files outlined on an earlier page of the walk
+        (``done_upto``) are not outlined again. Returns the position after the last
+        file given something."""
+        last = start
+        for pos in range(start, min(end, start + MAX_EXAMINED)):
+            i = self.order[pos]
+            if i <= self.done_upto or i in plan.outlined or i in plan.included:
+                continue
+            lo = self.loaded_at(i)
+            if lo.text is None:
+                continue
+            got = self.outliner.entry(i)
+            if got is None or lo.result.chars <= got.chars:
+                cost = self.content(lo)
+                if lo.result.status == Status.OK and room.fits(cost):
+                    room.take(cost)
+                    plan.included.append(i)
+                    plan.full_success += 1
+                    plan.full_count += 1
+                    last = pos + 1
+                    continue
+                if got is None:
+                    continue
+            cost = self.outline(lo, got)
+            if not room.fits(cost):
+                break
+            room.take(cost)
+            plan.outlined[i] = got
+            last = pos + 1
+        return last
+
+    def cut(self, room: _Room, i: int, force: bool) -> tuple[int, int | None] | None:
+        """The characters and tokens item ``i`` may show when the budget cuts it, from
+        ``room``; None when it may not (too little left, unless ``force``: then only
+        fewer content characters than one, or than :data:`MIN_PARTIAL_NUMBERED` with
+        line numbers, or fewer tokens than :data:`MIN_PARTIAL_TOKENS`)."""
+        lo = self.loaded_at(i)
+        if lo.text is None or room.files < 1:
+            return None
+        chars = room.chars
+        if room.answer is not None:
+            left = room.answer - self.frame(lo.result.path) - _CUT_NOTICE_CHARS
+            chars = min(chars, left - min(MAX_OUTLINE_CHARS, max(left, 0) // 2))
+        tokens_left: int | None = None
+        if room.tokens is not None and self.tokens is not None:
+            tokens_left = room.tokens - (self.tokens.cost(lo) - (lo.tokens or 0))
+        least_chars = self.least if force else max(self.least, MIN_CUT_CHARS)
+        least_tokens = MIN_PARTIAL_TOKENS if force else MIN_CUT_TOKENS
+        if force and room.chars >= self.least:
+            chars = max(chars, self.least)  # a page must give something: the answer's
+            # retries name fewer entries when the notices are what takes the room
+        if chars < least_chars or (tokens_left is not None and tokens_left < least_tokens):
+            return None
+        return chars, tokens_left
+
+
+def plan_outlines(
+    order: Sequence[int],
+    loaded_at: Callable[[int], LoadedItem],
+    params: ReadManyParams,
+    tokens: TokenBudget | None,
+    answer: AnswerBudget | None,
+    outliner: Outliner,
+    wide: bool,
+    done_upto: int = -1,
+) -> PackPlan:
+    """The ``packing: "outlines"`` plan of the positions ``order`` (PROTOCOL §4
+    "Outlines"), against content characters (``maxTotalChars``), ``tokens``, answer
+    characters (``answer``) and ``maxTotalFiles`` together.
+
+    - A request of at most :data:`OUTLINES_FIRST_MAX` entries (``wide`` False): the
+      outlines of the files this page cannot give whole are reserved first, in order,
+      as far as they fit in half of the page; then content fills the rest in request
+      order; files that content then leaves out get their outlines in what is left.
+    - A wider request: content is packed as ``auto`` packs it in request order; what
+      it leaves outlines the next files.
+    - Either way a file is cut by the budget only with at least :data:`MIN_CUT_CHARS`
+      characters and :data:`MIN_CUT_TOKENS` tokens left for it (unless the page would
+      give nothing else): less outlines the next files instead of a sliver.
+    - A file no larger than its outline comes as content; a file is outlined at most
+      once in a cursor walk (item indexes up to ``done_upto`` were outlined before).
+      The file the budget cuts (``partial``) keeps the outline of its rest in its cut
+      block, not as an entry of its own."""
+    packer = _OutlinesPacker(
+        order,
+        loaded_at,
+        tokens,
+        answer,
+        outliner,
+        done_upto,
+        MIN_PARTIAL_NUMBERED if params.line_numbers else 1,
     )
-    if not fits:
-        plan.partial = None
-        plan.partial_tokens = None
-        return
-    plan.outlined.pop(partial[0], None)
-    plan.partial = (partial[0], c_rest + own_chars)
-    if plan.partial_tokens is not None:
-        plan.partial_tokens -= t_used - own_tokens
+
+    def room() -> _Room:
+        return _Room(
+            params.max_total_chars,
+            None if tokens is None else tokens.limit,
+            None if answer is None else answer.limit,
+            params.max_total_files,
+        )
+
+    plan = PackPlan("outlines", order, 0, [], None, 0, 0)
+    first = room()
+    stop = packer.whole(first, plan, len(order))
+    plan.stop = stop
+    if stop == len(order):
+        return plan
+    if not wide:
+        # Reserve the outlines of the files from the stop on, then pack content again in
+        # what they leave; the files it then leaves out get outlines in what is left.
+        reserve = room().half()
+        reserve.files = first.files  # files whole content would leave, not more
+        plan = PackPlan("outlines", order, 0, [], None, 0, 0)
+        end = packer.cover(reserve, plan, stop, len(order))
+        first = room()
+        for i in plan.outlined:
+            first.take(packer.outline(loaded_at(i), plan.outlined[i]))
+        for i in plan.included:
+            first.take(packer.content(loaded_at(i)))
+        plan.stop = packer.whole(first, plan, stop)
+        plan.outline_end = end
+        if plan.stop + 1 < stop:
+            packer.cover(first, plan, plan.stop + 1, stop)
+    left = first
+    part = order[plan.stop]
+    own = plan.outlined.pop(part, None)
+    if own is not None:
+        left.take(packer.outline(loaded_at(part), own), -1)
+    cut = packer.cut(left, part, force=False)
+    if cut is None and own is not None:
+        plan.outlined[part] = own  # keeps its outline: too little is left to cut it
+        left.take(packer.outline(loaded_at(part), own))
+    if cut is None:
+        end = packer.cover(left, plan, plan.stop, len(order))
+        plan.outline_end = max(plan.outline_end, end)
+        if not plan.included and not plan.outlined:
+            cut = packer.cut(left, part, force=True)  # every page gives something
+    if cut is not None:
+        plan.partial = (part, cut[0])
+        plan.partial_tokens = cut[1]
+    given = set(plan.included) | set(plan.outlined) | {part if cut is not None else -1}
+    for pos in range(plan.stop, len(order)):
+        if order[pos] > done_upto:
+            break
+        plan.earlier += order[pos] not in given
+    return plan
 
 
 def _pack(
@@ -316,7 +515,7 @@ class Account:
     summary: Summary
     pieces: list[Piece] = field(default_factory=list)
     attachments: list[Attachment] = field(default_factory=list)
-    continuations: list[str] = field(default_factory=list)
+    continuations: list[tuple[str, str]] = field(default_factory=list)
     remaining: list[tuple[int, int]] = field(default_factory=list)
     resume: dict[int, tuple[int, int | None]] = field(default_factory=dict)
     omitted_labels: list[str] = field(default_factory=list)
@@ -328,6 +527,10 @@ class Account:
     unlisted_skipped_names: list[tuple[str, str | None]] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
     outlined: int = 0
+    #: ``packing: "outlines"``: omitted files of this page that got no outline and were
+    #: not outlined on an earlier page; the last item index outlined on this page.
+    not_outlined: int = 0
+    outlined_upto: int | None = None
     #: How this answer's texts are counted (exactly unless the answer is huge and has no
     #: token budget: ``tokens.Tally``).
     tally: tokens.Tally = field(default_factory=lambda: tokens.Tally(None))
@@ -345,6 +548,8 @@ class Account:
             self.omitted_total += 1
             if len(self.omitted_labels) <= MAX_LISTED:
                 self.omitted_labels.append(result.path)
+        elif st == Status.SKIPPED and result.code == Code.NO_MATCH:
+            self.summary.no_match += 1  # a pattern, not a file (PROTOCOL §4)
         elif st == Status.SKIPPED:
             self.summary.skipped += 1
         elif st == Status.UNCHANGED:

@@ -58,6 +58,14 @@ def positions(items: Items, continuation: Continuation | None) -> Flat:
     return Flat([r for r in ranges if r[0] < r[1]])
 
 
+def outlined_upto(items: Items, continuation: Continuation | None) -> int:
+    """The last item position a cursor walk has outlined (``packing: "outlines"``
+    outlines a file at most once in a walk); -1 when none."""
+    if continuation is None or continuation.position.outlined is None:
+        return -1
+    return items.first_after(continuation.position.outlined) - 1
+
+
 def found(items: Items, keys: Iterable[Key]) -> Iterator[int]:
     """The positions of the ``keys`` that exist now."""
     for key in keys:
@@ -237,6 +245,11 @@ def _position(
         resume = (items.key(i), offset, limit)
     region = _region(items, first, [*extra, *found(items, kept)])
     count, total = _fingerprint(items, region)
+    outlined = before.outlined
+    if acc.outlined_upto is not None:
+        outlined = items.key(acc.outlined_upto)
+    if outlined is not None and key_order(outlined) < key_order(items.key(first)):
+        outlined = None  # delivered past it: nothing ahead was outlined
     position = Position(
         after=after,
         beyond=sorted(beyond, key=key_order),
@@ -244,6 +257,7 @@ def _position(
         count=count,
         total=total,
         since=since,
+        outlined=outlined,
     )
     return position, extra
 

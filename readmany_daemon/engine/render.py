@@ -15,7 +15,13 @@ from collections.abc import Callable, Sequence
 
 from readmany_daemon.content.tokens import BOUNDARY_MARGIN
 from readmany_daemon.engine.items import Piece
-from readmany_daemon.engine.notices import Notices, notice_lines
+from readmany_daemon.engine.notices import (
+    Notices,
+    framed_name,
+    named_in,
+    notice_lines,
+    one_line,
+)
 from readmany_daemon.errors import Status
 from readmany_daemon.wire.messages import FileResult, Summary, wire_safe
 
@@ -80,6 +86,17 @@ def _shown(p: Piece) -> bool:
     )
 
 
+#: The body of an empty file in ``separator`` (PROTOCOL §5): framing, not content, so
+#: that an empty file and a file of one blank line read differently.
+EMPTY_FILE = "[Empty file.]"
+
+
+def _empty(p: Piece) -> bool:
+    """Whether ``p`` is a file shown whole with no content at all (an empty file: a
+    window that is not the whole file says so in its position notice)."""
+    return p.content == "" and p.result.status == Status.OK
+
+
 def _body(p: Piece) -> str:
     """What a framed entry holds: its content, or the line of an unchanged or failed one."""
     r = p.result
@@ -121,11 +138,14 @@ def _separator(pieces: Sequence[Piece], notices: Notices) -> _Parts:
     out = _Parts()
     for p in _framed(pieces, with_errors=False):
         content = _body(p)
-        out.add(f"--- {p.result.path} ---\n")
+        out.add(f"--- {framed_name(p.result.path)} ---\n")
         out.add(content, p if _shown(p) else None)
-        out.add("\n" if content.endswith("\n") else "\n\n")
-    for line in notice_lines(pieces, notices, framed_errors=False):
-        out.add(line + "\n")
+        if _empty(p):
+            out.add(EMPTY_FILE + "\n\n")
+        else:
+            out.add("\n" if content.endswith("\n") else "\n\n")
+    for line in notice_lines(pieces, notices, framed_errors=False, name=framed_name):
+        out.add(one_line(line) + "\n")
     out.add("--- End of content ---")
     return out
 
@@ -153,6 +173,8 @@ def _heredoc(pieces: Sequence[Piece], notices: Notices) -> _Parts:
         r = p.result
         shown = _shown(p)
         body = content_form("heredoc", _body(p))
+        if not shown and r.status == Status.ERROR:
+            body = named_in(body, r.path, framed_name)
         base = f"{HEREDOC_WORDS[(index - 1) % len(HEREDOC_WORDS)]}_{index}_{djb2_hex6(r.path)}"
         delimiter = base
         lines = set(body.split("\n"))
@@ -160,10 +182,12 @@ def _heredoc(pieces: Sequence[Piece], notices: Notices) -> _Parts:
         while delimiter in lines:
             suffix += 1
             delimiter = f"{base}_{suffix}"
-        out.add(("\n\n" if index > 1 else "") + f"@{r.path}\n<<'{delimiter}'\n")
+        # An empty file has no body line, as a shell heredoc of nothing.
+        opening = f"<<'{delimiter}'" + ("" if _empty(p) else "\n")
+        out.add(("\n\n" if index > 1 else "") + f"@{framed_name(r.path)}\n{opening}")
         out.add(body, p if shown else None)
         out.add(f"\n{delimiter}")
-    tail = notice_lines(pieces, notices, framed_errors=True)
+    tail = [one_line(x) for x in notice_lines(pieces, notices, True, name=framed_name)]
     if tail:
         out.add(("\n\n" if out.parts else "") + "\n".join(tail))
     return out
@@ -321,6 +345,19 @@ RENDERERS = {
     "xml": render_xml,
     "json": render_json,
 }
+
+
+def frame_chars(fmt: str, label: str) -> int:
+    """Characters the framing of one file labelled ``label`` adds to ``llmContent`` in
+    format ``fmt`` (its label line or tags, its separators), its content aside: the
+    length of the answer with that file and one character of content, less the answer
+    without it and that character (``packing: "outlines"`` plans answer characters
+    with it)."""
+    body = "x\n"
+    one = Piece(FileResult(path=label, status=Status.OK, source="disk", chars=2), label, body)
+    empty = _PARTS[fmt]([], Notices()).parts
+    framed = _PARTS[fmt]([one], Notices()).parts
+    return max(0, sum(map(len, framed)) - sum(map(len, empty)) - len(content_form(fmt, body)))
 
 
 def render(fmt: str, pieces: Sequence[Piece], notices: Notices) -> str:

@@ -18,6 +18,7 @@ from readmany_daemon.engine.items import Expansion, Item, Items, Resolved
 from readmany_daemon.engine.suggest import closest, did_you_mean
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, InvalidParams, Status
+from readmany_daemon.index.model import FOLDER
 from readmany_daemon.paths import realpath_of, resolves_inside, to_rel
 from readmany_daemon.rules.glob import has_magic
 from readmany_daemon.rules.kinds import Filters
@@ -150,8 +151,11 @@ class _Resolver:
         message: str,
         rel: str | None = None,
         ignored_by: str | None = None,
+        names_file: bool = False,
     ) -> None:
-        """Add an entry whose answer is already known (an error, no-match, ignored)."""
+        """Add an entry whose answer is already known (an error, no-match, ignored);
+        ``names_file``: the entry is an existing file (denied, ignored), counted in
+        ``summary.matched``."""
         label = self.label(rel) if rel is not None else raw
         result = FileResult(
             path=label,
@@ -162,7 +166,7 @@ class _Resolver:
             message=message,
             ignored_by=ignored_by,
         )
-        self.add(Item(label=label, key=key, rel=rel, result=result))
+        self.add(Item(label=label, key=key, rel=rel, result=result, names_file=names_file))
 
     def entry(
         self,
@@ -275,6 +279,7 @@ class _Resolver:
                 Code.DENIED,
                 f"{raw} is denied by {deny.source} ({deny.pattern}) and is never read",
                 rel=rel,
+                names_file=True,
             )
             return
         if f.respect_ignore_files:
@@ -289,6 +294,7 @@ class _Resolver:
                     "set fileFilteringOptions.respectIgnoreFiles=false to read it",
                     rel=rel,
                     ignored_by=hidden.source,
+                    names_file=True,
                 )
                 return
         soft = ws.explain(
@@ -327,20 +333,14 @@ class _Resolver:
             if len(kept) != len(matches):
                 hidden["exclude"] += len(matches) - len(kept)
             matches = kept
-        self.out.hidden.update(hidden)
+        files = Counter({k: n for k, n in hidden.items() if not k.endswith(FOLDER)})
+        folders = Counter(
+            {k.removesuffix(FOLDER): n for k, n in hidden.items() if k.endswith(FOLDER)}
+        )
+        self.out.hidden.update(files)
+        self.out.hidden_folders.update(folders)
         if not matches:
-            message = f"{raw} matched no visible file"
-            # The counts are hidden files that match and hidden folders in the pattern's
-            # scope (not searched: they may or may not hold matches). Deny rules can't be
-            # lifted and nearly always mean .git/ alone: not worth a hint.
-            liftable = {k: n for k, n in hidden.items() if _HIDDEN_HINTS.get(k)}
-            if liftable:
-                parts = [
-                    f"{n} file(s) or folder(s) hidden by {kind_} rules were not searched"
-                    f" (show them with {_HIDDEN_HINTS[kind_]})"
-                    for kind_, n in sorted(liftable.items())
-                ]
-                message += "; " + "; ".join(parts)
+            message = f"{raw} matched no visible file" + _hidden_words(files, folders)
             self.preset(raw, raw, Status.SKIPPED, Code.NO_MATCH, message)
             self.out.hints.append(f"[{message}.]")
             return
@@ -383,6 +383,23 @@ class _Resolver:
                 f"their files are missing from {raw}.]"
             )
         return False
+
+
+def _hidden_words(files: Counter[str], folders: Counter[str]) -> str:
+    """What an expansion that came back empty says of what rules hid: hidden files
+    that match, per kind, and ignored folders in the pattern's scope, not searched (they
+    may or may not hold matches), e.g. ``; 1 file(s) hidden by gitignore rules; 6
+    ignored folder(s) not searched (show them with …)``. Deny rules can't be lifted and
+    nearly always mean .git/ alone: not counted here."""
+    liftable = [k for k in _HIDDEN_HINTS if _HIDDEN_HINTS[k] and (files[k] or folders[k])]
+    if not liftable:
+        return ""
+    parts = [f"{files[k]} file(s) hidden by {k} rules" for k in liftable if files[k]]
+    n_folders = sum(folders[k] for k in liftable)
+    if n_folders:
+        parts.append(f"{n_folders} ignored folder(s) not searched")
+    show = "; ".join(_HIDDEN_HINTS[k] for k in liftable)
+    return "; " + "; ".join(parts) + f" (show them with {show})"
 
 
 #: Unlisted folders named per expansion in ``llmContent`` warnings; the rest are counted.

@@ -178,12 +178,8 @@ class Workspace:
         return verdict
 
     def _explain(self, rel: str, is_dir: bool, filters: Filters) -> Verdict | None:
-        parts = rel.split("/")
-        for i in range(1, len(parts)):
-            verdict = self.rules.check("/".join(parts[:i]), True, filters)
-            if verdict is not None:
-                return verdict
-        return self.rules.check(rel, is_dir, filters)
+        # one walk down rel's folders, however deep (not one check per folder)
+        return self.rules.check_folders_first(rel, is_dir, filters)
 
     def abspath(self, rel: str) -> str:
         """The absolute path of workspace-relative ``rel`` ("" is the root)."""

@@ -136,6 +136,9 @@ class FastListing:
         #: what the git-seeded listing did: paths git listed, tracked paths it did not list
         #: but that were kept, folders handed to the engine, folders and files hidden
         self.counts: dict[str, int] = {}
+        #: what the listing could not see (folders it could not list), one line each;
+        #: filled by ``files``
+        self.warnings: list[str] = []
         self._others: GitCall | None = None
         self._tracked: GitCall | None = None
         if fallback is None and (
@@ -176,7 +179,10 @@ class FastListing:
 
         if _TRACE:
             _trace(f"fallback: {self.fallback}")
-        return Index.build(self.root, settings).files(filters)
+        index = Index.build(self.root, settings)
+        listed = index.files(filters)
+        self.warnings = list(index.warnings)
+        return listed
 
     # ---- the git-seeded listing ----------------------------------------------------------
 
@@ -219,6 +225,12 @@ class FastListing:
             _trace("git ls-files --others done")
         if raw is None:
             self.fallback = f"git ls-files --others failed (exit {self._others.rc})"
+            return None
+        if self._others.err:
+            # git skips what it cannot open or access (a folder deeper than PATH_MAX,
+            # one without permission) with a warning and exit 0: the index walk names
+            # those folders
+            self.fallback = "git could not list every folder"
             return None
         listed: list[str]
         plain: bool

@@ -28,9 +28,11 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable
+from typing import NamedTuple
 
 from readmany_daemon.index.dump import IndexSnapshots
 from readmany_daemon.index.records import ALL_MASK, DirRecord, is_under, sort_keys
+from readmany_daemon.paths import nfc
 from readmany_daemon.rules.glob import compile_glob
 from readmany_daemon.rules.ignore import Frame, IgnoreRules
 from readmany_daemon.rules.kinds import ALL, DENY, KIND_BITS, KIND_NAMES, Filters, Verdict
@@ -39,11 +41,77 @@ from readmany_daemon.settings import Settings
 __all__ = ["Index"]
 
 
+class _Free(NamedTuple):
+    """A folder ``Index._emit`` walks on demand: ``rel``, the ``frame`` it is entered
+    from (restricted to the request's kinds) and the kinds ``bits`` excluding it."""
+
+    rel: str
+    frame: Frame
+    bits: int
+
+
+#: One step of ``Index._emit``: a run of paths to append, a walked folder ``(records,
+#: rel, record)``, or a folder to walk on demand.
+_Job = list[str] | tuple[dict[str, DirRecord], str, DirRecord] | _Free
+
+
+def _emit_all(
+    records: dict[str, DirRecord], rel: str, rec: DirRecord, recursive: bool, out: list[str]
+) -> None:
+    """``Index._emit`` with every kind applied, nothing counted or filtered (the whole
+    listing's path, kept tight): the files of ``rec`` (folder ``rel``) and with
+    ``recursive`` those below it, appended to ``out`` in byte order, depth first over an
+    explicit stack of runs of paths (lists) and folders ``(rel, record)``."""
+    stack: list[list[str] | tuple[str, DirRecord]] = [(rel, rec)]
+    pop = stack.pop
+    while stack:
+        job = pop()
+        if isinstance(job, list):
+            out += job
+            continue
+        at, folder = job
+        prefix = at + "/" if at else ""
+        entries = folder.entries
+        if not folder.ndirs:
+            out += [prefix + k for k in entries]
+            continue
+        if not recursive and at == rel:
+            out += [prefix + k for k in entries if k[-1] != "/"]
+            continue
+        later: list[list[str] | tuple[str, DirRecord]] = []
+        run = out  # where files go: ``out`` until the first sub-folder, then a new run
+        for key in entries:
+            if key[-1] != "/":
+                if not run and run is not out:
+                    later.append(run)
+                run.append(prefix + key)
+            else:
+                sub = prefix + key[:-1]
+                later.append((sub, records[sub]))
+                run = []
+        later.reverse()
+        stack += later
+
+
 def _first_kind(mask: int) -> str:
     for bit in KIND_BITS:
         if mask & bit:
             return KIND_NAMES[bit]
     return "deny"
+
+
+#: The suffix of a ``hidden`` counter's key that counts folders a kind hid (not entered,
+#: so their files are unknown), beside the kind's own key that counts hidden files:
+#: ``{"gitignore": 1, "default-exclude/": 6}``.
+FOLDER = "/"
+
+
+def merged_hidden(counter: Counter[str]) -> dict[str, int]:
+    """A ``hidden`` counter with its folder counts added to their kind's file counts."""
+    out: Counter[str] = Counter()
+    for key, n in counter.items():
+        out[key.removesuffix(FOLDER)] += n
+    return dict(out)
 
 
 class Index(IndexSnapshots):
@@ -93,20 +161,57 @@ class Index(IndexSnapshots):
     ) -> None:
         """Append the files of ``rec`` (folder ``rel``) visible under ``mask``, and with
         ``recursive`` those below it, in byte order. Folders pruned by kinds outside
-        ``mask`` are walked on demand into a throw-away dict."""
-        prefix = rel + "/" if rel else ""
+        ``mask`` are walked on demand into throw-away dicts.
+
+        Depth first over an explicit stack, never recursing per folder level (a tree may
+        be thousands of folders deep, past Python's recursion limit): each folder's
+        entries are emitted in order until its first sub-folder, the rest is pushed
+        (reversed) as jobs: a run of paths (a list), a walked folder ``(records, rel,
+        rec)`` or a folder to walk on demand ``(rel, frame, excluded kinds)``."""
         if mask == ALL_MASK and counter is None and keep is None:
-            entries = rec.entries
-            if not rec.ndirs:
-                out += [prefix + k for k in entries]
-                return
-            for key in entries:
-                if key[-1] != "/":
-                    out.append(prefix + key)
-                elif recursive:
-                    sub = prefix + key[:-1]
-                    self._emit(records, sub, records[sub], mask, True, out, None, None)
+            _emit_all(records, rel, rec, recursive, out)
             return
+        stack: list[_Job] = [(records, rel, rec)]
+        first = True
+        while stack:
+            job = stack.pop()
+            if isinstance(job, list):
+                out += job
+                continue
+            if isinstance(job, _Free):
+                sub, frame, bits = job
+                self._forget_unwatched(sub)
+                temp: dict[str, DirRecord] = {}
+                hidden_self = self._walk([(sub, frame, bits & mask, 0, None)], temp)
+                got = temp.get(sub)
+                if got is not None:
+                    stack.append((temp, sub, got))
+                elif counter is not None and hidden_self & mask:
+                    counter[_first_kind(hidden_self & mask) + FOLDER] += 1
+                continue
+            recs, at, folder = job
+            deep = recursive or not first
+            later = self._entries(recs, at, folder, mask, deep, out, counter, keep)
+            first = False
+            if later:
+                later.reverse()
+                stack += later
+
+    def _entries(
+        self,
+        records: dict[str, DirRecord],
+        rel: str,
+        rec: DirRecord,
+        mask: int,
+        recursive: bool,
+        out: list[str],
+        counter: Counter[str] | None,
+        keep: Callable[[str], bool] | None,
+    ) -> list[_Job]:
+        """``_emit``'s step for one folder under ``mask``, counting into ``counter`` and
+        filtering by ``keep``: appends its files up to its first sub-folder to ``out`` and
+        returns the jobs after it, in order."""
+        prefix = rel + "/" if rel else ""
         keys = list(rec.entries)
         extra = False
         allowed: set[str] = set()
@@ -124,18 +229,22 @@ class Index(IndexSnapshots):
                     and recursive
                     and (keep is None or keep(prefix + name + "/"))
                 ):
-                    counter[_first_kind(m & mask)] += 1
+                    counter[_first_kind(m & mask) + FOLDER] += 1
             elif recursive:
                 keys.append(name + "/")
                 allowed.add(name)
                 extra = True
         if extra:
             sort_keys(keys)
+        later: list[_Job] = []
+        run = out  # where files go: ``out`` until the first sub-folder, then a new run
         for key in keys:
             if key[-1] != "/":
                 path = prefix + key
                 if keep is None or keep(path):
-                    out.append(path)
+                    if not run and run is not out:
+                        later.append(run)
+                    run.append(path)
                 continue
             if not recursive:
                 continue
@@ -143,27 +252,14 @@ class Index(IndexSnapshots):
             sub = prefix + name
             if keep is not None and not keep(sub + "/"):
                 continue
+            run = []  # files after a sub-folder start a new run
             if name not in allowed:
-                self._emit(records, sub, records[sub], mask, True, out, counter, keep)
+                later.append((records, sub, records[sub]))
                 continue
             frame = self._restricted(rec.frame, mask)
             _, r = self.rules.classify(frame, sub, name, True)
-            self._emit_free(sub, frame, r, mask, out, counter, keep)
-
-    def _emit_free(
-        self,
-        rel: str,
-        frame: Frame,
-        excl_bits: int,
-        mask: int,
-        out: list[str],
-        counter: Counter[str] | None,
-        keep: Callable[[str], bool] | None,
-    ) -> None:
-        """Walk folder ``rel`` (entered from ``frame``) on demand with the kinds in
-        ``mask`` and emit its files; nothing is kept."""
-        self._forget_unwatched(rel)
-        self._walk_emit(rel, frame, excl_bits & mask, mask, True, out, counter, keep)
+            later.append(_Free(sub, frame, r))
+        return later
 
     def _walk_emit(
         self,
@@ -183,7 +279,7 @@ class Index(IndexSnapshots):
         rec = temp.get(rel)
         if rec is None:
             if counter is not None and hidden_self & mask:
-                counter[_first_kind(hidden_self & mask)] += 1
+                counter[_first_kind(hidden_self & mask) + FOLDER] += 1
             return
         self._emit(temp, rel, rec, mask, recursive, out, counter, keep)
 
@@ -204,10 +300,11 @@ class Index(IndexSnapshots):
     ) -> list[str]:
         """Visible files under folder ``rel_dir`` (``""`` = root), sorted by bytes;
         ``recursive=False``: only its own files. ``hidden`` (optional) gets, per kind name,
-        how many paths under ``rel_dir`` the enabled kinds hid (a pruned folder counts
-        once, under the first kind hiding it in the order deny, ignore-file, gitignore,
-        default-exclude); if ``rel_dir`` itself is hidden it counts once and ``[]`` is
-        returned. A missing folder gives ``[]``."""
+        how many files under ``rel_dir`` the enabled kinds hid, and under the kind's
+        name and :data:`FOLDER` (``"gitignore/"``) the pruned folders, not entered (a
+        pruned folder counts once, under the first kind hiding it in the order deny,
+        ignore-file, gitignore, default-exclude); if ``rel_dir`` itself is hidden it
+        counts once as a folder and ``[]`` is returned. A missing folder gives ``[]``."""
         rel_dir = rel_dir.strip("/")
         out: list[str] = []
         self._expand(rel_dir, filters.mask, recursive, out, hidden, None)
@@ -239,7 +336,7 @@ class Index(IndexSnapshots):
             h |= DENY
         if h & mask:
             if counter is not None:
-                counter[_first_kind(h & mask)] += 1
+                counter[_first_kind(h & mask) + FOLDER] += 1
             return
         self._walk_emit(rel_dir, pframe, r & mask, mask, recursive, out, counter, keep)
 
@@ -263,14 +360,15 @@ class Index(IndexSnapshots):
         pattern: str | None = None,
     ) -> dict[str, int]:
         """``{kind: count}`` of paths the enabled kinds hid from an expansion of
-        ``rel_dir`` (or of glob ``pattern`` when given); see ``expand_dir``. Cheaper: pass
-        a ``Counter`` as ``hidden=`` to ``expand_dir``/``glob`` instead."""
+        ``rel_dir`` (or of glob ``pattern`` when given), files and pruned folders
+        together (:func:`merged_hidden`); see ``expand_dir``. Cheaper: pass a
+        ``Counter`` as ``hidden=`` to ``expand_dir``/``glob`` instead."""
         counter: Counter[str] = Counter()
         if pattern is not None:
             self.glob(pattern, filters, recursive, hidden=counter)
         else:
             self.expand_dir(rel_dir, filters, recursive, hidden=counter)
-        return dict(counter)
+        return merged_hidden(counter)
 
     def glob(
         self,
@@ -281,16 +379,24 @@ class Index(IndexSnapshots):
     ) -> list[str]:
         """Visible files matching glob ``pattern`` (PROTOCOL §3: ``*`` and ``?`` never
         cross ``/``, ``**`` does, ``[...]`` classes, ``{a,b}`` braces, dotfiles match,
-        case-sensitive), sorted by bytes. ``recursive=False``: ``**`` acts as ``*``.
+        case-sensitive; NFC and NFD spellings of a name match alike, the paths keep
+        their on-disk spelling), sorted by bytes. ``recursive=False``: ``**`` acts as ``*``.
         ``hidden``: as for ``expand_dir`` (hidden files that match, and pruned folders
         the pattern could reach, count once each).
 
         Raises ``ValueError`` (readable message) for an empty, absolute or ``..``
         pattern, or one wcmatch rejects."""
-        rx, start, seg_ok = compile_glob(pattern, recursive)
+        rx, start, seg_ok = compile_glob(nfc(pattern), recursive)
+        if not start.isascii():
+            # a literal folder may be spelled in either form on disk, or both (two
+            # folders): start above its first non-ASCII name; ``keep`` prunes the rest
+            parts = start.split("/")
+            start = "/".join(parts[: next(i for i, p in enumerate(parts) if not p.isascii())])
         out: list[str] = []
 
         def keep(path: str) -> bool:
+            if not path.isascii():
+                path = nfc(path)  # either form matches (the pattern is NFC)
             if path.endswith("/"):
                 return seg_ok(path[:-1])
             return rx.fullmatch(path) is not None

@@ -61,7 +61,11 @@ def structured(answer: Mapping[str, Any]) -> dict[str, Any]:
     ``files`` without ``omitted`` entries (``packing.omittedPaths`` names them; the
     ``summary`` counts them all) and without ``outline`` (the text gives each symbol in
     a line; as JSON a cut file's outline would cost as many tokens again)."""
-    out = {k: v for k, v in answer.items() if k not in ("llmContent", "returnDisplay")}
+    out = {
+        k: v
+        for k, v in answer.items()
+        if k not in ("llmContent", "returnDisplay") and not (k == "nextCursor" and v is None)
+    }
     out["files"] = [
         {k: v for k, v in f.items() if k != "outline"}  # the text holds it, one line a symbol
         for f in answer.get("files") or []

@@ -257,11 +257,13 @@ def output_schema(
     keep: Sequence[str] | None = None,
     extra: Mapping[str, Any] | None = None,
     drop: Mapping[str, Sequence[str]] | None = None,
+    full: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The MCP ``outputSchema`` of result Struct ``cls``: an object (MCP requires
     ``type: object`` at the top) of the members ``keep`` (default all) and ``extra``,
-    typed; a nested object (or array item) names only its required members. ``drop``
-    names members of an item Struct left out (by Struct name)."""
+    typed; a nested object (or array item) names only its required members, except the
+    members ``full`` names, which name all theirs. ``drop`` names members of an item
+    Struct left out (by Struct name)."""
     defs = dict(msgspec.json.schema_components([cls])[1])
     for name, members in (drop or {}).items():
         d = defs[name]
@@ -270,7 +272,14 @@ def output_schema(
         defs[name] = {**d, "properties": props, "required": required}
     top = defs[cls.__name__]
     names = list(top["properties"]) if keep is None else list(keep)
-    props = {k: _lean(top["properties"][k], defs, 0) for k in names}
+    props = {k: _lean(top["properties"][k], defs, 1 if k in full else 0) for k in names}
+    for k in set(names) - set(top.get("required", ())):
+        # An optional member is left out when it has no value (``omit_defaults``), never
+        # sent as null: no ``null`` branch (the Inspector's --strict check warns on one).
+        kinds = props[k].get("type")
+        if isinstance(kinds, list) and "null" in kinds:
+            rest = [t for t in kinds if t != "null"]
+            props[k] = {**props[k], "type": rest[0] if len(rest) == 1 else rest}
     out: dict[str, Any] = {"type": "object", "properties": {**props, **(extra or {})}}
     required = [k for k in top.get("required", []) if k in names]
     if required:
@@ -360,6 +369,7 @@ def tool_definitions(settings: Settings | None = None) -> list[dict[str, Any]]:
                 READ_STRUCTURED,
                 extra={"filesLeftOut": {"type": "integer"}},
                 drop={"Attachment": ("data",)},
+                full=("summary",),  # the counters (PROTOCOL §4: which add up to matched)
             ),
             "annotations": hints,
             "_meta": {"anthropic/maxResultSizeChars": MAX_RESULT_SIZE_CHARS},

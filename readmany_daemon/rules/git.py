@@ -168,6 +168,7 @@ class GitCall:
         "_finalizer",
         "_state",
         "args",
+        "err",
         "error",
         "out",
         "rc",
@@ -179,6 +180,8 @@ class GitCall:
         self.error: str | None = None
         self.start_error: OSError | None = None
         self.out = b""
+        #: git's stderr once it exited (warnings too, with exit code 0)
+        self.err = b""
         self.rc = -1
         self._done = False
         out = scratch_fd()
@@ -222,8 +225,8 @@ class GitCall:
             state[0] = 0
             self.rc = os.waitstatus_to_exitcode(status)
             self.out = _read_all(state[1])
+            self.err = err = _read_all(state[2])
             if self.rc not in (0, 1):
-                err = _read_all(state[2])
                 self.error = f"git {' '.join(self.args)}: {os.fsdecode(err).strip()[:300]}"
             self.close()
         return self.rc, self.out

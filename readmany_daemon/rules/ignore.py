@@ -338,7 +338,6 @@ class IgnoreRules:
     def _read_list(self, abspath: str, base: str, kind: int, nofollow: bool) -> PatternList | None:
         """Read one ignore file (``None`` when absent or unreadable, with a warning for
         anything but "missing")."""
-        label = self._label(abspath)
         if not nofollow:  # outside the walked tree: no watch sees it change
             self._outside.stamp(abspath)
         flags = os.O_RDONLY | (os.O_NOFOLLOW if nofollow else 0)
@@ -349,8 +348,11 @@ class IgnoreRules:
         except NotADirectoryError:
             return None
         except OSError as exc:
-            self.warnings.append(f"{label}: not read: {exc.strerror}")
+            self.warnings.append(f"{self._label(abspath)}: not read: {exc.strerror}")
             return None
+        # labelled only once there is a file: most probes find none, and the label costs
+        # a relpath, in the depth of the folder
+        label = self._label(abspath)
         try:
             st = os.fstat(fd)
             if not _is_regular(st.st_mode):
@@ -697,27 +699,57 @@ class IgnoreRules:
         git's ``prep_exclude``); ``gitignore``/``default-exclude`` never hide a tracked
         path (a folder: one holding tracked paths). Works for paths that do not exist
         (their ignore files are simply absent)."""
-        mask = filters.mask
         parts = rel.split("/")
         if ".git" in parts:
             return Verdict("deny", ".git", ".git")
-        for bit in KIND_BITS:
-            if mask & bit:
-                v = self._check_kind(bit, parts, is_dir)
-                if v is not None:
-                    return v
+        for bit, _, v in self._hits(parts, is_dir, filters.mask):
+            if not (bit & _RESCUABLE and self._rescued(rel, is_dir)):
+                return v
         return None
 
-    def _check_kind(self, bit: int, parts: list[str], is_dir: bool) -> Verdict | None:
+    def check_folders_first(self, rel: str, is_dir: bool, filters: Filters = ALL) -> Verdict | None:
+        """``check`` of the shallowest folder above ``rel`` that it hides (each folder
+        checked as ``check(folder, True, filters)`` would), else ``check`` of ``rel``.
+
+        The same answer as those calls one after another, in one walk down ``rel``'s
+        folders: linear in its depth, where the calls cost its cube (each ``check``
+        walks from the root, entering every folder on the way)."""
+        parts = rel.split("/")
+        n = len(parts)
+        git = parts.index(".git") if ".git" in parts else n
+        hits = self._hits(parts[:git], is_dir if git == n else True, filters.mask)
+        top = min((j for _, j, _ in hits), default=n)
+        for i in range(max(1, min(top, git) + 1), n):  # the folder of the first i parts
+            if git < i:
+                return Verdict("deny", ".git", ".git")
+            folder = "/".join(parts[:i])
+            for bit, j, v in hits:
+                if j < i and not (bit & _RESCUABLE and self._rescued(folder, True)):
+                    return v
+        if git < n:
+            return Verdict("deny", ".git", ".git")
+        for bit, _, v in hits:  # rel itself, as ``check`` judges it
+            if not (bit & _RESCUABLE and self._rescued(rel, is_dir)):
+                return v
+        return None
+
+    def _hits(self, parts: list[str], is_dir: bool, mask: int) -> list[tuple[int, int, Verdict]]:
+        """Per kind of ``mask`` that hides the path ``parts`` (or a folder above it) by a
+        pattern or a virtualenv marker, tracked paths aside: ``(kind bit, index of the
+        part where it first does (-1: the root itself), verdict)``, in kind order."""
+        out = []
+        for bit in KIND_BITS:
+            if mask & bit:
+                hit = self._first_hit(bit, parts, is_dir)
+                if hit is not None:
+                    out.append((bit, *hit))
+        return out
+
+    def _first_hit(self, bit: int, parts: list[str], is_dir: bool) -> tuple[int, Verdict] | None:
         k = KIND_BITS.index(bit)
         frame = self.root_frame(bit | DENY)
-        rel_full = "/".join(parts)
-
-        def rescued() -> bool:
-            return bool(bit & _RESCUABLE) and self._rescued(rel_full, is_dir)
-
         if isinstance(frame.states[k], _Excl):
-            return None if rescued() else self._root_excl_verdict(bit)
+            return -1, self._root_excl_verdict(bit)
         cur = ""
         for i, part in enumerate(parts):
             last = i == len(parts) - 1
@@ -728,17 +760,13 @@ class IgnoreRules:
                 return None
             hit = _last_match(st, self.root_prefix + byte_view(path), byte_view(part), d)
             if hit is not None and not hit[0].negated:
-                return None if rescued() else hit[1].verdict(hit[0])
+                return i, hit[1].verdict(hit[0])
             if not d:
                 return None
             if bit == DEFAULT_EXCLUDE:
                 marker = _env_marker(os.path.join(self.root, path))
                 if marker is not None:
-                    return (
-                        None
-                        if rescued()
-                        else Verdict("default-exclude", "defaultExcludes:" + marker, marker)
-                    )
+                    return i, Verdict("default-exclude", "defaultExcludes:" + marker, marker)
             if last:
                 return None
             frame, _ = self.enter(frame, path, 0, None, None)

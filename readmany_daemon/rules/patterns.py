@@ -33,6 +33,7 @@ import zlib
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
+from readmany_daemon.paths import nfc
 from readmany_daemon.rules.kinds import KIND_NAMES, Verdict
 from readmany_daemon.rules.regex import (
     Alternation,
@@ -328,13 +329,16 @@ class GitPatterns:
 
     def __init__(self, lines: Sequence[str]) -> None:
         self.warnings: list[str] = []
-        self._list = PatternList.from_patterns(list(lines), "exclude", "", 0, self.warnings)
+        # NFC patterns against NFC paths: a line typed in either normalization form
+        # matches a name stored in either (PROTOCOL §3; ignore files stay byte for byte)
+        lines = [nfc(line) for line in lines]
+        self._list = PatternList.from_patterns(lines, "exclude", "", 0, self.warnings)
 
     def match(self, path: str, is_dir: bool = False) -> bool:
         """Whether ``path`` (root-relative POSIX) is excluded: itself, or a folder above
         it (checked top-down as git's ``prep_exclude`` does). One path at a time: for a
         list of files, ``keep`` gives the same answer in one pass."""
-        parts = byte_view(path.strip("/")).split("/")
+        parts = byte_view(nfc(path).strip("/")).split("/")
         cur = ""
         for i, part in enumerate(parts):
             cur = cur + "/" + part if cur else part
@@ -360,8 +364,10 @@ class GitPatterns:
             return list(paths)  # only negations, or patterns that can never match
         joined = "\n".join(paths)
         clean: Sequence[str] = paths
+        if not joined.isascii():
+            clean = [nfc(p) for p in paths]  # compared in NFC; the originals are kept
         if joined[:1] == "/" or joined[-1:] == "/" or "\n/" in joined or "/\n" in joined:
-            clean = [p.strip("/") for p in paths]
+            clean = [p.strip("/") for p in clean]
         splits = [p.rpartition("/") for p in clean]
         parent: dict[str, str] = {}  # folder -> its parent ("" at the top)
         for d in {t[0] for t in splits}:

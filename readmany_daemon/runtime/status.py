@@ -12,6 +12,7 @@ from typing import NotRequired, TypedDict
 
 from readmany_daemon import __version__
 from readmany_daemon.content.cache import ContentCache
+from readmany_daemon.runtime.inotify import watchdog_version
 from readmany_daemon.runtime.requests import Jobs
 from readmany_daemon.runtime.roots import RootEntry, present_warnings
 from readmany_daemon.runtime.watcher import Watcher
@@ -21,10 +22,14 @@ MAX_ROOT_WARNINGS = 50
 
 
 class WatcherStatus(TypedDict):
-    """One root's watcher in ``readMany/status``: state, watched folders, warnings."""
+    """One root's watcher in ``readMany/status``: state, watched folders, warnings, and
+    how its freshness barrier works (``barrier``; ``barrierReason`` unless
+    ``"quiet-queue"``)."""
 
     state: str
     warnings: list[str]
+    barrier: NotRequired[str]
+    barrierReason: NotRequired[str]
     watched: NotRequired[int]
     unwatched: NotRequired[int]
     batches: NotRequired[int]
@@ -93,17 +98,40 @@ class Status(TypedDict):
     engine: EngineStatus
 
 
+def barrier_route(watcher: Watcher | None) -> tuple[str, str]:
+    """``(barrier, reason)`` of a root's watcher (protocol §2): ``"quiet-queue"`` (no
+    cookie when the kernel queue is empty), ``"cookie"`` (a cookie round trip each
+    barrier) or ``"stat"`` (stat checks), and, unless ``"quiet-queue"``, a reason naming
+    the package, its version and what did not fit (``""`` for ``"quiet-queue"``)."""
+    who = watchdog_version()
+    if watcher is None:
+        return "stat", f"{who}: no watcher runs for this root"
+    if watcher.broken is not None:
+        return "stat", f"{who}: {watcher.broken}"
+    if watcher.state in ("off", "stopped") or watcher.root_lost:
+        lost = "lost its folder" if watcher.root_lost else watcher.state
+        return "stat", f"{who}: the watcher is {lost}"
+    if watcher.barrier_kind != "stat" and not watcher.cookies_ready:
+        return "stat", f"{who}: no barrier cookie folder is watched yet"
+    return watcher.barrier_kind, watcher.barrier_reason
+
+
 def watcher_status(watcher: Watcher | None) -> WatcherStatus:
     """A root's watcher: ``off`` when none runs."""
+    barrier, reason = barrier_route(watcher)
     if watcher is None:
-        return {"state": "off", "warnings": []}
-    return {
+        return {"state": "off", "warnings": [], "barrier": barrier, "barrierReason": reason}
+    out: WatcherStatus = {
         "state": watcher.state,
         "warnings": list(watcher.warnings),
         "watched": watcher.watched,
         "unwatched": watcher.unwatched,
         "batches": watcher.batches,
+        "barrier": barrier,
     }
+    if barrier != "quiet-queue":
+        out["barrierReason"] = reason
+    return out
 
 
 def cache_status(cache: ContentCache) -> CacheStatus:

@@ -1,7 +1,7 @@
 """Keeps one root's index current: watchdog → batched, merged change hints → ``Index.apply``.
 
-With ``runtime/inotify.py``, the only module that imports watchdog. One ``Watcher`` per
-warm root:
+With ``runtime/inotify.py`` and ``runtime/observer.py`` (off Linux), the only modules that
+import watchdog. One ``Watcher`` per warm root:
 
 * **What is watched.** On Linux, watchdog's ``InotifyFD`` (one inotify instance per root,
   its own reader thread) with one non-recursive watch per *walked* folder of the index,
@@ -47,6 +47,17 @@ warm root:
   folders (``Index.recheck_markers``: those folders are not watched), retries unwatched
   folders and drops stray watches.
   Nothing here raises into callers; a bug on a watchdog thread is logged and degrades.
+* **Dead threads.** Each barrier (and each wait for a cookie, every ``LIVENESS_STEP`` s)
+  checks watchdog's reader and dispatcher threads and the applier; one gone restarts the
+  watcher in place: a new inotify instance and watch table (``runtime/watches.py``), the
+  watches added again, the root rescanned (``_rescan_locked``), logged at WARNING with
+  the cause, which is also kept in ``warnings``. So no barrier waits for a cookie a dead
+  thread cannot deliver. At most ``MAX_RESTARTS`` restarts in ``RESTART_WINDOW`` s; past
+  that, or when a restart fails, barriers use stat checks and the state is ``degraded``
+  (docs/reliability.md).
+* **watchdog's shape** (``inotify.barrier_shape``): checked once a process; when its
+  private API does not fit, plain ``InotifyFD`` and cookies (``barrier_kind``
+  ``"cookie"``, ``barrier_reason`` saying why; shown by ``readMany/status``).
 
 States (``state``, shown by ``readMany/status``): ``starting`` (watches being added; the
 barrier is the stat route meanwhile), ``running``, ``degraded`` (see above; answers stay
@@ -57,7 +68,6 @@ holds the last ``MAX_WARNINGS`` problems. Logs never hold file contents.
 from __future__ import annotations
 
 import contextlib
-import errno
 import itertools
 import logging
 import math
@@ -65,12 +75,25 @@ import os
 import shutil
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from readmany_daemon.index.model import Index
 from readmany_daemon.index.records import CONTENT, ENTRY, FOLDER, GIT_INDEX, RULES
-from readmany_daemon.runtime.inotify import inotify_fd_class, max_user_watches, queue_quiet
+from readmany_daemon.racy import RACY_NS
+from readmany_daemon.runtime.inotify import (
+    Shape,
+    barrier_shape,
+    death_cause,
+    log_shape,
+    max_user_watches,
+    queue_quiet,
+    reader_threads,
+    watchdog_version,
+)
+from readmany_daemon.runtime.observer import start_observer
+from readmany_daemon.runtime.watches import COOKIE, GIT, INFO, WatchTable
 
 __all__ = ["BATCH_DELAY", "COOKIE_PREFIX", "RECONCILE_INTERVAL", "Watcher", "max_user_watches"]
 
@@ -84,6 +107,11 @@ RECONCILE_INTERVAL = 60.0
 COOKIE_TIMEOUT = 2.0
 #: Seconds barriers use stat checks after a cookie did not arrive, before trying again.
 COOKIE_RETRY = 5.0
+#: Seconds between two looks at the watcher's threads while a barrier waits for a cookie.
+LIVENESS_STEP = 0.05
+#: Restarts of one root's watcher allowed within RESTART_WINDOW s; then stat checks.
+MAX_RESTARTS = 3
+RESTART_WINDOW = 600.0
 #: Hints queued beyond this count are dropped for one rescan (bounded memory).
 MAX_PENDING = 200_000
 MAX_WARNINGS = 20
@@ -112,10 +140,6 @@ WATCH_MASK = (
     _ENTRY_BITS | _CONTENT_BITS | _SELF_BITS | _IN_ONLYDIR | _IN_DONT_FOLLOW | _IN_EXCL_UNLINK
 )
 
-_COOKIE = "cookie"
-_GIT = "git"
-_INFO = "info"
-
 
 class Watcher:
     """Keeps ``index`` (of folder ``root``) current; see the module docstring.
@@ -127,6 +151,13 @@ class Watcher:
     thread holding ``lock``. ``backend``: ``"auto"`` (inotify on Linux, else an observer),
     ``"inotify"``, ``"observer"``. ``max_watches``: refuse watches past this count as the
     kernel would past ``max_user_watches`` (tests, or to cap what a root may take).
+    ``shape``: the watchdog shape to use (``inotify.barrier_shape()`` when None; tests).
+
+    A watcher thread found dead by a barrier (watchdog's reader or dispatcher, the
+    applier) restarts the watcher in place (``_restart_locked``): a new inotify instance,
+    the watches added again, the root rescanned; at most ``MAX_RESTARTS`` in
+    ``RESTART_WINDOW`` s, then stat checks (state ``degraded``). Clocks stay valid: what
+    the rescan finds goes through ``Index.apply`` like any change.
     """
 
     def __init__(
@@ -141,6 +172,7 @@ class Watcher:
         max_watches: int | None = None,
         batch_delay: float = BATCH_DELAY,
         reconcile_interval: float = RECONCILE_INTERVAL,
+        shape: Shape | None = None,
     ) -> None:
         self.root = root
         self.index = index
@@ -167,14 +199,18 @@ class Watcher:
         self._cookie_ok = False
         self._cookie_retry_at = 0.0  # after a cookie timed out: when to try again
         self._want_info = False  # $GIT_COMMON_DIR/info appeared: watch it
-        self._wlock = threading.Lock()  # the watch maps
-        #: rel → wd << 32 | callback id (one int a folder: the maps cost ~12 B a file)
-        self._by_rel: dict[str, int] = {}
-        self._by_wd: dict[int, str] = {}
-        self._special: dict[int, str] = {}  # wd → _COOKIE | _GIT | _INFO
-        self._unwatched: set[str] = set()
-        self._cids = itertools.count(1)
+        self._shape = shape
+        self._table: WatchTable | None = None  # the watches of the current instance
         self._fd: Any = None
+        #: barrier route (protocol §2 ``barrier``) and why it is not ``quiet-queue``
+        self.barrier_kind = "stat"
+        self.barrier_reason = f"{watchdog_version()}: the watcher is starting"
+        #: restarts (monotonic s) within RESTART_WINDOW; why the watcher is broken
+        self._restarts: deque[float] = deque()
+        self.broken: str | None = None  # why barriers use stat checks for good
+        self._died: str | None = None  # the applier's exception, when it ended
+        #: time.time_ns() at the start of the last barrier that proved every event handled
+        self._synced_ns = time.time_ns()
         #: the root's own watch is gone (the folder deleted or moved away)
         self.root_lost = False
         #: when the last cookie round trip that arrived started (monotonic s; root lock)
@@ -212,6 +248,7 @@ class Watcher:
         if fd is not None:
             fd.stop()
             fd.join(timeout=5)
+        self._table = None
         observer, self._observer = self._observer, None
         if observer is not None:
             observer.stop()
@@ -225,12 +262,16 @@ class Watcher:
     @property
     def watched(self) -> int:
         """How many workspace folders have a watch."""
-        return len(self._by_rel)
+        return self._table.watched if self._table is not None else 0
 
     @property
     def unwatched(self) -> int:
         """How many walked folders could not be watched."""
         return len(self._unwatched)
+
+    @property
+    def _unwatched(self) -> set[str]:
+        return self._table.unwatched if self._table is not None else set()
 
     def drain(self) -> None:
         """Apply every queued hint now. The caller holds the root's lock."""
@@ -249,6 +290,10 @@ class Watcher:
         request's, while this one waited) already covers every write that finished
         before it, so only the queue is applied: concurrent requests share barriers,
         as a group commit shares a disk flush."""
+        dead = self._dead_thread()
+        if dead is not None and not self._restart_locked(dead):
+            self._drain_locked()
+            return False
         if not self._cookie_ok and time.monotonic() >= self._cookie_retry_at:
             self._cookie_ok = self._cookie_watched()
         if self.state not in ("running", "degraded") or not self._cookie_ok or self.root_lost:
@@ -256,11 +301,11 @@ class Watcher:
             return False
         if since is not None and self._barrier_started > since:
             return self._settle()
-        started = time.monotonic()
+        started, started_ns = time.monotonic(), time.time_ns()
         if queue_quiet(self._fd):
             # Nothing queued in the kernel and every batch read was handled: every write
             # that finished before now is in the hint queue (runtime/inotify.py).
-            self._barrier_started = started
+            self._barrier_started, self._synced_ns = started, started_ns
             return self._settle()
         assert self._cookie_dir is not None
         name = f"{COOKIE_PREFIX}{os.getpid()}-{next(self._cookie_seq)}"
@@ -277,13 +322,19 @@ class Watcher:
                 self._warn(f"cannot create barrier cookies in {self._cookie_dir}: {exc.strerror}")
                 self._drain_locked()
                 return False
-            arrived = got.wait(timeout)
+            arrived = self._await_cookie(got, timeout)
             # removed already by someone cleaning the temp dir: nothing to undo
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
         finally:
             with self._plock:
                 self._cookies.pop(name, None)
+        if arrived is None:  # a thread died meanwhile: no cookie can come
+            dead = self._dead_thread()
+            if dead is None or not self._restart_locked(dead):
+                self._drain_locked()
+                return False
+            return self._settle()
         if not arrived:
             # Retried after COOKIE_RETRY s: a stuck queue must not cost every request the
             # whole timeout.
@@ -294,8 +345,19 @@ class Watcher:
             )
             self._drain_locked()
             return False
-        self._barrier_started = started
+        self._barrier_started, self._synced_ns = started, started_ns
         return self._settle()
+
+    def _await_cookie(self, got: threading.Event, timeout: float) -> bool | None:
+        """Wait up to ``timeout`` s for cookie event ``got``, looking at the watcher's
+        threads every ``LIVENESS_STEP`` s: None as soon as one is dead."""
+        deadline = time.monotonic() + timeout
+        while not got.wait(min(LIVENESS_STEP, max(0.0, deadline - time.monotonic()))):
+            if self._dead_thread() is not None:
+                return None
+            if time.monotonic() >= deadline:
+                return False
+        return True
 
     def _settle(self) -> bool:
         """The end of a barrier: apply the queue, stat the unwatched folders; False when
@@ -331,23 +393,24 @@ class Watcher:
 
     def _on_event(self, wd: int, mask: int, raw: bytes) -> None:
         name = os.fsdecode(raw)
-        with self._wlock:  # a watch being added publishes its folder under this lock
-            rel = self._by_wd.get(wd)
-            special = self._special.get(wd) if rel is None else None
+        table = self._table
+        if table is None:
+            return
+        rel, special = table.lookup(wd)  # a watch being added publishes under its lock
         with self._cond:
             if rel is None:
-                if special == _COOKIE:
+                if special == COOKIE:
                     got = self._cookies.get(name)
                     if got is not None and mask & _IN_CREATE:
                         got.set()
-                elif special == _GIT:
+                elif special == GIT:
                     if name == "index" and mask & (_ENTRY_BITS | _IN_MODIFY | _IN_CLOSE_WRITE):
                         self._queue([("", GIT_INDEX)])
                     elif name == "info" and mask & (_IN_CREATE | _IN_MOVED_TO):
                         self._queue([("", RULES)])
                         self._want_info = True
                 elif (
-                    special == _INFO
+                    special == INFO
                     and name == "exclude"
                     and mask & (_ENTRY_BITS | _IN_MODIFY | _IN_CLOSE_WRITE)
                 ):
@@ -368,13 +431,10 @@ class Watcher:
 
     def on_watch_deleted(self, wd: int) -> None:
         """The kernel dropped a watch (its folder was deleted or unmounted)."""
-        with self._wlock:
-            rel = self._by_wd.pop(wd, None)
-            if rel is not None and self._by_rel.get(rel, -1) >> 32 == wd:
-                del self._by_rel[rel]
-            special = self._special.pop(wd, None)
-        if self._stopping.is_set():
+        table = self._table
+        if table is None or self._stopping.is_set():
             return
+        rel, special = table.drop(wd)
         if rel == "":
             # The workspace folder itself was deleted or moved away: nothing watches what
             # may come in its place. Until the service starts a new watcher on it, the
@@ -387,9 +447,9 @@ class Watcher:
             self.push([("", FOLDER)])
         elif rel is not None:
             self.push([(rel, FOLDER)])  # gone, or replaced: re-list; re-watch if still there
-        elif special == _INFO:
+        elif special == INFO:
             self.push([("", RULES)])
-        elif special == _COOKIE:
+        elif special == COOKIE:
             self._cookie_ok = False
             self._warn("the barrier cookie folder was removed; using stat checks")
 
@@ -443,144 +503,174 @@ class Watcher:
             self._setup()
             self._started.set()
             self._loop()
-        except Exception:
-            # Thread boundary: a bug here must not end the daemon; answers fall back to
-            # stat checks (state degraded) and the traceback goes to the log.
+        except Exception as exc:
+            # Thread boundary: a bug here must not end the daemon. The next barrier finds
+            # this thread dead and restarts the watcher; the traceback goes to the log.
             log.exception("watcher %s failed", self.root)
-            self._set_degraded("the watcher failed (see the log); using stat checks")
+            self._died = f"{type(exc).__name__}: {exc}"
+            if self._fd is None:
+                self._set_degraded("the watcher failed (see the log); using stat checks")
         finally:
             self._started.set()
 
     def _setup(self) -> None:
-        inotify = inotify_fd_class() if self._backend in ("auto", "inotify") else None
-        if inotify is not None:
+        shape = None
+        if self._backend in ("auto", "inotify"):
+            shape = self._shape or barrier_shape()
+        if shape is not None and shape.cls is not None:
+            log_shape(shape)
+            self.barrier_kind, self.barrier_reason = shape.barrier, shape.reason
             with self._fdlock:
                 if self._stopping.is_set():
                     return
                 try:
-                    fd = inotify()
+                    self._new_instance(shape.cls)
                 except OSError as exc:
                     self.state = "off"
                     self._warn(f"cannot start inotify ({exc.strerror}); using stat checks")
                     return
-                fd.start()
-                self._fd = fd
             self._setup_inotify()
         else:
+            self.barrier_reason = f"{watchdog_version()}: no inotify (a recursive observer)"
             self._setup_observer()
         self._next_reconcile = time.monotonic() + self._reconcile_interval
 
+    def _new_instance(self, cls: Any) -> None:
+        """Start a new inotify instance of ``cls`` with an empty watch table; events of
+        any earlier instance are ignored from now on."""
+        fd = cls()
+        self._table = WatchTable(
+            self.root,
+            fd,
+            WATCH_MASK,
+            _Feed(self, fd),
+            (self._limit_hit, self.push, self._set_degraded, self._warn),
+            self._max_watches,
+        )
+        fd.start()
+        self._fd = fd
+
     def _setup_inotify(self) -> None:
-        if self._cookie_dir is not None:
-            try:
-                os.makedirs(self._cookie_dir, mode=0o700, exist_ok=True)
-                self._cookie_ok = self._add_special(self._cookie_dir, _COOKIE)
-            except OSError as exc:
-                self._warn(f"no barrier cookies ({self._cookie_dir}: {exc.strerror})")
-        repo = self.index.rules.repo
-        if repo is not None:
-            self._add_special(repo.gitdir, _GIT)
-            info = os.path.join(repo.commondir, "info")
-            if os.path.isdir(info):
-                self._add_special(info, _INFO)
-            if repo.commondir != repo.gitdir:
-                self._add_special(repo.commondir, _GIT)
         with self.lock:
             dirs = self.index.walked_dirs()
             self.index.add_dir_listener(self._on_dirs)
+        self._watch_all(dirs)
+        if self.state == "starting":
+            self.state = "running"
+        self._healthy_state()
+        log.info("watcher %s: %d folders watched", self.root, self.watched)
+
+    def _watch_all(self, dirs: list[str]) -> None:
+        """Add the special watches and one per folder of ``dirs``, then re-check every
+        walked folder once (changes between its listing and its watch)."""
+        table = self._table
+        assert table is not None
+        self._cookie_ok = table.add_specials(self._cookie_dir, self.index.rules.repo)
         limit = max_user_watches()
         if limit is not None and len(dirs) > limit:
             self._warn(f"{len(dirs)} folders to watch but fs.inotify.max_user_watches is {limit}")
         for rel in dirs:
             if self._stopping.is_set():
                 return
-            self._add(rel)
+            table.add(rel)
         with self._cond:
             self._verify_all = True  # changes between the walk and the watches
             self._cond.notify()
-        if self.state == "starting":
-            self.state = "running"
-        self._healthy_state()
-        log.info("watcher %s: %d folders watched", self.root, len(self._by_rel))
 
-    def _add_special(self, path: str, kind: str) -> bool:
-        cid = next(self._cids)
+    # ------------------------------------------------------------- dead threads, restarts
+
+    def _dead_thread(self) -> str | None:
+        """What ended, when a thread the barrier relies on is gone (watchdog's reader or
+        dispatcher, the applier), else None. Not while starting or stopping."""
         fd = self._fd
-        if fd is None:  # stopped meanwhile
+        if self._stopping.is_set() or not self._started.is_set():
+            return None
+        if fd is None:  # given up: try again once RESTART_WINDOW allows
+            return self.broken
+        for name, alive in reader_threads(fd):
+            if not alive:
+                why = death_cause(fd)
+                return f"{name} thread ended" + (f" ({why})" if why else "")
+        if not self._thread.is_alive():
+            return "the watcher's applier thread ended" + (f" ({self._died})" if self._died else "")
+        return None
+
+    def _restart_locked(self, cause: str) -> bool:
+        """Restart the watcher after ``cause`` (holding the root's lock): a new inotify
+        instance and applier, the watches added again, the root rescanned
+        (``_rescan_locked``). False, leaving state ``degraded`` with the cause in
+        ``warnings`` (barriers then use stat checks), past ``MAX_RESTARTS`` in
+        ``RESTART_WINDOW`` s or when the restart fails."""
+        now = time.monotonic()
+        while self._restarts and now - self._restarts[0] > RESTART_WINDOW:
+            self._restarts.popleft()
+        if self.broken is None or self._fd is not None:
+            self._retire_instance()
+        if len(self._restarts) >= MAX_RESTARTS:
+            if self.broken is None:
+                self.broken = (
+                    f"{cause}; restarted {MAX_RESTARTS} times in {RESTART_WINDOW / 60:g} "
+                    "minutes, so using stat checks"
+                )
+                self._set_degraded(self.broken)
             return False
+        self._restarts.append(now)
+        shape = self._shape or barrier_shape()
         try:
-            wd = fd.add_callback(os.fsencode(path), WATCH_MASK, self, cid)
+            with self._fdlock:
+                if self._stopping.is_set():
+                    return False
+                self._new_instance(shape.cls)
+            self._watch_all(self.index.walked_dirs())
+            if not self._thread.is_alive():
+                self._died = None
+                self._thread = threading.Thread(
+                    target=self._loop_guarded, name=self._thread.name, daemon=True
+                )
+                self._thread.start()
+            self._rescan_locked(self._synced_ns)
         except OSError as exc:
-            self._warn(f"cannot watch {path}: {exc.strerror}")
+            self.broken = f"{cause}; the restart failed ({exc.strerror}), so using stat checks"
+            self._restarts.extend([now] * MAX_RESTARTS)  # no retry before the window ends
+            self._retire_instance()
+            self._set_degraded(self.broken)
             return False
-        if wd < 0:
-            fd.remove_callbacks([(wd, cid)])
-            return False
-        with self._wlock:
-            self._special[wd] = kind
+        self.broken = None
+        self._warn(  # logged at WARNING too
+            f"{cause}; the watcher was restarted ({len(self._restarts)} of {MAX_RESTARTS} "
+            f"in {RESTART_WINDOW / 60:g} minutes)"
+        )
+        self._healthy_state()  # running again, unless a watch limit or overflow remains
         return True
 
-    def _add(self, rel: str) -> None:
-        """Watch walked folder ``rel`` (no-op when watched)."""
-        with self._wlock:
-            if rel in self._by_rel:
-                return
-            if self._max_watches is not None and len(self._by_rel) >= self._max_watches:
-                self._unwatched.add(rel)
-                self._limit_hit()
-                return
-            cid = next(self._cids)
-            path = self._root_slash + rel if rel else self.root
-            fd = self._fd
-            if fd is None:  # stopped meanwhile
-                return
-            try:
-                wd = fd.add_callback(os.fsencode(path), WATCH_MASK, self, cid)
-            except OSError as exc:
-                if exc.errno == errno.ENOSPC:
-                    self._unwatched.add(rel)
-                    self._limit_hit()
-                elif exc.errno in (errno.ENOENT, errno.ENOTDIR):
-                    self._queue_locked_free([(rel, FOLDER)])  # gone meanwhile: re-list
-                else:
-                    self._unwatched.add(rel)
-                    self._set_degraded(f"cannot watch {rel or '.'}: {exc.strerror}")
-                return
-            if wd < 0:  # EACCES: watchdog returns -1 instead of raising
-                fd.remove_callbacks([(wd, cid)])
-                self._unwatched.add(rel)
-                return
-            other = self._by_wd.get(wd)
-            if other is not None and other != rel:
-                # The same folder known under another name (moved without our seeing
-                # the old name go): that name is stale; re-list it.
-                self._queue_locked_free([(other, FOLDER)])
-            self._by_rel[rel] = wd << 32 | cid
-            self._by_wd[wd] = rel
-            self._unwatched.discard(rel)
+    def _retire_instance(self) -> None:
+        """Stop the current inotify instance (its callbacks are ignored from now on)."""
+        with self._fdlock:
+            fd, self._fd, self._table = self._fd, None, None
+        if fd is not None:
+            fd.stop()
+            fd.join(timeout=1)
 
-    def _cookie_watched(self) -> bool:
-        """Whether the cookie folder has its watch (barriers can use cookies)."""
-        if self._cookie_dir is None:
-            return False
-        with self._wlock:
-            return _COOKIE in self._special.values()
+    def _rescan_locked(self, since_ns: int) -> None:
+        """After events may have been lost from ``since_ns`` (``time.time_ns()``) on:
+        re-list every walked folder that changed, and report as changed every visible
+        file whose ctime or mtime is within ``RACY_NS`` of ``since_ns`` or later (ctime
+        moves with every write, rename or chmod, and cannot be set back)."""
+        self._drain_locked()
+        self.index.verify()
+        hints = touched_since(self.index, since_ns - RACY_NS)
+        if hints:
+            self.index.apply(hints)
+        self._drain_locked()
 
-    def _queue_locked_free(self, hints: list[tuple[str, int]]) -> None:
-        """Queue hints from code holding ``_wlock`` (not ``_plock``)."""
-        with self._cond:
-            self._queue(hints)
-
-    def _remove(self, rel: str) -> None:
-        with self._wlock:
-            self._unwatched.discard(rel)
-            got = self._by_rel.pop(rel, None)
-            if got is None:
-                return
-            wd, cid = got >> 32, got & 0xFFFFFFFF
-            if self._by_wd.get(wd) == rel:
-                del self._by_wd[wd]
-            self._fd.remove_callbacks([(wd, cid)])
+    def _loop_guarded(self) -> None:
+        """The applier's loop after a restart (a thread boundary as ``_run``)."""
+        try:
+            self._loop()
+        except Exception as exc:
+            # Thread boundary: the next barrier finds this thread dead and restarts.
+            log.exception("watcher %s failed", self.root)
+            self._died = f"{type(exc).__name__}: {exc}"
 
     def _limit_hit(self) -> None:
         limit = self._max_watches if self._max_watches is not None else max_user_watches()
@@ -589,16 +679,27 @@ class Watcher:
             "watched and are checked by stat (raise fs.inotify.max_user_watches)"
         )
 
+    @property
+    def cookies_ready(self) -> bool:
+        """Whether barriers can use the cookie folder now (status)."""
+        return self._fd is not None and self._cookie_ok
+
+    def _cookie_watched(self) -> bool:
+        """Whether the cookie folder has its watch (barriers can use cookies)."""
+        table = self._table
+        return self._cookie_dir is not None and table is not None and table.has_special(COOKIE)
+
     def _on_dirs(self, added: list[str], removed: list[str]) -> None:
         """The index's folder listener (called holding the root's lock)."""
-        if self._fd is None:
+        table = self._table
+        if table is None:
             return
         for rel in removed:
-            self._remove(rel)
+            table.remove(rel)
         stale: list[tuple[str, int]] = []
         for rel in added:
             if self.index.walks(rel):
-                self._add(rel)
+                table.add(rel)
                 # changed between its listing and its watch: list it once more
                 if self.index.is_stale(rel):
                     stale.append((rel, FOLDER))
@@ -631,11 +732,12 @@ class Watcher:
 
     def _drain_locked(self) -> None:
         """Apply queued hints until none are left (holding the root's lock)."""
-        if self._want_info and self._fd is not None:
+        table = self._table
+        if self._want_info and table is not None:
             self._want_info = False
             repo = self.index.rules.repo
             if repo is not None:
-                self._add_special(os.path.join(repo.commondir, "info"), _INFO)
+                table.add_special(os.path.join(repo.commondir, "info"), INFO)
         for _ in range(100):  # each round only follows up on folders the last one added
             with self._cond:
                 batch, self._pending = self._pending, []
@@ -666,92 +768,60 @@ class Watcher:
         self.index.verify()
         self.index.recheck_markers()
         self._drain_locked()
-        if self._fd is None:
+        table = self._table
+        if table is None:
             return
         if not self._cookie_ok:
             self._cookie_ok = self._cookie_watched()
-        records = set(self.index.walked_dirs())
-        with self._wlock:
-            extra = [rel for rel in self._by_rel if rel not in records]
-            missing = [rel for rel in records if rel not in self._by_rel]
-            self._unwatched.intersection_update(records)
-        for rel in extra:
-            self._remove(rel)
-        if missing:
-            retry = [rel for rel in missing if rel in self._unwatched] or missing
-            for rel in retry:
-                with self._wlock:
-                    self._unwatched.discard(rel)
-                self._add(rel)
+        table.reconcile(set(self.index.walked_dirs()))
         self._healthy_state()
 
-    # ---------------------------------------------------------------- other platforms
-
     def _setup_observer(self) -> None:
-        """A recursive watchdog ``Observer`` over the root (FSEvents on macOS,
-        ReadDirectoryChangesW on Windows) with change events only; no cookies."""
-        from watchdog.events import (
-            DirCreatedEvent,
-            DirDeletedEvent,
-            DirMovedEvent,
-            FileClosedEvent,
-            FileCreatedEvent,
-            FileDeletedEvent,
-            FileModifiedEvent,
-            FileMovedEvent,
-            FileSystemEvent,
-            FileSystemEventHandler,
-        )
-        from watchdog.observers import Observer
-
-        watcher = self
-        repo = self.index.rules.repo
-        gitdir = os.path.realpath(repo.gitdir) if repo is not None else None
-        info = os.path.join(os.path.realpath(repo.commondir), "info") if repo else None
-
-        class Handler(FileSystemEventHandler):
-            def dispatch(self, event: FileSystemEvent) -> None:
-                for raw in (event.src_path, getattr(event, "dest_path", "")):
-                    if raw:
-                        watcher._observed(os.fsdecode(raw), event, gitdir, info)
-
-        observer = Observer()
-        kinds: list[type[FileSystemEvent]] = [
-            FileCreatedEvent,
-            DirCreatedEvent,
-            FileDeletedEvent,
-            DirDeletedEvent,
-            FileMovedEvent,
-            DirMovedEvent,
-            FileModifiedEvent,
-            FileClosedEvent,
-        ]
-        handler = Handler()
-        observer.schedule(handler, self.root, recursive=True, event_filter=kinds)
-        if gitdir is not None and not gitdir.startswith(self._root_slash):
-            observer.schedule(handler, gitdir, recursive=False, event_filter=kinds)
-        observer.start()
-        self._observer = observer
+        """Off Linux: a recursive watchdog ``Observer`` (``runtime/observer.py``); no cookies."""
+        self._observer = start_observer(self.root, self.index, self.push)
         with self._cond:
             self._verify_all = True
             self._cond.notify()
         self.state = "running"
 
-    def _observed(self, path: str, event: Any, gitdir: str | None, info: str | None) -> None:
-        if gitdir is not None and (path == gitdir or path.startswith(gitdir + os.sep)):
-            tail = path[len(gitdir) + 1 :]
-            if tail == "index":
-                self.push([("", GIT_INDEX)])
-            return
-        if info is not None and path == os.path.join(info, "exclude"):
-            self.push([("", RULES)])
-            return
-        if not path.startswith(self._root_slash):
-            return
-        rel = path[len(self._root_slash) :].replace(os.sep, "/")
-        if rel == ".git" or rel.startswith(".git/") or "/.git/" in rel:
-            return
-        if event.event_type in ("created", "deleted", "moved"):
-            self.push([(rel, ENTRY)])
-        elif not event.is_directory:
-            self.push([(rel, CONTENT)])
+
+def touched_since(index: Index, floor_ns: int) -> list[tuple[str, int]]:
+    """``(rel, CONTENT)`` for every visible file of ``index`` whose ctime or mtime
+    (``time.time_ns()`` units) is ``floor_ns`` or later."""
+    hints: list[tuple[str, int]] = []
+    for rel in index.files():
+        st = index.stat(rel)
+        if st is not None and max(st.st_ctime_ns, st.st_mtime_ns) >= floor_ns:
+            hints.append((rel, CONTENT))
+    return hints
+
+
+class _Feed:
+    """watchdog's ``WatchCallback`` for one inotify instance of a ``Watcher``: forwards
+    to the watcher while that instance is its current one (after a restart, the old
+    instance's last events and watch removals are dropped). Never raises into watchdog's
+    threads (``Watcher.on_event`` guards itself; the others only queue)."""
+
+    def __init__(self, watcher: Watcher, fd: Any) -> None:
+        self._watcher = watcher
+        self._fd = fd
+
+    def _current(self) -> bool:
+        return self._watcher._fd is self._fd
+
+    def on_event(self, event: Any) -> None:
+        if self._current():
+            self._watcher.on_event(event)
+
+    def on_watch_deleted(self, wd: int) -> None:
+        # A stopped instance removes every watch as it closes (watchdog 7.1.1 stops itself
+        # when its dispatcher fails): no folder went away; the next barrier restarts.
+        if self._watcher._fd is self._fd and not self._fd.stopped_event.is_set():
+            self._watcher.on_watch_deleted(wd)
+
+    def on_queue_overflow(self) -> None:
+        if self._current():
+            self._watcher.on_queue_overflow()
+
+    def on_events_lost(self) -> None:
+        """watchdog ≥ 7.1.1 calls it after ``on_queue_overflow``."""

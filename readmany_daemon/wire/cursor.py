@@ -67,7 +67,8 @@ class Position(msgspec.Struct, frozen=True, kw_only=True):
     ``beyond``) held when the page was built, and the sum of their ``key_hash``es
     modulo 2**64. ``since``: the time (ns since the epoch) just before that page looked
     at the tree; a file created in the delivered part after it is named on the next
-    page."""
+    page. ``outlined``: ``packing: "outlines"`` gave outlines up to this key (files
+    after ``after`` up to it are not outlined again: PROTOCOL §4 "Outlines")."""
 
     after: Key | None = None
     beyond: list[Key] = msgspec.field(default_factory=list)
@@ -75,6 +76,7 @@ class Position(msgspec.Struct, frozen=True, kw_only=True):
     count: int = 0
     total: int = 0
     since: int = 0
+    outlined: Key | None = None
 
 
 class Continuation(msgspec.Struct, frozen=True, kw_only=True):
@@ -184,6 +186,8 @@ def encode_cursor(
         p.total,
         p.since,
     ]
+    if p.outlined is not None:  # an optional last field: cursors without it still decode
+        tail.append([p.outlined[0], p.outlined[1]])
     digest = cursor_digest(root, params)
     token = _token([VERSION, _non_default(params), digest, *tail])
     if len(token) > MAX_CURSOR_CHARS and not carry:
@@ -208,7 +212,10 @@ def decode_cursor(token: str) -> Continuation:
     if payload[0] != VERSION:
         raise InvalidParams("invalid params: cursor from another version", "$.cursor")
     try:
-        _, params, digest, after, beyond, resume, count, total, since = payload
+        if len(payload) not in (9, 10):
+            raise ValueError("bad payload")
+        _, params, digest, after, beyond, resume, count, total, since = payload[:9]
+        outlined = payload[9] if len(payload) == 10 else None
         position = msgspec.convert(
             {
                 "after": after,
@@ -217,6 +224,7 @@ def decode_cursor(token: str) -> Continuation:
                 "count": count,
                 "total": total,
                 "since": since,
+                "outlined": outlined,
             },
             Position,
         )

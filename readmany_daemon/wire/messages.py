@@ -187,17 +187,23 @@ class Redaction(msgspec.Struct, rename="camel"):
     kind: str
 
 
-class OutlineSymbol(msgspec.Struct, rename="camel"):
-    """One symbol of a file's outline (PROTOCOL §4 "Outlines"): ``kind`` a lower-case LSP
-    SymbolKind name (``class``, ``function``, ``method``, …) or ``heading``; ``line_start``
-    and ``line_end`` 1-based and inclusive; ``depth`` 0 at the top level, +1 per
-    enclosing symbol."""
+class OutlineSymbol(msgspec.Struct, rename="camel", omit_defaults=True):
+    """One line of a file's outline (PROTOCOL §4 "Outlines"): ``kind`` a lower-case LSP
+    SymbolKind name (``class``, ``function``, ``method``, …), ``heading``, or ``symbol``
+    for a folded run of several kinds; ``line_start`` and ``line_end`` 1-based and
+    inclusive; ``depth`` 0 at the top level, +1 per enclosing symbol.
+
+    ``count``: how many symbols the line stands for (on the wire only when not 1): a
+    parent whose deeper levels collapsed into its line counts itself and them
+    (``class Parser L300-1900 (41 methods)``: 42); a folded run of siblings, ``name``
+    ``"first … last"``, counts all it holds (``filler_0033 … filler_0160``: 128)."""
 
     name: str
     kind: str
     line_start: int
     line_end: int
     depth: int
+    count: int = 1
 
 
 class FileResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
@@ -242,8 +248,15 @@ class Attachment(msgspec.Struct, rename="camel"):
 
 
 class Summary(msgspec.Struct, rename="camel", kw_only=True):
-    """Counts over the whole answer. ``hidden`` maps an ignore-rule kind to the number of
-    expansion matches it hid; ``estimatedTokens`` is ``ceil(totalChars / 4)``."""
+    """Counts over the whole answer (PROTOCOL §4). ``matched`` counts files: explicit
+    paths that exist and expansion matches, so that ``matched = read + omitted +
+    skipped + unchanged + errors`` less the errors of entries that name no file
+    (``not-found``, ``outside-workspace``, ``not-a-file``, ``invalid-pattern``, a folder
+    that cannot be listed). ``noMatch`` counts patterns that matched nothing (in neither
+    ``matched`` nor ``skipped``). ``hidden`` maps an ignore-rule kind to the files it
+    hid from the expansions, among the folders entered; ``hiddenFolders`` maps a kind to
+    the ignored folders not entered (their files unknown). ``estimatedTokens``: o200k
+    tokens of ``llmContent`` (an upper bound)."""
 
     matched: int = 0
     read: int = 0
@@ -255,10 +268,14 @@ class Summary(msgspec.Struct, rename="camel", kw_only=True):
     total_chars: int = 0
     estimated_tokens: int = 0
     hidden: dict[str, int] = msgspec.field(default_factory=dict)
+    no_match: int = 0
+    hidden_folders: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 class PackingInfo(msgspec.Struct, rename="camel", kw_only=True):
-    """How the totals were applied (seed 001 ``details.packing``)."""
+    """How the totals were applied (seed 001 ``details.packing``).
+    ``fullIncludedCount`` counts the entries given whole (``ok``): not a file cut by a
+    per-file cap (``partial``), not an error."""
 
     strategy: str = "request-order"
     switched_for_coverage: bool = False

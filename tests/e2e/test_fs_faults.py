@@ -457,6 +457,8 @@ def test_sparse_10gb_file_answers_at_once(daemon: Daemon, tmp_path: Path) -> Non
             assert w["status"] == "ok"
             assert window["results"]["big.log:150000-150002"]["content"] == (
                 "line 150000\nline 150001\nline 150002\n"
+                # Its position (no "of N": a 10 GB file is not counted).
+                "[Showing lines 150000-150002. Continue with offset=150003.]"
             )
             assert codes(full) == {"big.log": ("skipped", "too-large")}
             assert elapsed < 5.0, f"{elapsed:.1f} s: the file was read far beyond its window"

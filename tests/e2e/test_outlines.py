@@ -10,9 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.e2e.daemon_helpers import Daemon
 from tests.e2e.test_mcp import mcp_session, read, text
-from tests.helpers import write_tree
+from tests.helpers import outline_coverage, write_tree
 
 ReadJson = Callable[..., dict[str, Any]]
 
@@ -110,6 +112,56 @@ async def test_the_mcp_read_tool_defaults_to_outlines(env: dict[str, str], tmp_p
         assert "[Outline only" not in text(plain)
 
 
+def varied(root: Path, n: int = 300) -> None:
+    """``n`` modules of 1 to 40 classes (1 KB to 45 KB) in folders of ten, each with an
+    empty ``__init__.py``."""
+    files: dict[str, str] = {}
+    for i in range(n):
+        folder = f"pkg/d{i // 10:02}"
+        files[f"{folder}/__init__.py"] = ""
+        body = "".join(module(i * 100 + k) for k in range(1 + (i * 7) % 40))
+        files[f"{folder}/m{i:03}.py"] = body
+    write_tree(root, files)
+
+
+async def test_the_mcp_read_tool_fills_max_answer_chars_below_max_total_chars(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """Issue 23: ``{"maxTotalChars": 200000, "maxAnswerChars": 50000, "maxTotalTokens":
+    60000}`` gave one character of the first file; now a page as full as request
+    order's, within the answer's characters, whose empty ``__init__.py`` files come as
+    content, never as an empty outline."""
+    root = tmp_path / "ws"
+    varied(root)
+    budgets = {"maxTotalChars": 200_000, "maxAnswerChars": 50_000, "maxTotalTokens": 60_000}
+    async with mcp_session(env, "--root", str(root)) as session:
+        got = await read(session, paths=["**/*.py"], **budgets)
+        plain = await read(session, paths=["**/*.py"], packing="request-order", **budgets)
+    said, files = text(got), got["structuredContent"]["files"]
+    shown = [f for f in files if f["status"] in ("ok", "partial")]
+    theirs = [f for f in plain["structuredContent"]["files"] if f["status"] in ("ok", "partial")]
+    assert 25_000 <= len(said) <= 50_000 and len(said) >= 0.8 * len(text(plain))
+    assert len(shown) >= min(0.9 * len(theirs), len(theirs) - 1)
+    assert "Outline only (0 lines" not in said
+    assert all(
+        f["status"] == "ok"
+        for f in files
+        if f["path"].endswith("__init__.py") and "outline" not in f and f["status"] != "omitted"
+    )
+
+
+def test_cli_max_answer_chars_with_outlines_fills_the_page(
+    tmp_path: Path, read_json: ReadJson
+) -> None:
+    """``readmany read '**/*.py' --packing outlines --max-answer-chars 50000`` printed
+    one character of the first file."""
+    varied(tmp_path)
+    r = read_json(tmp_path, "**/*.py", "--packing", "outlines", "--max-answer-chars", "50000")
+    shown = [f for f in r["files"] if f["status"] in ("ok", "partial")]
+    assert len(shown) >= 5 and 25_000 <= len(r["llmContent"]) <= 50_000
+    assert r["summary"]["totalChars"] >= 20_000
+
+
 def tall_class() -> str:
     """``class A`` at lines 3-261 whose ``method m1`` spans lines 4-255."""
     lines = ['"""Big."""', "", "class A:", "    def m1(self, x):"]
@@ -133,3 +185,46 @@ async def test_the_mcp_cut_inside_a_method_lists_it(env: dict[str, str], tmp_pat
     async with mcp_session(env, "--root", str(tmp_path / "ws")) as session:
         said = text(await read(session, paths=["big.py"]))
         assert "(not shown):]\nclass A L3-261\n  method m1 L4-255\n" in said, said[-400:]
+
+
+def _stdlib(name: str) -> Path:
+    import sysconfig
+
+    return Path(sysconfig.get_paths()["stdlib"]) / name
+
+
+def test_cli_outline_of_a_big_file_reaches_its_end(tmp_path: Path, read_json: ReadJson) -> None:
+    """The default read of ``typing.py`` (3,519 lines on 3.11) shows 200 lines; its
+    outline covers every later top-level definition in at most 4,000 characters, folded
+    runs on the wire as one entry with its ``count`` (PROTOCOL §4, the outline budget)."""
+    text = _stdlib("typing.py").read_text(encoding="utf-8")
+    write_tree(tmp_path, {"typing.py": text})
+    r = read_json(tmp_path, "typing.py", "--format", "json")
+    (f,) = r["files"]
+    assert (f["status"], f["lineEnd"]) == ("partial", 200)
+    cov = outline_coverage(text, f["outline"], 201)
+    assert cov.missed == [] and cov.reaches_end, cov
+    (value,) = json.loads(r["llmContent"])["results"].values()
+    block = value["content"][value["content"].index("[Outline of lines 201-") :]
+    assert len(block) <= 4000
+    assert any(" … " in e["name"] and e["count"] > 1 for e in f["outline"])
+    assert any(e.get("count", 1) > 1 and " … " not in e["name"] for e in f["outline"])
+
+
+@pytest.mark.slow
+def test_cli_outline_names_every_django_field_class(read_json: ReadJson) -> None:
+    """Django 5.2's ``db/models/fields/__init__.py``: the default read names every
+    field class to ``BigAutoField`` (25 of them, from ``DurationField`` on, were never
+    named when the outline filled its budget in file order)."""
+    from tests.sdists import django_tree
+
+    root = django_tree()
+    path = "django/db/models/fields/__init__.py"
+    text = (root / path).read_text(encoding="utf-8")
+    r = read_json(root, path)
+    (f,) = r["files"]
+    assert f["status"] == "partial"
+    cov = outline_coverage(text, f["outline"], f["lineEnd"] + 1)
+    assert cov.missed == [] and cov.reaches_end, cov
+    named = {e["name"] for e in f["outline"] if e["depth"] == 0}
+    assert {"DurationField", "UUIDField", "AutoField", "BigAutoField", "SmallAutoField"} <= named

@@ -27,3 +27,11 @@ def test_a_usage_error_is_one_line_naming_the_problem(
     out, err = capsys.readouterr()
     assert out == ""
     assert err == line + "\n"
+
+
+def test_files_help_says_the_order_is_by_path(capsys: pytest.CaptureFixture[str]) -> None:
+    """'sorted by bytes' read as 'by size': the help names the path order."""
+    with pytest.raises(SystemExit):
+        main(["files", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "by path in byte order" in text and "sorted by bytes" not in text

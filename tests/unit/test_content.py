@@ -363,9 +363,14 @@ def test_window_properties(
     if w.cut_line is None:
         assert w.text == "".join(lines[offset - 1 : w.line_end])
     else:
-        assert w.cut_line == offset == w.line_end
+        # The last line shown is cut: the first line alone, or a line after whole
+        # lines that no window of max_chars could hold whole.
+        assert w.cut_line == w.line_end
         assert max_chars is not None and len(w.text) == max_chars
-        assert lines[offset - 1].startswith(w.text) and len(lines[offset - 1]) > max_chars
+        whole = "".join(lines[offset - 1 : w.cut_line - 1])
+        cut = lines[w.cut_line - 1]
+        assert w.text.startswith(whole) and cut.startswith(w.text[len(whole) :])
+        assert len(cut) > max_chars and len(w.text) > len(whole)
     if past_end:
         assert (w.text, w.next_offset, w.complete) == ("", None, False)
     else:
@@ -385,8 +390,8 @@ def test_following_next_offset_reads_everything_once(
     steps = 0
     while offset is not None:
         w = window(text, offset, limit, max_chars)
-        # a cut line stands for the whole line here
-        pieces.append(w.text if w.cut_line is None else lines[w.cut_line - 1])
+        # a cut line (the window's last) stands for the whole line here
+        pieces.append(w.text if w.cut_line is None else "".join(lines[offset - 1 : w.cut_line]))
         assert w.next_offset is None or w.next_offset > offset
         offset = w.next_offset
         steps += 1

@@ -234,7 +234,8 @@ def test_hidden_counts(repo: Path) -> None:
     ix = build(repo)
     hidden: Counter[str] = Counter()
     assert ix.expand_dir("d", ALL, True, hidden=hidden) == ["d/c.py"]
-    assert hidden == Counter({"gitignore": 1, "ignore-file": 1, "default-exclude": 1, "deny": 1})
+    # Files under their kind; a folder not entered under its kind and "/".
+    assert hidden == Counter({"gitignore": 1, "ignore-file": 1, "default-exclude/": 1, "deny": 1})
     hidden2: Counter[str] = Counter()
     assert ix.glob("d/*.log", ALL, hidden=hidden2) == []
     assert hidden2 == Counter({"gitignore": 1})

@@ -8,7 +8,7 @@ inside functions and ``TYPE_CHECKING`` blocks too), nothing imported:
    runtime < lsp < mcp < surfaces (sideways within a layer is fine); content does not
    import rules or index; ``route.py`` may be imported by ``mcp/`` and ``cli.py``;
 3. third-party seams: pygls/lsprotocol only in lsp/, watchdog only in the runtime's
-   watcher and inotify modules, re2/wcmatch only in rules/, charset_normalizer only in
+   watcher, inotify and observer modules, re2/wcmatch only in rules/, charset_normalizer only in
    content's decoder, tree_sitter only in content's outline module, mcp only in mcp/;
 4. subpackage ``__init__.py`` files hold no code (the top one: ``__version__`` only).
 
@@ -69,7 +69,7 @@ FORBIDDEN = {("content", "rules"), ("content", "index")}
 SEAMS = {
     "pygls": ("lsp/",),
     "lsprotocol": ("lsp/",),
-    "watchdog": ("runtime/watcher.py", "runtime/inotify.py"),
+    "watchdog": ("runtime/watcher.py", "runtime/inotify.py", "runtime/observer.py"),
     "re2": ("rules/",),
     "wcmatch": ("rules/",),
     "charset_normalizer": ("content/decode.py",),

@@ -92,9 +92,13 @@ def test_a_long_line_between_short_ones(tmp_path: Path) -> None:
     ws = Workspace.open(str(tmp_path), Settings())
     text, requests = _follow(ws, "m.txt", {})
     assert text == before + middle + "\n" + after
-    assert requests[0] == [{"path": "m.txt", "offset": 6}]  # whole lines first
-    assert requests[1] == [{"path": "m.txt", "offset": 6, "column": 20_001}]
-    assert requests[-1] == [{"path": "m.txt", "offset": 6, "column": 60_001}]
+    # The whole lines, then as much of the long one as the cap leaves (it could not fit
+    # whole in any window): no answer holds the short lines alone.
+    step = 20_000 - len(before)
+    assert requests[0] == [{"path": "m.txt", "offset": 6, "column": step + 1}]
+    assert requests[1] == [{"path": "m.txt", "offset": 6, "column": step + 20_001}]
+    assert requests[-1] == [{"path": "m.txt", "offset": 6, "column": step + 40_001}]
+    assert len(requests) == 3
 
 
 def test_the_cut_answer_names_the_column(tmp_path: Path) -> None:

@@ -26,7 +26,9 @@ PACKAGE_JSON = Path(__file__).resolve().parents[2] / "editors" / "vscode" / "pac
 
 #: Issue targets (compact JSON): the whole ``tools/list`` result, and the read tool's
 #: description plus input schema. Measured with the next issue's fields added (receipts,
-#: redaction, notebook cells: about 450 characters more), both still hold.
+#: redaction, notebook cells: about 450 characters more), both still hold. The read
+#: tool's output schema names the summary's counters (issue 23: 377 characters more,
+#: 7,555 in all).
 TOOLS_LIST_MAX = 8000
 READ_TOOL_MAX = 3500
 
@@ -132,6 +134,15 @@ def test_the_read_tool_declares_its_result_size() -> None:
     assert "data" not in out["attachments"]["items"]["properties"]
 
 
+def test_the_read_tool_names_the_summary_counters() -> None:
+    """``summary``'s counters, those that add up to ``matched`` and ``noMatch``,
+    ``hidden`` and ``hiddenFolders`` beside them (PROTOCOL §4), are in the output schema."""
+    out = tool_definitions()[0]["outputSchema"]["properties"]["summary"]["properties"]
+    for name in ("matched", "read", "omitted", "skipped", "errors", "unchanged", "noMatch"):
+        assert out[name] == {"type": "integer"}, name
+    assert out["hidden"] == out["hiddenFolders"] == {"type": "object"}
+
+
 def test_the_sdk_passes_the_tools_through_unchanged() -> None:
     """``mcp.types.Tool`` neither drops nor adds a field of the definitions (``_meta``
     included)."""
@@ -183,3 +194,14 @@ def test_receipts_are_described_as_of_whole_files() -> None:
 
 if __name__ == "__main__":
     GOLDEN.write_text(_golden_text(), encoding="utf-8")
+
+
+def test_no_null_branches() -> None:
+    """docs/mcp.md: no ``null`` branches in any schema (an optional member is left out
+    when it has no value; the Inspector's ``--strict`` check warns on a null type)."""
+    for tool in tool_definitions():
+        for key in ("inputSchema", "outputSchema"):
+            for node in _walk(tool.get(key, {})):
+                kinds = node.get("type")
+                assert kinds != "null" and "null" not in (kinds or []), (tool["name"], key, node)
+                assert {"type": "null"} not in node.get("anyOf", []), (tool["name"], key, node)

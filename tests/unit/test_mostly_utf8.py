@@ -4,14 +4,17 @@ apart from a few bytes reads as UTF-8, each bad byte shown as U+FFFD and counted
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from readmany_daemon.content.cache import ContentCache
-from readmany_daemon.content.decode import decode
+from readmany_daemon.content.decode import Decoded, decode
 from readmany_daemon.content.reader import READ_CHUNK_BYTES, read_file
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.settings import Settings
@@ -164,3 +167,83 @@ def test_file_result_reports_replaced_bytes_and_utf8(tmp_path: Path) -> None:
         assert ok["encoding"] == "utf-8" and "replacedBytes" not in ok
         assert "Caf\ufffd\n" in got["llmContent"]
         assert ("→ " * 20) + "\ufffd\ufffd" in got["llmContent"]
+
+
+# --------------------------------------------------------------- UTF-16/32 cut short
+
+LOG = "2024-01-01 INFO started ✓ 𝄞\n" * 5 + "last line"
+
+
+@pytest.mark.parametrize(
+    ("codec", "bom"),
+    [
+        ("utf-16-le", codecs.BOM_UTF16_LE),
+        ("utf-16-be", codecs.BOM_UTF16_BE),
+        ("utf-32-le", codecs.BOM_UTF32_LE),
+        ("utf-32-be", codecs.BOM_UTF32_BE),
+    ],
+)
+def test_utf16_and_utf32_log_cut_inside_its_last_code_unit(codec: str, bom: bytes) -> None:
+    # A log being written: the last code unit has only its first byte on disk. It
+    # reads in its encoding, the cut character as one U+FFFD (issue 22, item 5).
+    data = bom + (LOG + "!").encode(codec)
+    unit = 4 if codec.startswith("utf-32") else 2
+    cut = data[: len(data) - unit + 1]
+    got = decode(cut)
+    assert (got.kind, got.encoding, got.bom, got.replaced_bytes) == ("text", codec, True, 1)
+    assert got.text == LOG + "\ufffd"
+    # A prefix read still drops a character its end cuts: nothing was replaced.
+    assert decode(cut, complete=False) == Decoded("text", LOG, codec, bom=True)
+
+
+@pytest.mark.parametrize(
+    ("codec", "bom"), [("utf-16-le", codecs.BOM_UTF16_LE), ("utf-16-be", codecs.BOM_UTF16_BE)]
+)
+def test_utf16_cut_inside_a_surrogate_pair_is_one_character_replaced(
+    codec: str, bom: bytes
+) -> None:
+    # 𝄞 is a surrogate pair: its high half is whole, its low half has one byte of two.
+    # One character is cut: one U+FFFD, counted once (the U+FFFD the decoding made).
+    data = bom + (LOG + "𝄞").encode(codec)
+    got = decode(data[:-1])
+    assert (got.kind, got.encoding, got.replaced_bytes) == ("text", codec, 1)
+    assert got.text == LOG + "\ufffd"
+
+
+@pytest.mark.parametrize("codec", ["utf-32-le", "utf-32-be"])
+@pytest.mark.parametrize("kept", [1, 2, 3])
+def test_utf32_cut_anywhere_in_its_last_unit(codec: str, kept: int) -> None:
+    bom = codecs.BOM_UTF32_LE if codec == "utf-32-le" else codecs.BOM_UTF32_BE
+    data = bom + (LOG + "!").encode(codec)
+    got = decode(data[: len(data) - 4 + kept])
+    assert (got.kind, got.encoding, got.replaced_bytes) == ("text", codec, 1)
+    assert got.text == LOG + "\ufffd"
+
+
+def test_utf16_invalid_inside_stays_binary() -> None:
+    # Only a cut end is excused: a lone low surrogate inside the text is not text.
+    data = codecs.BOM_UTF16_LE + "abc".encode("utf-16-le") + b"\x00\xdc" + b"d\x00"
+    assert decode(data).kind == "binary"
+
+
+def test_file_result_of_a_cut_utf16_log(tmp_path: Path) -> None:
+    data = codecs.BOM_UTF16_LE + (LOG + "!").encode("utf-16-le")
+    write_tree(tmp_path, {"app.log": data[:-1]})
+    ws = Workspace.open(str(tmp_path), Settings())
+    got = _wire(ws, paths=["app.log"])
+    (entry,) = got["files"]
+    assert (entry["status"], entry["encoding"], entry["replacedBytes"]) == ("ok", "utf-16-le", 1)
+    assert LOG + "\ufffd" in got["llmContent"]
+
+
+def test_prefix_read_of_a_cut_utf16_log_over_max_file_bytes(tmp_path: Path) -> None:
+    # Over maxFileBytes the file is read by chunks: the cut end is replaced and counted
+    # there too, whichever chunk it falls in.
+    body = ("line ✓ of a long log\n" * 60_000 + "last").encode("utf-16-be")
+    path = tmp_path / "big.log"
+    path.write_bytes(codecs.BOM_UTF16_BE + body + b"\x00")
+    assert path.stat().st_size > READ_CHUNK_BYTES
+    got = read_file(str(path), max_file_bytes=1 << 19, offset=59_999, limit=5)
+    assert got.window is not None
+    assert (got.kind, got.encoding, got.replaced_bytes) == ("text", "utf-16-be", 1)
+    assert got.window.text == "line ✓ of a long log\n" * 2 + "last\ufffd"

@@ -106,14 +106,18 @@ def test_a_cut_file_without_a_grammar_says_so(tmp_path: Path) -> None:
     assert "[No outline: no grammar for .xyz.]\n" in r.llm_content
 
 
-def test_the_outline_block_never_takes_more_than_the_content_shown(tmp_path: Path) -> None:
+def test_the_outline_block_does_not_shrink_to_the_content_shown(tmp_path: Path) -> None:
+    """300 characters shown: the outline still takes up to 4,000 (PROTOCOL §4, the
+    outline budget) and names every class that follows, to the last."""
     write_tree(tmp_path, {"big.py": module(0, classes=40)})
     r = ask(tmp_path, paths=["big.py"], perFileMaxChars=300)
     (f,) = r.files
     assert f.status == "partial" and f.outline
-    block = r.llm_content.split("(not shown):]\n", 1)[1].split("--- End", 1)[0]
-    assert len(block) <= 300 + 60  # the head line aside
-    assert re.search(r"\[… and \d+ more symbols\.\]", block)
+    block = r.llm_content.split("(not shown):]\n", 1)[1].split("\n\n[To continue", 1)[0]
+    assert 300 < len(block) <= 4000
+    assert "more symbols" not in block
+    assert [s.name for s in f.outline] == [f"C0_{c}" for c in range(40)]
+    assert f.outline[-1].line_end == outline_mod.outline(module(0, classes=40), "b.py").lines - 1
 
 
 def tree(root: Path, n: int = 12) -> list[str]:
@@ -131,7 +135,9 @@ def test_outlines_packing_gives_what_does_not_fit_as_outlines(tmp_path: Path, fm
     r = ask(tmp_path, paths=["pkg/*.py"], format=fmt, packing="outlines", **budget)
     assert r.packing.strategy == "outlines"
     outlined = [f for f in r.files if f.status == "omitted" and f.outline]
-    assert [f.status for f in r.files[:3]] == ["ok"] * 3
+    # At most 200 files: the outlines of what does not fit are reserved first, and
+    # content fills the rest (one file fewer whole, cut where the outlines begin).
+    assert [f.status for f in r.files[:2]] == ["ok"] * 2
     assert len(outlined) >= 5
     for f in outlined:
         assert f.code == "budget" and f.chars == 0
@@ -246,17 +252,19 @@ def test_a_warm_answer_does_not_parse_again(
 def test_omission_counts_add_up_with_outlines(tmp_path: Path) -> None:
     """Outlined files are counted once, in the head; the names shown and "N more" are
     the others: together they are the omitted count (PROTOCOL §4)."""
-    import re
 
     code = "".join(f"def f{n}(x):\n    return x * {n}\n\n" for n in range(60))
     write_tree(tmp_path, {f"pkg/m{i:03}.py": code for i in range(150)})
     r = ask(tmp_path, paths=["pkg/*.py"], packing="outlines", maxTotalFiles=3, maxTotalChars=20000)
     m = re.search(
         r"\[Omitted (\d+) file\(s\)[^\]]*?, (\d+) of them given as outlines above"
-        r" \(structure only, not read\): (.*?)(?:, and (\d+) more)?\.\]",
+        r" \(structure only, not read\)(?:, (\d+) of them could not be outlined within the"
+        r" budget)?: (.*?)(?:, and (\d+) more)?\.\]",
         r.llm_content,
     )
     assert m, r.llm_content[-2000:]
-    total, outlined, names, more = int(m[1]), int(m[2]), m[3].split(", "), int(m[4] or 0)
+    total, outlined, names, more = int(m[1]), int(m[2]), m[4].split(", "), int(m[5] or 0)
     assert outlined >= 1 and total == r.summary.omitted
     assert len(names) + more + outlined == total
+    # The files neither read nor outlined are counted too (none was outlined before).
+    assert int(m[3] or 0) == total - outlined

@@ -1,5 +1,6 @@
 """The pygls internals ``readmany_daemon.lsp.protocol`` relies on exist in the installed
-pygls, with the shape its overrides assume: a pygls upgrade that moves one fails here,
+pygls, with the shape its overrides assume, and pygls still calls them: a pygls upgrade
+that moves one or stops calling it fails here,
 naming it, instead of somewhere deep in a connection (RENOVATION §4)."""
 
 from __future__ import annotations
@@ -76,3 +77,100 @@ def test_shutdown_sets_the_shared_stop_event() -> None:
     share_stop_event(server, event)
     server.shutdown()  # type: ignore[no-untyped-call]
     assert event.is_set(), f"{PYGLS}: LanguageServer.shutdown no longer sets _stop_event"
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+    def close(self) -> None:
+        pass
+
+
+#: The private methods ``lsp/protocol.py`` overrides or calls, which pygls must still
+#: call itself on the way of one request, a notification, ``shutdown`` and ``exit``.
+_CALLED_BY_PYGLS = (
+    "_execute_handler",
+    "_send_handler_result",
+    "_send_response",
+    "_send_data",
+    "lsp_shutdown",
+    "lsp_exit",
+    "structure_message",
+    "handle_message",
+)
+
+
+def test_pygls_still_calls_the_overridden_methods() -> None:
+    """Names and parameters are not enough: a pygls release that stops calling one of
+    the overrides (or calls it on another path) silently drops its fix. Drive one
+    request, one notification, ``shutdown`` and ``exit`` through the real protocol and
+    check that pygls itself calls each of them."""
+    calls: list[str] = []
+
+    def spy(name: str) -> Any:
+        base = getattr(ReadManyProtocol, name)
+        if inspect.isgeneratorfunction(base):
+
+            def gen(self: Any, *args: Any, **kwargs: Any) -> Any:
+                calls.append(name)
+                return (yield from base(self, *args, **kwargs))
+
+            return lsp_method_like(base, gen)
+
+        def plain(self: Any, *args: Any, **kwargs: Any) -> Any:
+            calls.append(name)
+            return base(self, *args, **kwargs)
+
+        return lsp_method_like(base, plain)
+
+    spied = type("Spied", (ReadManyProtocol,), {n: spy(n) for n in _CALLED_BY_PYGLS})
+
+    class Server(LanguageServer):
+        authenticated = True
+        ended: int | None = None
+
+        def end(self, code: int) -> None:
+            self.ended = code
+
+    server = Server("contract", "0", protocol_cls=spied)
+    protocol = server.protocol
+    writer = _Writer()
+    protocol.set_writer(writer)
+    seen: list[Any] = []
+
+    @server.feature("readMany/ping")
+    def ping(params: Any) -> dict[str, Any]:
+        seen.append(params)
+        return {"pong": params}
+
+    @server.feature("readMany/note")
+    def note(params: Any) -> None:
+        seen.append(params)
+
+    def send(message: dict[str, Any]) -> None:
+        protocol.handle_message(protocol.structure_message(message))
+
+    send({"jsonrpc": "2.0", "id": 1, "method": "readMany/ping", "params": {"x": 1}})
+    send({"jsonrpc": "2.0", "method": "readMany/note", "params": {"y": 2}})
+    send({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+    send({"jsonrpc": "2.0", "method": "exit"})
+
+    assert seen == [{"x": 1}, {"y": 2}], f"{PYGLS}: readMany/* params are no longer kept"
+    assert b'"result":{"pong":{"x":1}}' in writer.data, f"{PYGLS}: the answer was not written"
+    assert server.ended == 0, f"{PYGLS}: exit after shutdown did not end the connection"
+    missing = [name for name in _CALLED_BY_PYGLS if name not in calls]
+    assert not missing, f"{PYGLS} no longer calls {missing} on a request's way"
+    assert not protocol.handler_futures, f"{PYGLS}: a handled future was kept"
+
+
+def lsp_method_like(base: Any, fn: Any) -> Any:
+    """``fn`` carrying the LSP method name pygls registers ``base`` under, if any
+    (``pygls.protocol.language_server.lsp_method`` sets ``method_name``)."""
+    if hasattr(base, "method_name"):
+        fn.method_name = base.method_name
+    fn.__name__ = base.__name__
+    return fn

@@ -135,7 +135,7 @@ def pieces_and_notices(draw: st.DrawFn) -> tuple[list[Piece], Notices]:
     unlisted_omitted = draw(st.integers(0, 300))
     unlisted_skipped = draw(st.integers(0, 300))
     notices = Notices(
-        continuations=draw(st.lists(nasty_text, max_size=2)),
+        continuations=draw(st.lists(st.tuples(names, nasty_text), max_size=2)),
         cursor=draw(st.one_of(st.none(), st.text(min_size=1, max_size=20))),
         hints=draw(st.lists(nasty_text, max_size=2)),
         unlisted_omitted=unlisted_omitted,

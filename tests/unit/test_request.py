@@ -246,7 +246,11 @@ def test_json_keys_by_requested_path_and_window(tmp_path: Path) -> None:
     doc = json.loads(r.llm_content)
     assert doc["results"] == {
         str(tmp_path / "src/a.ts"): {"status": "ok", "content": "a\nb\nc\n"},
-        "src/a.ts:2-2": {"status": "ok", "content": "b\n"},
+        # A window given whole ends with its position notice (not counted in chars).
+        "src/a.ts:2-2": {
+            "status": "ok",
+            "content": "b\n[Showing lines 2-2 of 3. Continue with offset=3.]",
+        },
     }
 
 

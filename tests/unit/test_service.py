@@ -23,6 +23,7 @@ from readmany_daemon.racy import RACY_NS
 from readmany_daemon.runtime import changelog
 from readmany_daemon.runtime.changelog import SNAPSHOTS_KEPT, ChangeLog
 from readmany_daemon.runtime.freshness import Freshness, stat_route, sweep_cookie_roots
+from readmany_daemon.runtime.inotify import watchdog_version
 from readmany_daemon.runtime.overlays import OverlayStore
 from readmany_daemon.runtime.requests import Jobs, RequestContext, checkpoint, current_context
 from readmany_daemon.runtime.roots import RootEntry, index_key
@@ -78,6 +79,8 @@ class FakeWatcher:
         self.state = "running"
         self.warnings = ["w1"]
         self.watched, self.unwatched, self.batches = 3, 1, 7
+        self.broken: str | None = None
+        self.barrier_kind, self.barrier_reason, self.cookies_ready = "quiet-queue", "", True
 
     def barrier(self, timeout: float = 2.0, since: float | None = None) -> bool:
         self.calls.append(("barrier", since))
@@ -568,7 +571,12 @@ def test_status_reports_roots_cache_and_engine(service: Service, tree: Path) -> 
     assert root["root"] == str(tree) and root["name"] == "ws"
     assert (root["files"], root["indexed"], root["connections"]) == (2, True, 1)
     assert root["clock"] == entry.ws.clock() == status["clock"]
-    assert root["watcher"] == {"state": "off", "warnings": []}
+    assert root["watcher"] == {
+        "state": "off",
+        "warnings": [],
+        "barrier": "stat",
+        "barrierReason": f"{watchdog_version()}: no watcher runs for this root",
+    }
     assert "snapshot" not in root and "error" not in root and "warnings" not in root
     assert isinstance(root["indexMs"], float)
     assert status["fileCount"] == 2
@@ -587,6 +595,7 @@ def test_status_reports_roots_cache_and_engine(service: Service, tree: Path) -> 
         "watched": 3,
         "unwatched": 1,
         "batches": 7,
+        "barrier": "quiet-queue",
     }
     assert status["watcher"] == {"state": "running", "warnings": [f"{tree}: w1"]}
     assert status["clock"] == ""
@@ -594,7 +603,12 @@ def test_status_reports_roots_cache_and_engine(service: Service, tree: Path) -> 
 
 
 def test_status_helpers() -> None:
-    assert watcher_status(None) == {"state": "off", "warnings": []}
+    assert watcher_status(None) == {
+        "state": "off",
+        "warnings": [],
+        "barrier": "stat",
+        "barrierReason": f"{watchdog_version()}: no watcher runs for this root",
+    }
     assert overall_state(set()) == "off"
     assert overall_state({"running"}) == "running"
     assert overall_state({"running", "degraded"}) == "mixed"
