@@ -19,7 +19,7 @@ from readmany_daemon import quickjson
 from readmany_daemon.cli_parser import UsageLine, parse_args
 from readmany_daemon.errors import InvalidParams, ReadManyError, UsageError
 from readmany_daemon.quickargs import ReadArgs, parse_read
-from readmany_daemon.route import ask_daemon, autostart, cli_root, say
+from readmany_daemon.route import ask_daemon, autostart, cli_root, current_dir, say
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~2 ms)
 if TYPE_CHECKING:
@@ -337,14 +337,22 @@ def cmd_lsp(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     """``readmany mcp``: the MCP server on stdio (``mcp.front`` answers first while
-    ``mcp.sdk`` loads)."""
+    ``mcp.sdk`` loads). Without ``--root``, or with a relative one, the current
+    directory must exist (``route.current_dir``: else one line and exit 2)."""
     from readmany_daemon.mcp import front
 
-    return front.run(args.root, args.no_daemon)
+    root = args.root
+    if root is None or not (os.path.isabs(root) or root.startswith("file:")):
+        cwd = current_dir()
+        root = None if root is None else os.path.join(cwd, root)
+    return front.run(root, args.no_daemon)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    """``readmany status``: the daemon's ``readMany/status``; exit 3 when none runs."""
+    """``readmany status``: the daemon's ``readMany/status``; exit 3 when none runs. Plain
+    text: one line for the daemon, socket, cache and watcher, then each root with, below
+    it, its watcher and barrier, the watcher's warnings (``  watcher warning: …``) and
+    the root's own (``  warning: …``); ``--json``: the answer as it is."""
     from readmany_daemon import daemon
 
     path = args.socket or daemon.default_socket_path()
@@ -378,6 +386,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         reason = f" ({w['barrierReason']})" if w.get("barrierReason") else ""
         lines.append(f"  watcher {w.get('state')}, barrier {w.get('barrier')}{reason}")
         lines.extend(f"  watcher warning: {text}" for text in w.get("warnings", []))
+        lines.extend(f"  warning: {text}" for text in r.get("warnings", []))
     _write("\n".join(lines) + "\n")
     return EXIT_OK
 
@@ -388,7 +397,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
     from readmany_daemon.client import default_socket_path
 
     path = args.socket or default_socket_path()
-    pid = launch.stop(path)
+    pid = launch.stop(path, reason="readmany stop")
     say(f"stopped the daemon (pid {pid})" if pid is not None else f"no daemon runs at {path}")
     return EXIT_OK
 

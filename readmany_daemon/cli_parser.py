@@ -215,7 +215,10 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         const="",
         metavar="PATH",
-        help="the shared per-user daemon (default: $XDG_RUNTIME_DIR/readmany/daemon.sock)",
+        help=(
+            "the shared per-user daemon (default: $XDG_RUNTIME_DIR/readmany/daemon.sock, "
+            "else /run/user/$UID/readmany/daemon.sock)"
+        ),
     )
     mode.add_argument(
         "--tcp",

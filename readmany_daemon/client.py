@@ -71,15 +71,40 @@ def decode_body(body: bytes | bytearray, msgspec_from: int = MSGSPEC_BODY_BYTES)
     return loads(body)
 
 
-def runtime_dir(environ: Any = None) -> str:
-    """``$XDG_RUNTIME_DIR/readmany`` when that variable holds an absolute path, else
-    ``$TMPDIR/readmany-$UID`` (``/tmp`` without ``TMPDIR``)."""
+#: Where systemd-logind makes each user's runtime folder (``/run/user/<uid>``).
+RUN_USER = "/run/user"
+
+
+def user_run_dir(uid: int, run_user: str = RUN_USER) -> str | None:
+    """``run_user/<uid>`` when it is a folder (not a link) owned by ``uid`` that no one
+    else may write to (what logind makes, 0700), else None. The runtime folder of a
+    process started without ``XDG_RUNTIME_DIR`` (a GUI client's MCP server), so that it
+    finds the daemon the user's shell started (issue 22, item 6)."""
+    path = os.path.join(run_user, str(uid))
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not (st.st_mode & 0o170000 == 0o040000 and st.st_uid == uid and not st.st_mode & 0o022):
+        return None
+    return path
+
+
+def runtime_dir(environ: Any = None, run_user: str = RUN_USER) -> str:
+    """``$XDG_RUNTIME_DIR/readmany`` when that variable holds an absolute path; else,
+    when ``run_user/<uid>`` (``/run/user/<uid>``) exists and belongs to this user
+    (``user_run_dir``), ``/run/user/<uid>/readmany``; else ``$TMPDIR/readmany-$UID``
+    (``/tmp`` without ``TMPDIR``). PROTOCOL §1."""
     env = os.environ if environ is None else environ
     xdg = env.get("XDG_RUNTIME_DIR", "")
     if xdg and os.path.isabs(xdg):
         return os.path.join(xdg, "readmany")
+    uid = os.getuid()
+    run = user_run_dir(uid, run_user)
+    if run is not None:
+        return os.path.join(run, "readmany")
     tmp = env.get("TMPDIR", "") or "/tmp"
-    return os.path.join(tmp, f"readmany-{os.getuid()}")
+    return os.path.join(tmp, f"readmany-{uid}")
 
 
 def default_socket_path(environ: Any = None) -> str:

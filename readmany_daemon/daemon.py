@@ -3,7 +3,10 @@
 Rules (PROTOCOL §1):
 
 - Socket: ``$XDG_RUNTIME_DIR/readmany/daemon.sock``, else
-  ``$TMPDIR/readmany-$UID/daemon.sock`` (``/tmp`` when ``TMPDIR`` is unset). The folder
+  ``/run/user/$UID/readmany/daemon.sock`` when that runtime folder exists and is the
+  user's (a GUI-started process has no ``XDG_RUNTIME_DIR``, yet must find the daemon of
+  the user's shell), else ``$TMPDIR/readmany-$UID/daemon.sock`` (``/tmp`` when
+  ``TMPDIR`` is unset). The folder
   is created 0700 and must belong to the user; the socket is 0600.
 - Peers: every accepted unix connection is checked with the kernel's peer credentials
   (``SO_PEERCRED`` on Linux, ``LOCAL_PEERCRED`` on macOS/BSD): a peer whose uid is not
@@ -23,6 +26,13 @@ Rules (PROTOCOL §1):
   non-socket is refused (exit 1), so that a typo never deletes a file.
 - Idle exit: ``idleTimeoutSeconds`` after the last connection closed; roots unused for
   that long are dropped before then.
+- Why it went away: every exit the daemon sees (idle timeout, ``readMany/stopDaemon``
+  with its ``reason``: ``readmany stop`` or a replacement by another version, SIGTERM,
+  SIGINT, SIGHUP, a fatal error) logs one WARNING line ``daemon exiting (pid N): CAUSE``.
+  A socket daemon keeps ``daemon.sock.running`` (its pid, version and start time) beside
+  its lock while it serves and removes it on any such exit; the next daemon that finds
+  one left behind logs at WARNING that the previous one ended unseen (SIGKILL, the OOM
+  killer, a crash of the interpreter).
 - ``serve --tcp``: loopback only (the host given and every address it was bound to),
   ``READMANY_TOKEN`` required from every connection (``initializationOptions.authToken``).
   Without ``--tcp`` the daemon has no TCP listener at all.
@@ -41,7 +51,7 @@ import errno
 import os
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from readmany_daemon import __version__
@@ -139,10 +149,20 @@ class Daemon:
         self._activity = asyncio.Event()
         self._connections: set[asyncio.Task[Any]] = set()
         self._live: set[Any] = set()  # ReadManyServer of each open connection
+        #: Why the daemon stops (the first cause given to ``stop``), None while it serves.
+        self.cause: str | None = None
 
-    def stop(self) -> None:
-        """Ask the daemon to exit (``readMany/stopDaemon``, SIGTERM, idle)."""
+    def stop(self, cause: str = "asked to stop") -> None:
+        """Ask the daemon to exit; ``cause`` (the first one given wins) is what its exit
+        line names: ``"idle timeout …"``, ``"signal SIGTERM"``, ``"readmany stop"``."""
+        if self.cause is None:
+            self.cause = cause
         self._stopping.set()
+
+    def _stop_asked(self, reason: str | None) -> None:
+        """``readMany/stopDaemon`` with its optional ``reason`` (``"readmany stop"``,
+        ``"replaced by version X"``)."""
+        self.stop(reason or "readMany/stopDaemon from a client")
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         import asyncio
@@ -163,7 +183,7 @@ class Daemon:
                 StreamWriter(writer),
                 kind=self.kind,
                 token=self.token,
-                on_stop_daemon=self.stop,
+                on_stop_daemon=self._stop_asked,
                 live=self._live,
             )
         finally:
@@ -199,8 +219,7 @@ class Daemon:
             if self.service.connection_count == 0:
                 remaining = self.service.last_activity + limit - now
                 if remaining <= 0:
-                    _log().info("no client for %g s: exiting", limit)
-                    self.stop()
+                    self.stop(f"idle timeout: no client for {limit:g} s")
                     return
                 wait = min(remaining, sweep)
             with contextlib.suppress(TimeoutError):  # time to look again
@@ -217,8 +236,10 @@ class Daemon:
         loop = asyncio.get_running_loop()
         self.service.on_activity = self._activity.set
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            loop.add_signal_handler(sig, self.stop)
+            loop.add_signal_handler(sig, self.stop, f"signal {sig.name}")
         watcher = asyncio.create_task(self._idle_watch())
+        # Bound the snapshot cache folder: now, then once a day (``index/cachegc.py``).
+        self.service.start_cache_sweeps()
         from readmany_daemon.lsp.serve import warm_up
 
         warm_up(self.service)
@@ -264,7 +285,7 @@ def _acquire_lock(path: str) -> int | None:
             _log().warning("replacing the daemon of version %s at %s", version, path)
             asked = True
             try:
-                stop(path, START_TIMEOUT)
+                stop(path, START_TIMEOUT, reason=f"replaced by version {__version__}")
             except DaemonError as exc:
                 _log().warning("%s", exc)
         if time.monotonic() >= deadline:
@@ -329,7 +350,6 @@ def serve_socket(
     import asyncio
 
     from readmany_daemon.logs import configure_logging
-    from readmany_daemon.runtime.service import Service
 
     if os.name != "posix":
         raise UsageError("serve --socket needs unix sockets; on Windows use serve --stdio")
@@ -346,26 +366,25 @@ def serve_socket(
         return 0
     sock = None
     inode: int | None = None
+    marker: str | None = None
     try:
         sock = _bind_unix(path, private=private)
         inode = os.stat(path).st_ino
-        service = Service(settings)
+        marker = _mark_running(path)
 
-        async def main() -> None:
-            daemon = Daemon(service, kind="socket")
+        async def main(daemon: Daemon) -> None:
             server = await asyncio.start_unix_server(daemon._handle, sock=sock)
             await daemon.run(
                 server,
                 (lambda: on_ready(f"serving on {path} (pid {os.getpid()})")) if on_ready else None,
             )
 
-        try:
-            asyncio.run(main())
-        finally:
-            service.close()
-        _log().info("daemon exiting")
+        _run_logged(settings, main, kind="socket")
         return 0
     finally:
+        if marker is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(marker)
         try:
             if inode is not None and os.stat(path).st_ino == inode:
                 os.unlink(path)
@@ -403,16 +422,13 @@ def serve_tcp(
     import asyncio
 
     from readmany_daemon.logs import configure_logging
-    from readmany_daemon.runtime.service import Service
 
     host, port = parse_tcp(spec)
     if not token:
         raise UsageError("serve --tcp needs a token: set READMANY_TOKEN")
     configure_logging(settings.log_level, log_file)
-    service = Service(settings)
 
-    async def main() -> None:
-        daemon = Daemon(service, kind="tcp", token=token)
+    async def main(daemon: Daemon) -> None:
         server = await asyncio.start_server(daemon._handle, host, port)
         _check_loopback(server)
         bound = server.sockets[0].getsockname()
@@ -423,8 +439,87 @@ def serve_tcp(
             else None,
         )
 
-    try:
-        asyncio.run(main())
-    finally:
-        service.close()
+    _run_logged(settings, main, kind="tcp", token=token)
     return 0
+
+
+def _run_logged(
+    settings: Settings,
+    main: Callable[[Daemon], Coroutine[Any, Any, None]],
+    *,
+    kind: str,
+    token: str | None = None,
+) -> None:
+    """Make the ``Service`` and the ``Daemon`` of ``kind``, run ``main(daemon)`` to its
+    end, close the service, and log the one WARNING line ``daemon exiting (pid N):
+    CAUSE`` naming why: the daemon's ``cause``, or the fatal error that ended it (which
+    is re-raised after the line)."""
+    import asyncio
+
+    from readmany_daemon.runtime.service import Service
+
+    cause = "the event loop ended"
+    service: Service | None = None
+    daemon: Daemon | None = None
+    try:
+        service = Service(settings)
+        daemon = Daemon(service, kind=kind, token=token)
+        asyncio.run(main(daemon))
+        cause = daemon.cause or cause
+    except BaseException as exc:  # named in the exit line, then re-raised (issue 22)
+        cause = f"fatal error: {type(exc).__name__}: {exc}"
+        raise
+    finally:
+        try:
+            if service is not None:
+                service.close()
+        finally:
+            _log().warning("daemon exiting (pid %d): %s", os.getpid(), cause)
+
+
+#: Beside the socket while its daemon serves (``<socket>.running``): its pid, version
+#: and start time as JSON; removed on every exit the daemon sees.
+RUNNING_SUFFIX = ".running"
+
+
+def _mark_running(path: str) -> str | None:
+    """Report a ``<path>.running`` left by a daemon that ended unseen (we hold the lock,
+    so it is gone: SIGKILL, the OOM killer, a crash) with one WARNING line, then write
+    this daemon's own. Returns the marker's path, None when it cannot be written (the
+    next daemon then reports nothing)."""
+    import json
+
+    marker = path + RUNNING_SUFFIX
+    try:
+        with open(marker, encoding="utf-8") as f:
+            left = json.load(f)
+    except FileNotFoundError:
+        left = None
+    except (OSError, ValueError) as exc:
+        left = {"unreadable": str(exc)}
+    if left is not None:
+        if not isinstance(left, dict):
+            left = {"unreadable": repr(left)}
+        started = left.get("started")
+        when = (
+            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started))
+            if isinstance(started, (int, float))
+            else "?"
+        )
+        _log().warning(
+            "the previous daemon (pid %s, version %s, started %s) ended without logging why: "
+            "killed (SIGKILL, the OOM killer: see `journalctl -k`) or crashed",
+            left.get("pid", "?"),
+            left.get("version", "?"),
+            when,
+        )
+    record = {"pid": os.getpid(), "version": __version__, "started": time.time()}
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(marker, flags, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(record, f)
+    except OSError as exc:
+        _log().warning("cannot write %s (%s): an unseen exit will not be reported", marker, exc)
+        return None
+    return marker

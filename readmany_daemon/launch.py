@@ -96,17 +96,20 @@ def _answers(path: str) -> bool:
     return True
 
 
-def stop(path: str, timeout: float = START_TIMEOUT) -> int | None:
-    """Stop the daemon at ``path``: ``readMany/stopDaemon``, falling back to SIGTERM on
-    the pid from ``readMany/status``. Returns its pid once it is gone, None when no
-    daemon answered. Raises ``DaemonError`` when it does not go within ``timeout``."""
+def stop(path: str, timeout: float = START_TIMEOUT, reason: str | None = None) -> int | None:
+    """Stop the daemon at ``path``: ``readMany/stopDaemon`` (with ``reason``, which the
+    daemon's exit line names: ``"readmany stop"``, ``"replaced by version X"``), falling
+    back to SIGTERM on the pid from ``readMany/status``. Returns its pid once it is gone,
+    None when no daemon answered. Raises ``DaemonError`` when it does not go within
+    ``timeout``."""
     client = connect(path)
     if client is None:
         return None
     pid: int | None = None
     try:
         try:
-            pid = int(client.request("readMany/stopDaemon")["pid"])
+            params = {"reason": reason} if reason else None
+            pid = int(client.request("readMany/stopDaemon", params)["pid"])
         except RpcError:
             pid = int(client.request("readMany/status")["pid"])
             import signal
@@ -170,7 +173,7 @@ def ensure_running(path: str, timeout: float = START_TIMEOUT) -> None:
     if version == __version__:
         return
     if version is not None:
-        stop(path, timeout)
+        stop(path, timeout, reason=f"replaced by version {__version__}")
     spawn(path)
     if not wait_for(lambda: probe_version(path, timeout=1.0) == __version__, timeout):
         raise DaemonError(

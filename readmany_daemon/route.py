@@ -22,7 +22,7 @@ import os
 import sys
 
 from readmany_daemon import __version__
-from readmany_daemon.errors import InvalidParams, RootNotFound
+from readmany_daemon.errors import InvalidParams, RootNotFound, UsageError
 from readmany_daemon.roots import resolve_root
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
@@ -70,11 +70,32 @@ def daemon_off(no_daemon: bool = False) -> bool:
     return no_daemon or disabled or os.name != "posix"
 
 
+#: What a command needing the current directory says when it was removed (exit 2).
+CWD_GONE = (
+    "--root: the current directory no longer exists (it was removed); "
+    "give --root an absolute path or a file: URI"
+)
+
+
+def current_dir() -> str:
+    """``os.getcwd()``, or ``UsageError`` (one line, exit 2) when the current directory
+    was removed: a shell left in a deleted folder or worktree (issue 22, item 6). Only a
+    command that needs it asks: an absolute ``--root`` never does."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        raise UsageError(CWD_GONE) from None
+
+
 def cli_root(root: str | None) -> str:
     """The folder ``--root`` names (a path relative to the current directory, an
     absolute path or a ``file:`` URI; None or ``""``: the current directory), by the one
-    resolver (``roots.resolve_root``). Raises ``RootNotFound`` naming ``--root``."""
-    cwd = os.getcwd()
+    resolver (``roots.resolve_root``). Raises ``RootNotFound`` naming ``--root``, or
+    ``UsageError`` when the current directory is needed (no ``--root``, or a relative
+    one) but was removed; an absolute ``--root`` or URI never reads it."""
+    if root and (os.path.isabs(root) or root.startswith("file:")):
+        return resolve_root(root, (), field="--root")
+    cwd = current_dir()
     return resolve_root(root or cwd, (), relative_to=cwd, field="--root")
 
 
@@ -142,7 +163,7 @@ def ask_daemon(
 
             client.exit()
             try:
-                launch.stop(path)
+                launch.stop(path, reason=f"replaced by version {__version__}")
             except DaemonError as exc:
                 print(f"readmany: warning: {exc}", file=sys.stderr)
             return Asked(None, start)

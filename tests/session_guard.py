@@ -58,6 +58,7 @@ def real_folders(env: Mapping[str, str]) -> list[str]:
     """The readmany folders of the user whose environment is ``env``, by the package's
     documented rules (checked against the package in tests/unit/test_session_guard.py):
     runtime ``$XDG_RUNTIME_DIR/readmany`` (absolute values only) else
+    ``/run/user/$UID/readmany`` (when that folder is the user's) else
     ``$TMPDIR/readmany-$UID`` (``/tmp``), state ``$XDG_STATE_HOME/readmany`` else
     ``~/.local/state/readmany``, cache ``$XDG_CACHE_HOME/readmany`` else
     ``~/.cache/readmany``."""
@@ -68,8 +69,16 @@ def real_folders(env: Mapping[str, str]) -> list[str]:
         return value if value and os.path.isabs(value) else os.path.join(home, *default)
 
     runtime = env.get("XDG_RUNTIME_DIR", "")
+    user_run = f"/run/user/{os.getuid()}"
     if runtime and os.path.isabs(runtime):
         run = os.path.join(runtime, "readmany")
+    elif (
+        os.path.isdir(user_run)
+        and not os.path.islink(user_run)
+        and os.stat(user_run).st_uid == os.getuid()
+        and not os.stat(user_run).st_mode & 0o022
+    ):
+        run = os.path.join(user_run, "readmany")
     else:
         run = os.path.join(env.get("TMPDIR", "") or "/tmp", f"readmany-{os.getuid()}")
     return [

@@ -41,7 +41,11 @@ from readmany_daemon.racy import is_racy
 from readmany_daemon.rules.ignore import Frame
 from readmany_daemon.rules.kinds import DEFAULT_EXCLUDE
 
-__all__ = ["RETRACK_LIMIT", "IndexChanges"]
+__all__ = ["RETRACK_LIMIT", "ROOT_GONE", "IndexChanges"]
+
+#: The index warning of a root whose folder vanished (``str.format`` with the root); the
+#: runtime drops it once the folder exists again (a root's warnings say what is true now).
+ROOT_GONE: Final = "the workspace folder {} is gone"
 
 #: root is walked again instead of re-listing the folders on the way to each.
 RETRACK_LIMIT: Final = 5000
@@ -188,7 +192,7 @@ class IndexChanges(IndexWalk):
             outcome = self._relist(rel, folders.get(rel) or None, delta)
             if outcome == _VANISHED:
                 if not rel:
-                    self._warn_once(f"the workspace folder {self.root} is gone")
+                    self._warn_once(ROOT_GONE.format(self.root))
                     continue
                 parent, _, name = rel.rpartition("/")
                 folders.setdefault(parent, set()).add(name)

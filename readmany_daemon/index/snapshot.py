@@ -60,6 +60,13 @@ class SnapshotWarning(Exception):
     """A snapshot could not be written or used; the message says why (one line)."""
 
 
+#: How every "could not write the snapshot" warning begins (``save``); the runtime drops
+#: such a warning once a save succeeds or its cause (a missing root) is gone.
+NOT_SAVING = "not saving the index snapshot: "
+#: How a failed write's warning begins (``save``), dropped likewise by the next success.
+NOT_WRITTEN = "could not write the index snapshot "
+
+
 class _Folder(msgspec.Struct, array_like=True):
     rel: _Name
     entries: _Name  # visible entries joined by "\0" ("sub/" for folders)
@@ -155,11 +162,11 @@ def save(path: str, index: Index, dump: IndexDump, key: Any, rules_hash: str) ->
     root = index.root
     folder = os.path.dirname(path)
     if _inside(folder, root):
-        raise SnapshotWarning(f"not saving the index snapshot: {folder} is inside the workspace")
+        raise SnapshotWarning(f"{NOT_SAVING}{folder} is inside the workspace")
     try:
         st = os.stat(root)
     except OSError as exc:
-        raise SnapshotWarning(f"not saving the index snapshot: {root}: {exc.strerror}") from None
+        raise SnapshotWarning(f"{NOT_SAVING}{root}: {exc.strerror}") from None
     snap = Snapshot(
         format=FORMAT,
         version=__version__,
@@ -199,7 +206,7 @@ def save(path: str, index: Index, dump: IndexDump, key: Any, rules_hash: str) ->
             os.unlink(tmp)
             raise
     except OSError as exc:
-        raise SnapshotWarning(f"could not write the index snapshot {path}: {exc}") from None
+        raise SnapshotWarning(f"{NOT_WRITTEN}{path}: {exc}") from None
     return len(data)
 
 

@@ -244,7 +244,8 @@ async def _rescan(ls: ReadManyServer, raw: Any) -> Any:
 async def _stop_daemon(ls: ReadManyServer, raw: Any) -> Any:
     if ls.on_stop_daemon is None:
         raise ReadManyError(f"{STOP_DAEMON}: this server is not the shared daemon")
-    asyncio.get_running_loop().call_soon(ls.on_stop_daemon)
+    reason = _optional_str(_object(raw), "reason")
+    asyncio.get_running_loop().call_soon(ls.on_stop_daemon, reason)
     return {"pid": os.getpid()}
 
 

@@ -232,7 +232,7 @@ async def run_connection(
     *,
     kind: str,
     token: str | None = None,
-    on_stop_daemon: Callable[[], None] | None = None,
+    on_stop_daemon: Callable[[str | None], None] | None = None,
     live: set[ReadManyServer] | None = None,
     on_server: Callable[[ReadManyServer], None] | None = None,
 ) -> ReadManyServer:

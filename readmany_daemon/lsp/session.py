@@ -109,7 +109,7 @@ class ReadManyServer(LanguageServer):
         self.stop_event = threading.Event()
         share_stop_event(self, self.stop_event)
         self.exit_code: int | None = None
-        self.on_stop_daemon: Callable[[], None] | None = None
+        self.on_stop_daemon: Callable[[str | None], None] | None = None
         self.settings: Settings = service.settings
         self.init_options: dict[str, Any] = {}
         self.config: dict[str, Any] = {}

@@ -37,7 +37,7 @@ from readmany_daemon.mcp.schema import (
 )
 from readmany_daemon.paths import uri_to_path
 from readmany_daemon.roots import Root, make_root
-from readmany_daemon.route import daemon_off
+from readmany_daemon.route import current_dir, daemon_off
 from readmany_daemon.wire.fold import fold_read_params
 from readmany_daemon.wire.messages import CHANGED_SINCE, FILES, READ
 
@@ -168,7 +168,8 @@ class ReadManyMcp:
 
     async def roots(self, ask: Callable[[], Any]) -> list[Root]:
         """``--root``, else the client's roots (``ask()`` returns file: URIs with names,
-        or None when the client has none to give), else the current directory."""
+        or None when the client has none to give), else the current directory (raises
+        ``UsageError``, a failed tool call, when it was removed: ``route.current_dir``)."""
         if self._roots is not None:
             return self._roots
         found: list[Root] = []
@@ -178,7 +179,7 @@ class ReadManyMcp:
                 found.append(make_root(path, name))
             else:
                 log.warning("ignoring MCP root %s: not a local folder", uri)
-        self._roots = found or [make_root(os.getcwd())]
+        self._roots = found or [make_root(current_dir())]
         return self._roots
 
     async def call(

@@ -65,6 +65,10 @@ def save_snapshot(entry: RootEntry, wait: float | None = None) -> bool:
         entry.saved, entry.saved_at = state, time.monotonic()  # do not retry in a loop
         return False
     entry.saved, entry.saved_at = state, time.monotonic()
+    # Saved: a warning that saving failed no longer says what is true.
+    index.warnings[:] = [
+        w for w in index.warnings if not w.startswith((snapshot.NOT_SAVING, snapshot.NOT_WRITTEN))
+    ]
     log.info(
         "saved the index snapshot of %s (%d bytes, %.3f s)",
         entry.ws.root,

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from readmany_daemon.engine.workspace import Overlay, Workspace
 from readmany_daemon.errors import RootNotFound
-from readmany_daemon.index import snapshot
+from readmany_daemon.index import cachegc, snapshot
+from readmany_daemon.index.changes import ROOT_GONE
 from readmany_daemon.index.model import Index
 from readmany_daemon.runtime.changelog import ChangeLog, StatLog
 from readmany_daemon.settings import Settings
@@ -100,6 +101,46 @@ class RootEntry:
         self.changelog = changelog
 
 
+def outdated_warnings(entry: RootEntry) -> list[str]:
+    """The index warnings of ``entry`` whose cause has gone: while its root is a folder
+    again, "the workspace folder … is gone" (``index.changes.ROOT_GONE``) and "not saving
+    the index snapshot: <root>: …" (``snapshot.NOT_SAVING``, the root missing when a save
+    was tried). A root's warnings describe its present state (issue 22, item 6). Empty
+    before the index is built; one ``stat`` of the root when there is a candidate."""
+    if not entry.indexed:
+        return []
+    root = entry.ws.root
+    gone = ROOT_GONE.format(root)
+    unsaved = f"{snapshot.NOT_SAVING}{root}: "
+    found = [w for w in entry.ws.index.warnings if w == gone or w.startswith(unsaved)]
+    if not found or not os.path.isdir(root):
+        return []
+    return found
+
+
+def present_warnings(entry: RootEntry) -> list[str]:
+    """``entry``'s index and rule warnings without those ``outdated_warnings`` names
+    (what ``readMany/status`` lists); read-only."""
+    if not entry.indexed:
+        return []
+    index = entry.ws.index
+    stale = outdated_warnings(entry)
+    return [w for w in index.warnings if w not in stale] + index.rules.warnings
+
+
+def drop_outdated_warnings(entry: RootEntry) -> None:
+    """Remove ``outdated_warnings`` from ``entry``'s index (hold ``entry.lock``). When a
+    snapshot save had failed for want of the root, the next save is due now (the failed
+    state was marked saved so that it is not retried in a loop)."""
+    stale = outdated_warnings(entry)
+    if not stale:
+        return
+    index = entry.ws.index
+    index.warnings[:] = [w for w in index.warnings if w not in stale]
+    if any(w.startswith(snapshot.NOT_SAVING) for w in stale):
+        entry.saved = None
+
+
 def open_index(entry: RootEntry, *, reconcile: bool) -> Index:
     """Build ``entry``'s index and install it in its workspace: from its snapshot when
     one is valid (``reconcile``: check folder mtimes against the disk, for a root without
@@ -161,7 +202,9 @@ class RootRegistry:
 
     def acquire(self, path: str, settings: Settings) -> RootEntry:
         """The warm workspace for folder ``path`` under ``settings``, its reference count
-        raised. Raises ``RootNotFound`` naming ``$.root`` when ``path`` is no folder."""
+        raised; with snapshots, the root is marked used now in the cache folder
+        (``cachegc.record_use``). Raises ``RootNotFound`` naming ``$.root`` when ``path``
+        is no folder."""
         real = os.path.realpath(path)
         key = (real, *index_key(settings))
         with self._lock:
@@ -184,7 +227,12 @@ class RootRegistry:
                 self._roots[key] = entry
                 log.info("opened root %s", real)
             entry.refs += 1
-            return entry
+        if entry.snapshot_path is not None:
+            try:  # the root's last use, for the cache sweep (``index/cachegc.py``)
+                cachegc.record_use(entry.snapshot_path, real)
+            except OSError as exc:
+                log.info("cannot mark %s as used in the cache folder: %s", real, exc)
+        return entry
 
     def release(self, entry: RootEntry) -> None:
         """Drop one reference; the root stays warm until ``evict_idle`` finds it unused."""

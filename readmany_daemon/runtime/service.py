@@ -45,6 +45,7 @@ from readmany_daemon.engine import answer as engine_answer
 from readmany_daemon.engine.files import list_files, list_paths
 from readmany_daemon.engine.workspace import Overlay
 from readmany_daemon.errors import RootNotFound
+from readmany_daemon.index import cachegc, snapshot
 from readmany_daemon.index.model import Index
 from readmany_daemon.index.records import CONTENT, ENTRY
 from readmany_daemon.rules.kinds import Filters
@@ -55,7 +56,12 @@ from readmany_daemon.runtime.freshness import Freshness, watcher_vouches
 from readmany_daemon.runtime.overlays import OverlayStore
 from readmany_daemon.runtime.process import raise_open_files_limit, tune_malloc
 from readmany_daemon.runtime.requests import Jobs, RequestContext, checkpoint, current_context
-from readmany_daemon.runtime.roots import RootEntry, RootRegistry, open_index
+from readmany_daemon.runtime.roots import (
+    RootEntry,
+    RootRegistry,
+    drop_outdated_warnings,
+    open_index,
+)
 from readmany_daemon.runtime.status import Status, build_status
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.cursor import ReadRequest
@@ -118,6 +124,9 @@ class Service:
             # The token counter's vocabulary (~0.07 s) loads now, beside the first
             # index walk, instead of inside the first answer (every answer counts).
             threading.Thread(target=tokens.warm, name="readmany-tokens", daemon=True).start()
+        #: ``start_cache_sweeps``'s thread, and what ends it.
+        self._sweeper: threading.Thread | None = None
+        self._closing = threading.Event()
         self._conns: dict[int, _ConnInfo] = {}
         self._conn_ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -191,9 +200,12 @@ class Service:
 
     def _ensure_index(self, entry: RootEntry) -> Index:
         """``entry``'s index, built now if needed (``open_index``: snapshot or walk);
-        then the change listener, the watcher and the background work are attached.
-        Runs holding the root's lock. Raises what ``Index.build`` raises (``OSError``)."""
+        then the change listener, the watcher and the background work are attached. A
+        built index first loses the warnings whose cause has gone
+        (``roots.drop_outdated_warnings``). Runs holding the root's lock. Raises what
+        ``Index.build`` raises (``OSError``)."""
         if entry.indexed:
+            drop_outdated_warnings(entry)
             return entry.ws.index
         started = time.monotonic()
         index = open_index(entry, reconcile=not self.watch)
@@ -376,9 +388,18 @@ class Service:
 
     def status(self, primary: RootEntry | None = None) -> Status:
         """``readMany/status`` (PROTOCOL §2), see ``status.build_status``; ``primary``
-        gives the top-level ``clock``."""
+        gives the top-level ``clock``. A root whose lock is free first loses its outdated
+        warnings (``roots.drop_outdated_warnings``); a busy one's are left out of the
+        answer all the same (``roots.present_warnings``)."""
+        roots = self.roots()
+        for entry in roots:
+            if entry.lock.acquire(blocking=False):
+                try:
+                    drop_outdated_warnings(entry)
+                finally:
+                    entry.lock.release()
         return build_status(
-            self.roots(),
+            roots,
             cache=self.cache,
             jobs=self.jobs,
             primary=primary,
@@ -387,9 +408,47 @@ class Service:
             overlays=len(self.overlays),
         )
 
+    # -- the cache folder
+
+    def sweep_cache(self) -> list[cachegc.Dropped]:
+        """Bound the snapshot cache folder now (``cachegc.sweep``: roots gone, unused for
+        30 days, then least recently used over 1 GiB), keeping the warm roots' files;
+        each group dropped is logged at INFO. Returns what was dropped."""
+        keep = {
+            h
+            for entry in self.roots()
+            if entry.snapshot_path is not None
+            and (h := cachegc.snapshot_hash(entry.snapshot_path)) is not None
+        }
+        dropped = cachegc.sweep(snapshot.cache_dir(), keep=keep)
+        for d in dropped:
+            log.info("cache sweep: dropped %s (%s, %d bytes)", d.root or d.hash, d.reason, d.size)
+        return dropped
+
+    def start_cache_sweeps(self, interval: float = cachegc.SWEEP_INTERVAL) -> None:
+        """Sweep the cache folder now (on a thread of its own) and every ``interval``
+        seconds (default once a day) until ``close``; nothing without snapshots. The
+        shared daemon calls it at start."""
+        if not self.snapshots or self._sweeper is not None:
+            return
+
+        def run() -> None:
+            while True:
+                try:
+                    self.sweep_cache()
+                except OSError as exc:  # the folder itself unusable: try again later
+                    log.warning("cache sweep failed: %s", exc)
+                if self._closing.wait(interval):
+                    return
+
+        self._sweeper = threading.Thread(target=run, name="readmany-cache-sweep", daemon=True)
+        self._sweeper.start()
+
     def close(self) -> None:
-        """Save the snapshots of changed roots, stop the watchers, the background thread
-        and the executor (queued work is dropped); remove the cookie folders."""
+        """Save the snapshots of changed roots, stop the watchers, the background thread,
+        the cache sweeps and the executor (queued work is dropped); remove the cookie
+        folders."""
+        self._closing.set()
         self.maintainer.close(timeout=5)
         for entry in self.roots():
             background.save_snapshot(entry, wait=2.0)

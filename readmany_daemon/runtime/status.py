@@ -14,7 +14,7 @@ from readmany_daemon import __version__
 from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.runtime.inotify import watchdog_version
 from readmany_daemon.runtime.requests import Jobs
-from readmany_daemon.runtime.roots import RootEntry
+from readmany_daemon.runtime.roots import RootEntry, present_warnings
 from readmany_daemon.runtime.watcher import Watcher
 
 #: Index and rule warnings listed per root, at most.
@@ -164,11 +164,10 @@ def root_status(entry: RootEntry) -> RootStatus:
         }
     if entry.warmed:
         item["cacheWarmed"] = entry.warmed
-    if entry.indexed:
-        index = entry.ws.index
-        found = index.warnings + index.rules.warnings
-        if found:
-            item["warnings"] = found[:MAX_ROOT_WARNINGS]
+    # What is true now: a warning whose cause has gone is not listed.
+    found = present_warnings(entry)
+    if found:
+        item["warnings"] = found[:MAX_ROOT_WARNINGS]
     return item
 
 

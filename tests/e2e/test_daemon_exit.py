@@ -1,0 +1,175 @@
+"""Why the daemon went away (issue 22, item 6): every exit the daemon sees logs one
+WARNING line naming its cause; one it cannot see (SIGKILL, the OOM killer) is reported
+by the next daemon at start, from the marker the previous one left beside its socket.
+Real ``readmany serve --socket`` processes, their log on stderr at the default level."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from readmany_daemon import __version__
+from readmany_daemon.client import RpcError
+from tests.e2e.daemon_helpers import Daemon, cli, fresh_daemon, wait_for
+
+daemon = fresh_daemon
+
+EXIT = "WARNING readmany_daemon.daemon: daemon exiting"
+
+
+def warnings(d: Daemon) -> list[str]:
+    return [line.rstrip("\n") for line in d.stderr if " WARNING " in line]
+
+
+def exit_lines(d: Daemon) -> list[str]:
+    return [line for line in warnings(d) if EXIT in line]
+
+
+def ended(d: Daemon) -> None:
+    assert d.proc is not None
+    d.proc.wait(30)
+    # The pump thread has copied every line once stderr closed.
+    wait_for(lambda: d.lines.empty() or None in list(d.lines.queue), 10)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_signal_is_named(daemon: Daemon, sig: signal.Signals) -> None:
+    daemon.start()
+    daemon.proc.send_signal(sig)  # type: ignore[union-attr]
+    ended(daemon)
+    lines = exit_lines(daemon)
+    assert len(lines) == 1, daemon.stderr
+    assert lines[0].endswith(f"daemon exiting (pid {daemon.pid}): signal {sig.name}")
+    assert not os.path.exists(daemon.socket + ".running")
+
+
+def test_readmany_stop_is_named(daemon: Daemon) -> None:
+    daemon.start()
+    run = cli(daemon.env, "stop")
+    assert run.returncode == 0, run.stderr
+    ended(daemon)
+    lines = exit_lines(daemon)
+    assert len(lines) == 1, daemon.stderr
+    assert lines[0].endswith("): readmany stop")
+
+
+def test_idle_timeout_is_named(daemon: Daemon) -> None:
+    daemon.env["READMANY_IDLE_TIMEOUT_SECONDS"] = "0.2"
+    daemon.start()
+    ended(daemon)
+    lines = exit_lines(daemon)
+    assert len(lines) == 1, daemon.stderr
+    assert "idle timeout" in lines[0]
+
+
+OLD = "0.0.0-old"
+#: A daemon that reports another version: the package with ``__version__`` changed
+#: before the serving modules bind it.
+OLD_DAEMON = (
+    "import sys, readmany_daemon; readmany_daemon.__version__ = sys.argv[1]\n"
+    "from readmany_daemon.cli import main\n"
+    "raise SystemExit(main(['serve', '--socket', sys.argv[2]]))\n"
+)
+
+
+def test_replacement_by_another_version_is_named(daemon: Daemon) -> None:
+    old = subprocess.Popen(
+        [sys.executable, "-c", OLD_DAEMON, OLD, daemon.socket],
+        env=daemon.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd="/",
+    )
+    stderr = old.stderr
+    assert stderr is not None
+    old_lines: list[str] = []
+
+    def pump_lines() -> None:
+        with stderr:
+            old_lines.extend(stderr)
+
+    pump = threading.Thread(target=pump_lines, daemon=True)
+    pump.start()
+    try:
+        wait_for(lambda: any("serving on" in line for line in old_lines), 30)
+        daemon.start()  # takes the socket of the daemon of another version
+        old.wait(30)
+        pump.join(10)
+    finally:
+        if old.poll() is None:
+            old.kill()
+            old.wait(10)
+    lines = [line for line in old_lines if EXIT in line]
+    assert len(lines) == 1, old_lines
+    assert lines[0].rstrip().endswith(f"replaced by version {__version__}")
+    # A clean exit: the new daemon reports nothing unseen.
+    assert not any("ended without logging why" in line for line in daemon.stderr)
+
+
+def test_sigkill_is_reported_by_the_next_daemon(daemon: Daemon) -> None:
+    daemon.start()
+    first = daemon.pid
+    assert os.path.exists(daemon.socket + ".running")
+    daemon.kill9()
+    assert exit_lines(daemon) == []
+    daemon.stderr.clear()
+    daemon.start()
+    reports = [line for line in warnings(daemon) if "ended without logging why" in line]
+    assert len(reports) == 1, daemon.stderr
+    assert f"previous daemon (pid {first}, version {__version__}" in reports[0]
+    assert "SIGKILL" in reports[0] and "OOM" in reports[0]
+    # The next clean start after this one reports nothing.
+    daemon.stop()
+    daemon.stderr.clear()
+    daemon.start()
+    assert not any("ended without logging why" in line for line in daemon.stderr)
+
+
+#: A daemon whose service fails as it starts: a fatal error.
+FAILING_DAEMON = (
+    "import sys\n"
+    "from readmany_daemon.runtime import service\n"
+    "class Broken(service.Service):\n"
+    "    def __init__(self, *a, **k):\n"
+    "        raise RuntimeError('disk on fire')\n"
+    "service.Service = Broken\n"
+    "from readmany_daemon.cli import main\n"
+    "raise SystemExit(main(['serve', '--socket', sys.argv[1]]))\n"
+)
+
+
+def test_a_fatal_error_is_named(daemon: Daemon) -> None:
+    run = subprocess.run(
+        [sys.executable, "-c", FAILING_DAEMON, daemon.socket],
+        env=daemon.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
+    assert run.returncode != 0
+    lines = [line for line in run.stderr.splitlines() if EXIT in line]
+    assert len(lines) == 1, run.stderr
+    assert lines[0].endswith("fatal error: RuntimeError: disk on fire")
+    assert not os.path.exists(daemon.socket + ".running")
+
+
+def test_a_bad_stop_reason_is_refused_and_the_daemon_stays(daemon: Daemon) -> None:
+    daemon.start()
+    client = daemon.session(None)
+    try:
+        with pytest.raises(RpcError) as err:
+            client.request("readMany/stopDaemon", {"reason": 5})
+        assert err.value.code == -32602 and "$.reason" in err.value.message
+        assert client.request("readMany/status")["pid"] == daemon.pid
+    finally:
+        client.exit()
+    assert daemon.proc is not None and daemon.proc.poll() is None
+    assert exit_lines(daemon) == []
