@@ -390,6 +390,10 @@ def read_file_at(
 _WindowArgs = tuple[int, int | None, int | None, int]
 
 
+#: How many times a file that changed while it was read is read again (``_read_fd``).
+_REREADS = 3
+
+
 def _read_fd(
     fd: int,
     read_at: int,
@@ -399,12 +403,26 @@ def _read_fd(
     want_bytes: bool,
 ) -> FileRead:
     """``fstat`` the just-opened ``fd``, refuse anything but a regular file, read it; the
-    descriptor is always closed."""
+    descriptor is always closed.
+
+    A file changed while it was read (its size, mtime or ctime differ after the read:
+    a writer truncating it in place can even leave zeros in what a concurrent read
+    copies) is read again, up to ``_REREADS`` times, so an answer shows one version of
+    it and a text file being rewritten is never taken for a binary one."""
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return _not_a_file(st.st_mode)
-        return _read_open_file(fd, st, read_at, max_file_bytes, window_args, want_full, want_bytes)
+        for _ in range(_REREADS):
+            got = _read_open_file(
+                fd, st, read_at, max_file_bytes, window_args, want_full, want_bytes
+            )
+            after = os.fstat(fd)
+            if stat_key(after) == stat_key(st):
+                return got
+            st = after
+            os.lseek(fd, 0, os.SEEK_SET)
+        return got
     except OSError as exc:
         return _os_error(exc)
     finally:
