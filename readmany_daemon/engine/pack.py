@@ -274,7 +274,8 @@ class _OutlinesPacker:
     def cover(self, room: _Room, plan: PackPlan, start: int, end: int) -> int:
         """Give the files at positions ``[start, end)`` their outlines in order while
         ``room`` holds; a file no larger than its outline (or with none, such as an
-        empty one) comes as its content instead, when it fits. The first outline that
+        empty one) comes as its content instead, when it fits, else stays omitted (never
+        an outline longer than the file). The first outline that
         does not fit ends them; files outlined on an earlier page of the walk
         (``done_upto``) are not outlined again. Returns the position after the last
         file given something."""
@@ -296,8 +297,10 @@ class _OutlinesPacker:
                     plan.full_count += 1
                     last = pos + 1
                     continue
-                if got is None:
-                    continue
+                # No larger than its outline, and no room for its content on this page
+                # (maxTotalFiles, or the budget): an outline would tell less than the
+                # file; it stays omitted, for a later page to give as content.
+                continue
             cost = self.outline(lo, got)
             if not room.fits(cost):
                 break

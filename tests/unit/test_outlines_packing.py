@@ -217,3 +217,29 @@ def test_a_tight_answer_with_long_notices_still_ends_its_walk(tmp_path: Path) ->
     got = {f.path for r in pages for f in r.files if f.status in ("ok", "partial")}
     assert got == set(files)
     assert all(len(r.llm_content) <= 4000 for r in pages[1:])
+
+
+def test_past_max_total_files_a_small_file_is_not_given_a_longer_outline(
+    tmp_path: Path,
+) -> None:
+    """With ``maxTotalFiles`` reached, an empty ``__init__.py`` or a one-line module
+    cannot come as content on this page: it stays omitted for a later page, never as a
+    ``no symbols`` outline or an outline longer than the file."""
+    files = {f"p/m{i:02}.py": function_module(i, lines=40) for i in range(3)}
+    files.update({f"q/a{i:02}/__init__.py": "" for i in range(5)})
+    files.update({f"r/s{i:02}.py": f"def s{i}(): return {i}\n" for i in range(5)})
+    write_tree(tmp_path, files)
+    ws = Workspace.open(str(tmp_path), Settings())
+    r = ask(ws, paths=["**/*.py"], maxTotalFiles=3)
+    for f in r.files:
+        if f.path.startswith(("q/", "r/")):
+            assert f.status == "omitted" and not f.outline, f
+    assert "no symbols" not in r.llm_content
+    walked = {f.path for f in r.files if f.status == "ok"}
+    cursor = r.next_cursor
+    while cursor:
+        r = answer(ws, decode_read_params({"cursor": cursor}))
+        assert "no symbols" not in r.llm_content
+        walked |= {f.path for f in r.files if f.status == "ok"}
+        cursor = r.next_cursor
+    assert walked == set(files)
