@@ -15,11 +15,12 @@ read does not scan again.
 from __future__ import annotations
 
 import hashlib
+import re
 import sys
 from typing import Final, NamedTuple
 
 from readmany_daemon.content.cache import ContentCache
-from readmany_daemon.rules.secrets import RULES, judge, scanner
+from readmany_daemon.rules.secrets import ALLOW_MARKERS, RULES, judge, scanner
 
 #: The ``ContentCache.derived`` slot of a text's redaction.
 CACHE_KEY: Final = "redacted"
@@ -63,12 +64,38 @@ def _hits(text: str, offset: int, certain_only: bool) -> list[tuple[int, int, st
             kind = judge(rule, text, start, vs, ve)
             if kind is None:
                 continue
+        if kind == "private-key" and not certain_only:
+            ve = _key_rest(text, ve)
         out.append((offset + vs, offset + ve, rule.kind if kind is None else kind))
     return out
 
 
-#: A line holding one of these is shown as it is (gitleaks' own marker, and ours).
-ALLOW_MARKERS: Final = ("readmany:allow", "gitleaks:allow")
+#: A line of a private key's body (base64, maybe a comment holding an allow marker after
+#: it), up to its end.
+_KEY_LINE = re.compile(
+    r"[ \t]*[A-Za-z0-9+/=]+[ \t]*(?:[^\n]*?(?:readmany|gitleaks):allow[^\n]*)?(?=\n|$)"
+)
+
+
+def _key_rest(text: str, end: int) -> int:
+    """Where a private key's body that ends at ``end`` (a character offset into
+    ``text``) really ends: a comment holding an allow marker after a line of the body
+    stops the rule's match on that line (`… # gitleaks:allow`), and the body's lines
+    after it are still the key's, to be hidden. So when the line holding ``end`` holds a
+    marker, the body goes on over the key lines that follow (:data:`_KEY_LINE`), up to
+    the END line or the first line that is no key's. Only the marked line is then shown
+    (PROTOCOL §4, "Allowed lines")."""
+    line_start = text.rfind("\n", 0, end) + 1
+    stop = text.find("\n", end)
+    if stop < 0 or not any(m in text[line_start:stop] for m in ALLOW_MARKERS):
+        return end
+    at = stop + 1
+    while (line := _KEY_LINE.match(text, at)) is not None:
+        end = line.end()
+        if end >= len(text):
+            break
+        at = end + 1
+    return end
 
 
 def _allowed_lines(text: str, hits: list[tuple[int, int, str]]) -> set[int] | None:

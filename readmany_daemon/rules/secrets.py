@@ -67,6 +67,13 @@ _ASSIGN = (
     r"|[ \t]*(?:=|:=|=>|:|\?=))[ \t]*"
 )
 
+#: A line holding one of these is shown as it is (gitleaks' own marker, and ours).
+ALLOW_MARKERS: Final = ("readmany:allow", "gitleaks:allow")
+#: The rest of a line up to and past an allow marker (a comment after a key's BEGIN line:
+#: that line is shown, the body after it is not). No `\\` before the marker: a key on one
+#: line with `\\n` escapes is not taken for a comment.
+_MARKED_REST = r"(?:[^\n\\]*?(?:readmany|gitleaks):allow[^\n]*)?"
+
 RULES: Final[tuple[SecretRule, ...]] = (
     # PEM/OpenSSH/PGP private keys: the body between the markers (one line with literal
     # \n escapes, as in a JSON service-account file, or many lines). A block cut before
@@ -74,7 +81,8 @@ RULES: Final[tuple[SecretRule, ...]] = (
     SecretRule(
         "private-key",
         r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:\\r|\\n|\s)*(?:[A-Za-z-]+: ?[^\n]*(?:\\r|\\n|\s)+)*"
+        + _MARKED_REST
+        + r"(?:\\r|\\n|\s)*(?:[A-Za-z-]+: ?[^\n]*(?:\\r|\\n|\s)+)*"
         r"(?P<v>(?:[A-Za-z0-9+/=]|\\r|\\n|\s){16,}?)"
         r"(?:(?:\\r|\\n|\s)*-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
         r"|(?:\\r|\\n|\s)*(?:[^A-Za-z0-9+/=\s\\]|\\[^rn]|$))",

@@ -156,3 +156,33 @@ def test_offsets_are_characters_in_any_text() -> None:
     )
     assert out.text == expected
     assert out.lines == ((2, "github-token"), (3, "password"))
+
+
+def _key_body() -> list[str]:
+    """Three lines of a private key's body, built here (so this file holds no key)."""
+    return ["MIIEowIBAAKCAQEA" + "u1SU" * 12, "VTLw7onL" * 8, "LRoXGvxj" * 8]
+
+
+@pytest.mark.parametrize("marker", ["# gitleaks:allow", "// readmany:allow"])
+def test_a_marker_in_a_key_body_shows_that_line_only(marker: str) -> None:
+    """An allow marker on one line of a private key's body does not show the lines after
+    it: only the marked line is shown, the rest of the block stays hidden."""
+    body = _key_body()
+    marked = body[1] + "  " + marker
+    begin, end = "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"
+    text = "\n".join([begin, body[0], marked, body[2], end, ""])
+    out = redact(text)
+    shown = out.text.split("\n")
+    assert [line for line, _ in out.lines] == [2, 4]
+    assert shown[2] == marked
+    assert body[0] not in out.text and body[2] not in out.text
+    assert shown[3].startswith("«redacted:private-key:")
+
+
+def test_a_marker_on_a_key_begin_line_shows_that_line_only() -> None:
+    body = _key_body()
+    begin = "-----BEGIN RSA PRIVATE KEY----- # gitleaks:allow"
+    text = "\n".join([begin, *body, "-----END RSA PRIVATE KEY-----", ""])
+    out = redact(text)
+    assert [line for line, _ in out.lines] == [2, 3, 4]
+    assert out.text.split("\n")[0] == begin
