@@ -182,6 +182,9 @@ _TEMPLATE = re.compile(r"\$?\{\{?[^{}]*\}?\}")
 _ESCAPE = re.compile(r"\\(?:x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[0-7]{1,3}|.)")
 #: A UUID (RFC 9562's 8-4-4-4-12 hex form), braced or not: an id, not a secret.
 _UUID = re.compile(r"\{?[0-9A-Fa-f]{8}-(?:[0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}\}?")
+#: An Amazon Resource Name (`arn:aws:secretsmanager:<region>:<account>:secret:<name>`):
+#: where a secret is kept, not the secret.
+_ARN = re.compile(r"arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[0-9]*:\S+")
 #: A hex digest (MD5 to SHA-512: 32 to 128 hex digits).
 _HEX_DIGEST = re.compile(r"[0-9a-f]{32,128}|[0-9A-F]{32,128}")
 #: An identifier, a kebab-case or dotted name, or a field name: words and digits joined
@@ -272,7 +275,8 @@ def _path_like(value: str) -> bool:
         return False
     wordy = 0
     for part in parts:
-        stem = part.rsplit(".", 1)[0] if "." in part else part
+        stem = part.lstrip(".")  # a dot file or folder: `.cache`, `.env`
+        stem = stem.rsplit(".", 1)[0] if "." in stem else stem
         if reads_as_words(stem):
             wordy += 1
         elif len(part) > 5:
@@ -286,6 +290,8 @@ def random_looking(value: str) -> bool:
     a name made of words (:func:`reads_as_words`) or a path; a digit in it and at least
     :func:`min_entropy` bits a character, whatever punctuation it holds."""
     if _CODE_LIKE.fullmatch(value) or _NUMBER.fullmatch(value) or _UUID.fullmatch(value):
+        return False
+    if _ARN.fullmatch(value):
         return False
     if _DOTTED.fullmatch(value) and _dotted_code(value):
         return False
@@ -351,10 +357,13 @@ _SECRET_WORDS: Final = frozenset(
 #: Words before `key` that make it a secret's name (`api_key`, `AccessKey`, …).
 _KEY_QUALIFIERS: Final = frozenset({"api", "access", "auth", "private", "secret", "client"})
 #: Last words of a name that refers to a secret, not holds one (`secretName`,
-#: `tokenizer_file`, `TOKEN_PREFIX`, `password1_field_name`).
+#: `tokenizer_file`, `TOKEN_PREFIX`, `password1_field_name`, `secret_arn`,
+#: `token_cache_dir`), or tells how it is made or kept (`token_scope`,
+#: `passwordAlgorithm`, `secretBackend`).
 _REFERENCE_WORDS: Final = frozenset(
     {"name", "id", "ref", "file", "path", "class", "type", "field", "prefix", "suffix", "url"}
     | {"names", "ids", "refs", "files", "paths", "classes", "types", "fields", "urls", "uri"}
+    | {"arn", "arns", "dir", "dirs", "directory", "scope", "scopes", "algorithm", "backend"}
 )
 _NAME_CHARS: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-$")
 #: Where a secret word may start in what a loose rule matched before its value.

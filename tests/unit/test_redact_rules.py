@@ -186,3 +186,30 @@ def test_a_marker_on_a_key_begin_line_shows_that_line_only() -> None:
     out = redact(text)
     assert [line for line, _ in out.lines] == [2, 3, 4]
     assert out.text.split("\n")[0] == begin
+
+
+#: Settings that name a secret but hold none: a path, a scope, an algorithm, a backend,
+#: an ARN (a reference to a secret, not its value), in YAML and JSON.
+ORDINARY_SETTINGS = (
+    'token_cache_dir = "~/.cache/hf/tokens_v2"',
+    "token_cache_dir: ~/.cache/hf/tokens_v2",
+    'token_scope: "repo,read:org,workflow2"',
+    'git_token_scope = "repo,read:org,workflow2"',
+    "passwordAlgorithm: pbkdf2_sha256",
+    "secretBackend: vault-kv-v2",
+    '"secret_arn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf",',
+    "secret_arn: arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf",
+    # words that end in a secret word's letters, or hold them, are no secret words
+    'tokenizer = "gpt2-tok9Xq2Lm8Zw7Kp3"',
+    'bypass = "Nq7vLk2mZp9x"',
+    'compass = "Nq7vLk2mZp9x"',
+    'passive = "Nq7vLk2mZp9x"',
+)
+
+
+@pytest.mark.parametrize("line", ORDINARY_SETTINGS)
+def test_settings_about_a_secret_are_not_redacted(line: str) -> None:
+    text = f"before\n{line}\nafter\n"
+    out = redact(text)
+    assert out.lines == ()
+    assert out.text is text
