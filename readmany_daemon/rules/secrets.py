@@ -123,7 +123,9 @@ RULES: Final[tuple[SecretRule, ...]] = (
     SecretRule("assigned", _ASSIGN + r'"(?P<v>[^"\s]{8,})"', True),
     SecretRule("assigned", _ASSIGN + r"'(?P<v>[^'\s]{8,})'", True),
     SecretRule("assigned", _ASSIGN + r"`(?P<v>[^`\s]{8,})`", True),
-    SecretRule("assigned", _ASSIGN + r"(?P<v>" + _VALUE + r")(?:[\s,;]|$)", True),
+    # A bare value ends at white space, `,`, `;`, or the quote or bracket closing what
+    # holds the whole assignment: `- "POSTGRES_PASSWORD=…"`, `["REDIS_PASSWORD=…"]`.
+    SecretRule("assigned", _ASSIGN + r"(?P<v>" + _VALUE + r")(?:[\s,;\"'\]]|$)", True),
     # XML: `<password>…</password>`, and a name/value pair of attributes, as .NET
     # settings write it: `<add key="ApiKey" value="…"/>`.
     SecretRule(
@@ -150,11 +152,12 @@ RULES: Final[tuple[SecretRule, ...]] = (
         True,
     ),
     # An HTTP `Authorization` header's credential (RFC 9110 §11.6.2): `Basic <base64 of
-    # user:password>` or `Bearer <token>` (RFC 6750), as a header line, a curl `-H`, or
+    # user:password>`, `Bearer <token>` (RFC 6750) or `Token <token>` (Django REST
+    # framework's TokenAuthentication, GitHub's API), as a header line, a curl `-H`, or
     # a key of a headers mapping.
     SecretRule(
         "authorization",
-        r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic|bearer)[ \t]+"
+        r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic|bearer|token)[ \t]+"
         r"(?P<v>[A-Za-z0-9+/=._~-]{8,})(?:[^A-Za-z0-9+/=._~-]|$)",
         True,
     ),
@@ -354,6 +357,10 @@ _SECRET_WORDS: Final = frozenset(
     {"password", "passwd", "pwd", "pass", "passphrase", "secret", "token", "apikey"}
     | {"credential", "credentials", "passwords", "secrets", "tokens", "apikeys"}
 )
+#: Secret words that end a name of one word, written all in capitals or all in small
+#: letters (`PGPASSWORD`, `dbpasswd`, `clientsecret`, `GITHUBTOKEN`): the words of such a
+#: name do not split. Not `pass`, which ends `bypass` and `compass`.
+_SECRET_ENDINGS: Final = ("password", "passwd", "secret", "token", "passwords", "secrets", "tokens")
 #: Words before `key` that make it a secret's name (`api_key`, `AccessKey`, …).
 _KEY_QUALIFIERS: Final = frozenset({"api", "access", "auth", "private", "secret", "client"})
 #: Last words of a name that refers to a secret, not holds one (`secretName`,
@@ -374,12 +381,15 @@ def secret_name(words: list[str]) -> bool:
     """Whether a name of ``words`` (:func:`name_words`) holds a secret: one of its
     words is a secret word (``password``, ``pwd``, ``pass``, ``secret``, ``token``,
     ``apikey``, ``credential``, …), or ``key`` after ``api``, ``access``, ``auth``,
-    ``private``, ``secret`` or ``client``; and its last word does not make it a
-    reference to one (``name``, ``id``, ``ref``, ``file``, ``path``, ``class``, ``type``,
-    ``field``, ``prefix``, ``suffix``, ``url``). So ``passive``, ``Association`` and
-    ``tokenizer`` are no secret words."""
+    ``private``, ``secret`` or ``client``, or it is one word ending in a secret word of
+    :data:`_SECRET_ENDINGS` (``PGPASSWORD``, ``GITHUBTOKEN``); and its last word does
+    not make it a reference to one (:data:`_REFERENCE_WORDS`: ``name``, ``id``, ``ref``,
+    ``file``, ``path``, ``arn``, ``dir``, ``scope``, ``algorithm``, ``backend``, …). So
+    ``passive``, ``Association``, ``bypass`` and ``tokenizer`` are no secret words."""
     if not words or words[-1] in _REFERENCE_WORDS:
         return False
+    if len(words) == 1 and words[0].endswith(_SECRET_ENDINGS):
+        return True
     for i, word in enumerate(words):
         if word in _SECRET_WORDS:
             return True
@@ -434,6 +444,8 @@ def assigned_kind(words: list[str]) -> str:
     ``password`` (password, passwd, pwd, pass, passphrase), ``token``, ``api-key`` (a
     key not a secret's: `api_key`, `AccessKey`), else ``secret``."""
     kinds = set(words)
+    if len(words) == 1:  # `PGPASSWORD` is password, `GITHUBTOKEN` token
+        kinds.update(end for end in _SECRET_ENDINGS if words[0].endswith(end))
     if kinds & {"password", "passwords", "passwd", "pwd", "pass", "passphrase"}:
         return "password"
     if kinds & {"token", "tokens"}:

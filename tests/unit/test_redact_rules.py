@@ -213,3 +213,56 @@ def test_settings_about_a_secret_are_not_redacted(line: str) -> None:
     out = redact(text)
     assert out.lines == ()
     assert out.text is text
+
+
+#: Credentials as compose files, shells and HTTP clients write them (``{v}``: the value).
+MORE_SECRETS = (
+    ('      - "POSTGRES_PASSWORD={v}"', "Nq7vLk2mZp9x", "password"),
+    ("      - 'POSTGRES_PASSWORD={v}'", "Nq7vLk2mZp9x", "password"),
+    ('      - "API_TOKEN={v}"', "Nq7vLk2mZp9xLm4W", "token"),
+    ('environment: ["REDIS_PASSWORD={v}"]', "s9Kd82jLmQxW", "password"),
+    ('environment: ["REDIS_PASSWORD={v}", "DEBUG=1"]', "s9Kd82jLmQxW", "password"),
+    ("      PGPASSWORD: {v}", "Nq7vLk2mZp9x", "password"),
+    ("PGPASSWORD={v} psql -h db -U app", "Nq7vLk2mZp9x", "password"),
+    ("GITHUBTOKEN={v}", "Nq7vLk2mZp9xLm4W", "token"),
+    ("Authorization: Token {v}", "9f8e7d6c5b4a39281706f5e4d3c2b1a0f9e8d7c6", "authorization"),
+    (
+        "headers = {{'Authorization': 'Token {v}'}}",
+        "9f8e7d6c5b4a39281706f5e4d3c2b1a0f9e8d7c6",
+        "authorization",
+    ),
+)
+
+
+@pytest.mark.parametrize(("shape", "value", "kind"), MORE_SECRETS)
+def test_compose_shell_and_header_credentials_are_redacted(
+    shape: str, value: str, kind: str
+) -> None:
+    text = "before\n" + shape.format(v=value) + "\nafter\n"
+    out = redact(text)
+    assert out.text == "before\n" + shape.format(v=sentinel(kind, value)) + "\nafter\n"
+    assert out.lines == ((2, kind),)
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("PGPASSWORD", True),
+        ("dbpasswd", True),
+        ("clientsecret", True),
+        ("GITHUBTOKEN", True),
+        ("bypass", False),
+        ("compass", False),
+        ("tokenizer", False),
+        ("passive", False),
+        ("token_cache_dir", False),
+        ("token_scope", False),
+        ("passwordAlgorithm", False),
+        ("secretBackend", False),
+        ("secret_arn", False),
+    ],
+)
+def test_a_secret_word_ends_a_single_word_name(name: str, secret: bool) -> None:
+    from readmany_daemon.rules.secrets import name_words, secret_name
+
+    assert secret_name(name_words(name)) is secret
