@@ -70,23 +70,29 @@ def _hits(text: str, offset: int, certain_only: bool) -> list[tuple[int, int, st
     return out
 
 
-#: A line of a private key's body (base64, maybe a comment holding an allow marker after
-#: it), up to its end.
-_KEY_LINE = re.compile(
-    r"[ \t]*[A-Za-z0-9+/=]+[ \t]*(?:[^\n]*?(?:readmany|gitleaks):allow[^\n]*)?(?=\n|$)"
-)
+#: An allow marker and the rest of its line.
+_MARK = r"[^\n]*?(?:readmany|gitleaks):allow[^\n]*"
+#: A line of a private key's body up to its end: base64, maybe an allow marker after it
+#: (`… # gitleaks:allow`), or a line holding a marker alone.
+_KEY_LINE = re.compile(r"[ \t]*(?:[A-Za-z0-9+/=]+[ \t]*(?:" + _MARK + r")?|" + _MARK + r")(?=\n|$)")
 
 
 def _key_rest(text: str, end: int) -> int:
-    """Where a private key's body that ends at ``end`` (a character offset into
-    ``text``) really ends: a comment holding an allow marker after a line of the body
-    stops the rule's match on that line (`… # gitleaks:allow`), and the body's lines
-    after it are still the key's, to be hidden. So when the line holding ``end`` holds a
-    marker, the body goes on over the key lines that follow (:data:`_KEY_LINE`), up to
-    the END line or the first line that is no key's. Only the marked line is then shown
-    (PROTOCOL §4, "Allowed lines")."""
-    line_start = text.rfind("\n", 0, end) + 1
-    stop = text.find("\n", end)
+    """Where a private key's body that the rule found ending at ``end`` (a character
+    offset into ``text``, exclusive) really ends. An allow marker stops the rule's match
+    on its line (`… # gitleaks:allow` after a line of the body, or `# readmany:allow` on
+    a line of its own), yet the body's lines after it are still the key's, to be hidden.
+    So when the match stopped on a line holding a marker (not the END line), the body
+    goes on over the lines that follow, as long as they are key lines
+    (:data:`_KEY_LINE`): up to the END line or the first line that is no key's. Only the
+    marked lines are then shown (PROTOCOL §4, "Allowed lines")."""
+    at = end
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    if text.startswith("-----", at):  # the END line: the block is whole
+        return end
+    line_start = text.rfind("\n", 0, at) + 1
+    stop = text.find("\n", at)
     if stop < 0 or not any(m in text[line_start:stop] for m in ALLOW_MARKERS):
         return end
     at = stop + 1

@@ -163,20 +163,30 @@ def _key_body() -> list[str]:
     return ["MIIEowIBAAKCAQEA" + "u1SU" * 12, "VTLw7onL" * 8, "LRoXGvxj" * 8]
 
 
-@pytest.mark.parametrize("marker", ["# gitleaks:allow", "// readmany:allow"])
-def test_a_marker_in_a_key_body_shows_that_line_only(marker: str) -> None:
-    """An allow marker on one line of a private key's body does not show the lines after
-    it: only the marked line is shown, the rest of the block stays hidden."""
+@pytest.mark.parametrize(
+    ("marker", "hidden"),
+    [
+        ("  # gitleaks:allow", [2, 4]),
+        ("  // readmany:allow", [2, 4]),
+        ("\n# gitleaks:allow", [2, 3, 5]),  # a marker on a line of its own
+    ],
+)
+def test_a_marker_in_a_key_body_shows_that_line_only(marker: str, hidden: list[int]) -> None:
+    """An allow marker on one line of a private key's body (after a line of it, or on a
+    line of its own) does not show the lines after it: only the marked line is shown,
+    the rest of the block stays hidden."""
     body = _key_body()
-    marked = body[1] + "  " + marker
     begin, end = "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"
-    text = "\n".join([begin, body[0], marked, body[2], end, ""])
+    text = "\n".join([begin, body[0], body[1] + marker, body[2], end, ""])
     out = redact(text)
     shown = out.text.split("\n")
-    assert [line for line, _ in out.lines] == [2, 4]
-    assert shown[2] == marked
+    assert [line for line, _ in out.lines] == hidden
+    assert all(shown[n - 1].startswith("«redacted:private-key:") for n in hidden)
+    assert [n for n, line in enumerate(shown, 1) if line.endswith(marker.strip())] == [
+        n for n, line in enumerate(text.split("\n"), 1) if line.endswith(marker.strip())
+    ]
     assert body[0] not in out.text and body[2] not in out.text
-    assert shown[3].startswith("«redacted:private-key:")
+    assert shown[-2] == end
 
 
 def test_a_marker_on_a_key_begin_line_shows_that_line_only() -> None:
@@ -266,3 +276,12 @@ def test_a_secret_word_ends_a_single_word_name(name: str, secret: bool) -> None:
     from readmany_daemon.rules.secrets import name_words, secret_name
 
     assert secret_name(name_words(name)) is secret
+
+
+def test_a_marker_on_a_key_end_line_hides_nothing_after_the_block() -> None:
+    body = _key_body()
+    end = "-----END RSA PRIVATE KEY----- # readmany:allow"
+    text = "\n".join(["-----BEGIN RSA PRIVATE KEY-----", *body, end, "Ordinary", "words", ""])
+    out = redact(text)
+    assert [line for line, _ in out.lines] == [2, 3, 4]
+    assert out.text.split("\n")[4:] == [end, "Ordinary", "words", ""]
