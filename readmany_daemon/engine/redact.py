@@ -15,11 +15,12 @@ read does not scan again.
 from __future__ import annotations
 
 import hashlib
+import re
 import sys
 from typing import Final, NamedTuple
 
 from readmany_daemon.content.cache import ContentCache
-from readmany_daemon.rules.secrets import RULES, judge, scanner
+from readmany_daemon.rules.secrets import ALLOW_MARKERS, RULES, judge, scanner
 
 #: The ``ContentCache.derived`` slot of a text's redaction.
 CACHE_KEY: Final = "redacted"
@@ -63,12 +64,44 @@ def _hits(text: str, offset: int, certain_only: bool) -> list[tuple[int, int, st
             kind = judge(rule, text, start, vs, ve)
             if kind is None:
                 continue
+        if kind == "private-key" and not certain_only:
+            ve = _key_rest(text, ve)
         out.append((offset + vs, offset + ve, rule.kind if kind is None else kind))
     return out
 
 
-#: A line holding one of these is shown as it is (gitleaks' own marker, and ours).
-ALLOW_MARKERS: Final = ("readmany:allow", "gitleaks:allow")
+#: An allow marker and the rest of its line.
+_MARK = r"[^\n]*?(?:readmany|gitleaks):allow[^\n]*"
+#: A line of a private key's body up to its end: base64, maybe an allow marker after it
+#: (`… # gitleaks:allow`), or a line holding a marker alone.
+_KEY_LINE = re.compile(r"[ \t]*(?:[A-Za-z0-9+/=]+[ \t]*(?:" + _MARK + r")?|" + _MARK + r")(?=\n|$)")
+
+
+def _key_rest(text: str, end: int) -> int:
+    """Where a private key's body that the rule found ending at ``end`` (a character
+    offset into ``text``, exclusive) really ends. An allow marker stops the rule's match
+    on its line (`… # gitleaks:allow` after a line of the body, or `# readmany:allow` on
+    a line of its own), yet the body's lines after it are still the key's, to be hidden.
+    So when the match stopped on a line holding a marker (not the END line), the body
+    goes on over the lines that follow, as long as they are key lines
+    (:data:`_KEY_LINE`): up to the END line or the first line that is no key's. Only the
+    marked lines are then shown (PROTOCOL §4, "Allowed lines")."""
+    at = end
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    if text.startswith("-----", at):  # the END line: the block is whole
+        return end
+    line_start = text.rfind("\n", 0, at) + 1
+    stop = text.find("\n", at)
+    if stop < 0 or not any(m in text[line_start:stop] for m in ALLOW_MARKERS):
+        return end
+    at = stop + 1
+    while (line := _KEY_LINE.match(text, at)) is not None:
+        end = line.end()
+        if end >= len(text):
+            break
+        at = end + 1
+    return end
 
 
 def _allowed_lines(text: str, hits: list[tuple[int, int, str]]) -> set[int] | None:

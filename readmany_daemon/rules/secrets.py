@@ -67,6 +67,13 @@ _ASSIGN = (
     r"|[ \t]*(?:=|:=|=>|:|\?=))[ \t]*"
 )
 
+#: A line holding one of these is shown as it is (gitleaks' own marker, and ours).
+ALLOW_MARKERS: Final = ("readmany:allow", "gitleaks:allow")
+#: The rest of a line up to and past an allow marker (a comment after a key's BEGIN line:
+#: that line is shown, the body after it is not). No `\\` before the marker: a key on one
+#: line with `\\n` escapes is not taken for a comment.
+_MARKED_REST = r"(?:[^\n\\]*?(?:readmany|gitleaks):allow[^\n]*)?"
+
 RULES: Final[tuple[SecretRule, ...]] = (
     # PEM/OpenSSH/PGP private keys: the body between the markers (one line with literal
     # \n escapes, as in a JSON service-account file, or many lines). A block cut before
@@ -74,7 +81,8 @@ RULES: Final[tuple[SecretRule, ...]] = (
     SecretRule(
         "private-key",
         r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:\\r|\\n|\s)*(?:[A-Za-z-]+: ?[^\n]*(?:\\r|\\n|\s)+)*"
+        + _MARKED_REST
+        + r"(?:\\r|\\n|\s)*(?:[A-Za-z-]+: ?[^\n]*(?:\\r|\\n|\s)+)*"
         r"(?P<v>(?:[A-Za-z0-9+/=]|\\r|\\n|\s){16,}?)"
         r"(?:(?:\\r|\\n|\s)*-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
         r"|(?:\\r|\\n|\s)*(?:[^A-Za-z0-9+/=\s\\]|\\[^rn]|$))",
@@ -115,7 +123,9 @@ RULES: Final[tuple[SecretRule, ...]] = (
     SecretRule("assigned", _ASSIGN + r'"(?P<v>[^"\s]{8,})"', True),
     SecretRule("assigned", _ASSIGN + r"'(?P<v>[^'\s]{8,})'", True),
     SecretRule("assigned", _ASSIGN + r"`(?P<v>[^`\s]{8,})`", True),
-    SecretRule("assigned", _ASSIGN + r"(?P<v>" + _VALUE + r")(?:[\s,;]|$)", True),
+    # A bare value ends at white space, `,`, `;`, or the quote or bracket closing what
+    # holds the whole assignment: `- "POSTGRES_PASSWORD=…"`, `["REDIS_PASSWORD=…"]`.
+    SecretRule("assigned", _ASSIGN + r"(?P<v>" + _VALUE + r")(?:[\s,;\"'\]]|$)", True),
     # XML: `<password>…</password>`, and a name/value pair of attributes, as .NET
     # settings write it: `<add key="ApiKey" value="…"/>`.
     SecretRule(
@@ -142,11 +152,12 @@ RULES: Final[tuple[SecretRule, ...]] = (
         True,
     ),
     # An HTTP `Authorization` header's credential (RFC 9110 §11.6.2): `Basic <base64 of
-    # user:password>` or `Bearer <token>` (RFC 6750), as a header line, a curl `-H`, or
+    # user:password>`, `Bearer <token>` (RFC 6750) or `Token <token>` (Django REST
+    # framework's TokenAuthentication, GitHub's API), as a header line, a curl `-H`, or
     # a key of a headers mapping.
     SecretRule(
         "authorization",
-        r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic|bearer)[ \t]+"
+        r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic|bearer|token)[ \t]+"
         r"(?P<v>[A-Za-z0-9+/=._~-]{8,})(?:[^A-Za-z0-9+/=._~-]|$)",
         True,
     ),
@@ -174,6 +185,9 @@ _TEMPLATE = re.compile(r"\$?\{\{?[^{}]*\}?\}")
 _ESCAPE = re.compile(r"\\(?:x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[0-7]{1,3}|.)")
 #: A UUID (RFC 9562's 8-4-4-4-12 hex form), braced or not: an id, not a secret.
 _UUID = re.compile(r"\{?[0-9A-Fa-f]{8}-(?:[0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}\}?")
+#: An Amazon Resource Name (`arn:aws:secretsmanager:<region>:<account>:secret:<name>`):
+#: where a secret is kept, not the secret.
+_ARN = re.compile(r"arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[0-9]*:\S+")
 #: A hex digest (MD5 to SHA-512: 32 to 128 hex digits).
 _HEX_DIGEST = re.compile(r"[0-9a-f]{32,128}|[0-9A-F]{32,128}")
 #: An identifier, a kebab-case or dotted name, or a field name: words and digits joined
@@ -264,7 +278,8 @@ def _path_like(value: str) -> bool:
         return False
     wordy = 0
     for part in parts:
-        stem = part.rsplit(".", 1)[0] if "." in part else part
+        stem = part.lstrip(".")  # a dot file or folder: `.cache`, `.env`
+        stem = stem.rsplit(".", 1)[0] if "." in stem else stem
         if reads_as_words(stem):
             wordy += 1
         elif len(part) > 5:
@@ -278,6 +293,8 @@ def random_looking(value: str) -> bool:
     a name made of words (:func:`reads_as_words`) or a path; a digit in it and at least
     :func:`min_entropy` bits a character, whatever punctuation it holds."""
     if _CODE_LIKE.fullmatch(value) or _NUMBER.fullmatch(value) or _UUID.fullmatch(value):
+        return False
+    if _ARN.fullmatch(value):
         return False
     if _DOTTED.fullmatch(value) and _dotted_code(value):
         return False
@@ -340,13 +357,20 @@ _SECRET_WORDS: Final = frozenset(
     {"password", "passwd", "pwd", "pass", "passphrase", "secret", "token", "apikey"}
     | {"credential", "credentials", "passwords", "secrets", "tokens", "apikeys"}
 )
+#: Secret words that end a name of one word, written all in capitals or all in small
+#: letters (`PGPASSWORD`, `dbpasswd`, `clientsecret`, `GITHUBTOKEN`): the words of such a
+#: name do not split. Not `pass`, which ends `bypass` and `compass`.
+_SECRET_ENDINGS: Final = ("password", "passwd", "secret", "token", "passwords", "secrets", "tokens")
 #: Words before `key` that make it a secret's name (`api_key`, `AccessKey`, …).
 _KEY_QUALIFIERS: Final = frozenset({"api", "access", "auth", "private", "secret", "client"})
 #: Last words of a name that refers to a secret, not holds one (`secretName`,
-#: `tokenizer_file`, `TOKEN_PREFIX`, `password1_field_name`).
+#: `tokenizer_file`, `TOKEN_PREFIX`, `password1_field_name`, `secret_arn`,
+#: `token_cache_dir`), or tells how it is made or kept (`token_scope`,
+#: `passwordAlgorithm`, `secretBackend`).
 _REFERENCE_WORDS: Final = frozenset(
     {"name", "id", "ref", "file", "path", "class", "type", "field", "prefix", "suffix", "url"}
     | {"names", "ids", "refs", "files", "paths", "classes", "types", "fields", "urls", "uri"}
+    | {"arn", "arns", "dir", "dirs", "directory", "scope", "scopes", "algorithm", "backend"}
 )
 _NAME_CHARS: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-$")
 #: Where a secret word may start in what a loose rule matched before its value.
@@ -357,12 +381,15 @@ def secret_name(words: list[str]) -> bool:
     """Whether a name of ``words`` (:func:`name_words`) holds a secret: one of its
     words is a secret word (``password``, ``pwd``, ``pass``, ``secret``, ``token``,
     ``apikey``, ``credential``, …), or ``key`` after ``api``, ``access``, ``auth``,
-    ``private``, ``secret`` or ``client``; and its last word does not make it a
-    reference to one (``name``, ``id``, ``ref``, ``file``, ``path``, ``class``, ``type``,
-    ``field``, ``prefix``, ``suffix``, ``url``). So ``passive``, ``Association`` and
-    ``tokenizer`` are no secret words."""
+    ``private``, ``secret`` or ``client``, or it is one word ending in a secret word of
+    :data:`_SECRET_ENDINGS` (``PGPASSWORD``, ``GITHUBTOKEN``); and its last word does
+    not make it a reference to one (:data:`_REFERENCE_WORDS`: ``name``, ``id``, ``ref``,
+    ``file``, ``path``, ``arn``, ``dir``, ``scope``, ``algorithm``, ``backend``, …). So
+    ``passive``, ``Association``, ``bypass`` and ``tokenizer`` are no secret words."""
     if not words or words[-1] in _REFERENCE_WORDS:
         return False
+    if len(words) == 1 and words[0].endswith(_SECRET_ENDINGS):
+        return True
     for i, word in enumerate(words):
         if word in _SECRET_WORDS:
             return True
@@ -417,6 +444,8 @@ def assigned_kind(words: list[str]) -> str:
     ``password`` (password, passwd, pwd, pass, passphrase), ``token``, ``api-key`` (a
     key not a secret's: `api_key`, `AccessKey`), else ``secret``."""
     kinds = set(words)
+    if len(words) == 1:  # `PGPASSWORD` is password, `GITHUBTOKEN` token
+        kinds.update(end for end in _SECRET_ENDINGS if words[0].endswith(end))
     if kinds & {"password", "passwords", "passwd", "pwd", "pass", "passphrase"}:
         return "password"
     if kinds & {"token", "tokens"}:

@@ -156,3 +156,132 @@ def test_offsets_are_characters_in_any_text() -> None:
     )
     assert out.text == expected
     assert out.lines == ((2, "github-token"), (3, "password"))
+
+
+def _key_body() -> list[str]:
+    """Three lines of a private key's body, built here (so this file holds no key)."""
+    return ["MIIEowIBAAKCAQEA" + "u1SU" * 12, "VTLw7onL" * 8, "LRoXGvxj" * 8]
+
+
+@pytest.mark.parametrize(
+    ("marker", "hidden"),
+    [
+        ("  # gitleaks:allow", [2, 4]),
+        ("  // readmany:allow", [2, 4]),
+        ("\n# gitleaks:allow", [2, 3, 5]),  # a marker on a line of its own
+    ],
+)
+def test_a_marker_in_a_key_body_shows_that_line_only(marker: str, hidden: list[int]) -> None:
+    """An allow marker on one line of a private key's body (after a line of it, or on a
+    line of its own) does not show the lines after it: only the marked line is shown,
+    the rest of the block stays hidden."""
+    body = _key_body()
+    begin, end = "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"
+    text = "\n".join([begin, body[0], body[1] + marker, body[2], end, ""])
+    out = redact(text)
+    shown = out.text.split("\n")
+    assert [line for line, _ in out.lines] == hidden
+    assert all(shown[n - 1].startswith("«redacted:private-key:") for n in hidden)
+    assert [n for n, line in enumerate(shown, 1) if line.endswith(marker.strip())] == [
+        n for n, line in enumerate(text.split("\n"), 1) if line.endswith(marker.strip())
+    ]
+    assert body[0] not in out.text and body[2] not in out.text
+    assert shown[-2] == end
+
+
+def test_a_marker_on_a_key_begin_line_shows_that_line_only() -> None:
+    body = _key_body()
+    begin = "-----BEGIN RSA PRIVATE KEY----- # gitleaks:allow"
+    text = "\n".join([begin, *body, "-----END RSA PRIVATE KEY-----", ""])
+    out = redact(text)
+    assert [line for line, _ in out.lines] == [2, 3, 4]
+    assert out.text.split("\n")[0] == begin
+
+
+#: Settings that name a secret but hold none: a path, a scope, an algorithm, a backend,
+#: an ARN (a reference to a secret, not its value), in YAML and JSON.
+ORDINARY_SETTINGS = (
+    'token_cache_dir = "~/.cache/hf/tokens_v2"',
+    "token_cache_dir: ~/.cache/hf/tokens_v2",
+    'token_scope: "repo,read:org,workflow2"',
+    'git_token_scope = "repo,read:org,workflow2"',
+    "passwordAlgorithm: pbkdf2_sha256",
+    "secretBackend: vault-kv-v2",
+    '"secret_arn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf",',
+    "secret_arn: arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf",
+    # words that end in a secret word's letters, or hold them, are no secret words
+    'tokenizer = "gpt2-tok9Xq2Lm8Zw7Kp3"',
+    'bypass = "Nq7vLk2mZp9x"',
+    'compass = "Nq7vLk2mZp9x"',
+    'passive = "Nq7vLk2mZp9x"',
+)
+
+
+@pytest.mark.parametrize("line", ORDINARY_SETTINGS)
+def test_settings_about_a_secret_are_not_redacted(line: str) -> None:
+    text = f"before\n{line}\nafter\n"
+    out = redact(text)
+    assert out.lines == ()
+    assert out.text is text
+
+
+#: Credentials as compose files, shells and HTTP clients write them (``{v}``: the value).
+MORE_SECRETS = (
+    ('      - "POSTGRES_PASSWORD={v}"', "Nq7vLk2mZp9x", "password"),
+    ("      - 'POSTGRES_PASSWORD={v}'", "Nq7vLk2mZp9x", "password"),
+    ('      - "API_TOKEN={v}"', "Nq7vLk2mZp9xLm4W", "token"),
+    ('environment: ["REDIS_PASSWORD={v}"]', "s9Kd82jLmQxW", "password"),
+    ('environment: ["REDIS_PASSWORD={v}", "DEBUG=1"]', "s9Kd82jLmQxW", "password"),
+    ("      PGPASSWORD: {v}", "Nq7vLk2mZp9x", "password"),
+    ("PGPASSWORD={v} psql -h db -U app", "Nq7vLk2mZp9x", "password"),
+    ("GITHUBTOKEN={v}", "Nq7vLk2mZp9xLm4W", "token"),
+    ("Authorization: Token {v}", "9f8e7d6c5b4a39281706f5e4d3c2b1a0f9e8d7c6", "authorization"),
+    (
+        "headers = {{'Authorization': 'Token {v}'}}",
+        "9f8e7d6c5b4a39281706f5e4d3c2b1a0f9e8d7c6",
+        "authorization",
+    ),
+)
+
+
+@pytest.mark.parametrize(("shape", "value", "kind"), MORE_SECRETS)
+def test_compose_shell_and_header_credentials_are_redacted(
+    shape: str, value: str, kind: str
+) -> None:
+    text = "before\n" + shape.format(v=value) + "\nafter\n"
+    out = redact(text)
+    assert out.text == "before\n" + shape.format(v=sentinel(kind, value)) + "\nafter\n"
+    assert out.lines == ((2, kind),)
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("PGPASSWORD", True),
+        ("dbpasswd", True),
+        ("clientsecret", True),
+        ("GITHUBTOKEN", True),
+        ("bypass", False),
+        ("compass", False),
+        ("tokenizer", False),
+        ("passive", False),
+        ("token_cache_dir", False),
+        ("token_scope", False),
+        ("passwordAlgorithm", False),
+        ("secretBackend", False),
+        ("secret_arn", False),
+    ],
+)
+def test_a_secret_word_ends_a_single_word_name(name: str, secret: bool) -> None:
+    from readmany_daemon.rules.secrets import name_words, secret_name
+
+    assert secret_name(name_words(name)) is secret
+
+
+def test_a_marker_on_a_key_end_line_hides_nothing_after_the_block() -> None:
+    body = _key_body()
+    end = "-----END RSA PRIVATE KEY----- # readmany:allow"
+    text = "\n".join(["-----BEGIN RSA PRIVATE KEY-----", *body, end, "Ordinary", "words", ""])
+    out = redact(text)
+    assert [line for line, _ in out.lines] == [2, 3, 4]
+    assert out.text.split("\n")[4:] == [end, "Ordinary", "words", ""]
