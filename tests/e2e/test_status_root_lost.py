@@ -65,6 +65,12 @@ def test_barrier_reason_of_a_deleted_root_says_the_folder_is_gone(
         at = next(i for i, line in enumerate(lines) if line.startswith(f"root {root}"))
         assert lines[at + 1].endswith("barrier stat (the workspace folder is gone)"), run.stdout
         assert "watchdog" not in lines[at + 1], run.stdout
+        # The folder back, before any request watches it: the reason says that instead.
+        root.mkdir()
+        watcher = root_status(daemon, root)["watcher"]
+        assert watcher["barrierReason"] == (
+            "the workspace folder was replaced; it is watched again at the next request"
+        ), watcher
     finally:
         client.exit()
 
