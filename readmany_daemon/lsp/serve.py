@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import re
+import selectors
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -259,15 +260,32 @@ async def run_connection(
     return server
 
 
+def pollable(fd: int) -> bool:
+    """Whether the event loop's selector (epoll on Linux) can watch file descriptor
+    ``fd`` for reading. A regular file or ``/dev/null`` cannot (epoll_ctl: EPERM), and
+    asyncio's ``connect_read_pipe`` accepts a character device only to fail later, in a
+    callback, leaving the read waiting forever; such stdin is read on a thread instead.
+    Never raises."""
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 async def _stdio_main(service: Service, on_server: Callable[[ReadManyServer], None]) -> int:
     loop = asyncio.get_running_loop()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but protocol may reach the real stdout
     reader: Any = asyncio.StreamReader(limit=1 << 20)
     try:
+        if not pollable(stdin.fileno()):
+            raise ValueError("stdin cannot be polled")
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
     except (ValueError, OSError):
-        # Not a pipe, socket or terminal (a regular file): read it in a thread.
+        # Not a pipe, socket or terminal (a regular file, /dev/null): blocking reads on
+        # executor threads, which end at its end of file.
         from pygls.io_ import StdinAsyncReader
 
         reader = StdinAsyncReader(stdin, service.executor)

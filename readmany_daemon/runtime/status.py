@@ -17,6 +17,11 @@ from readmany_daemon.runtime.requests import Jobs
 from readmany_daemon.runtime.roots import RootEntry, present_warnings
 from readmany_daemon.runtime.watcher import Watcher
 
+#: ``barrierReason`` while a root's folder is deleted (or moved away): its watch is gone.
+ROOT_GONE_REASON = "the workspace folder is gone"
+#: ``barrierReason`` once a deleted root's folder is back, until a request watches it.
+ROOT_BACK = "the workspace folder was replaced; it is watched again at the next request"
+
 #: Index and rule warnings listed per root, at most.
 MAX_ROOT_WARNINGS = 50
 
@@ -102,15 +107,21 @@ def barrier_route(watcher: Watcher | None) -> tuple[str, str]:
     """``(barrier, reason)`` of a root's watcher (protocol §2): ``"quiet-queue"`` (no
     cookie when the kernel queue is empty), ``"cookie"`` (a cookie round trip each
     barrier) or ``"stat"`` (stat checks), and, unless ``"quiet-queue"``, a reason naming
-    the package, its version and what did not fit (``""`` for ``"quiet-queue"``)."""
+    the package, its version and what did not fit (``""`` for ``"quiet-queue"``). When
+    the root's folder was deleted, the reason names that alone (``ROOT_GONE_REASON``,
+    ``ROOT_BACK`` once it is back): no package is at fault."""
     who = watchdog_version()
     if watcher is None:
         return "stat", f"{who}: no watcher runs for this root"
     if watcher.broken is not None:
         return "stat", f"{who}: {watcher.broken}"
-    if watcher.state in ("off", "stopped") or watcher.root_lost:
-        lost = "lost its folder" if watcher.root_lost else watcher.state
-        return "stat", f"{who}: the watcher is {lost}"
+    if watcher.root_lost:
+        # The user's doing, not the package's: no package named.
+        if os.path.isdir(watcher.root):
+            return "stat", ROOT_BACK
+        return "stat", ROOT_GONE_REASON
+    if watcher.state in ("off", "stopped"):
+        return "stat", f"{who}: the watcher is {watcher.state}"
     if watcher.barrier_kind != "stat" and not watcher.cookies_ready:
         return "stat", f"{who}: no barrier cookie folder is watched yet"
     return watcher.barrier_kind, watcher.barrier_reason

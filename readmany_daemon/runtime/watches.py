@@ -89,7 +89,8 @@ class WatchTable:
 
     def add_specials(self, cookie_dir: str | None, repo: RepoLocation | None) -> bool:
         """Watch the special folders: ``cookie_dir`` (made if missing), git's folders of
-        ``repo`` and its ``info/``. Returns whether the cookie folder is watched."""
+        ``repo`` and its ``info/`` (those that exist now; a missing one is skipped without
+        a warning). Returns whether the cookie folder is watched."""
         cookie_ok = False
         if cookie_dir is not None:
             try:
@@ -97,12 +98,16 @@ class WatchTable:
                 cookie_ok = self.add_special(cookie_dir, COOKIE)
             except OSError as exc:
                 self._warn(f"no barrier cookies ({cookie_dir}: {exc.strerror})")
+        # A git folder that is not there now (the root deleted, then recreated without
+        # ``.git``) is not watched and not warned about: a root's warnings describe its
+        # present state (issue 22, item 6), and a missing folder has nothing to watch.
         if repo is not None:
-            self.add_special(repo.gitdir, GIT)
+            if os.path.isdir(repo.gitdir):
+                self.add_special(repo.gitdir, GIT)
             info = os.path.join(repo.commondir, "info")
             if os.path.isdir(info):
                 self.add_special(info, INFO)
-            if repo.commondir != repo.gitdir:
+            if repo.commondir != repo.gitdir and os.path.isdir(repo.commondir):
                 self.add_special(repo.commondir, GIT)
         return cookie_ok
 
