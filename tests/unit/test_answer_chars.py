@@ -149,3 +149,25 @@ def test_random_trees_of_empty_and_tiny_files_fit(
     r = answer(ws, decode_read_params(raw))
     assert len(r.llm_content) <= limit
     assert r.summary.read >= 1
+
+
+@pytest.mark.parametrize("packing", ["auto", "request-order"])
+def test_a_wide_glob_fills_the_answer_not_one_character(tmp_path: Path, packing: str) -> None:
+    """``maxAnswerChars`` well below ``maxTotalChars`` over a glob too wide for
+    smallest first (as ``'**/*.py'`` on Django): the answer held one character of the
+    first file (the framing of the files maxTotalFiles takes passed the limit, so
+    packing fewer content characters came down to one); now whole files fill it."""
+    files = {"a/__init__.py": "".join(f"setting_{k} = {k}\n" for k in range(60))}
+    # Deep paths: the files maxTotalFiles takes have more framing than the answer holds.
+    body = "".join(f"value_{k} = {k}\n" for k in range(30))
+    deep = "a_long_folder_name/" * 8
+    files.update({f"a/m{i:04}/{deep}module.py": body for i in range(1100)})
+    write_tree(tmp_path, files)
+    ws = Workspace.open(str(tmp_path), Settings())
+    limit = 4000
+    r = answer(
+        ws, decode_read_params({"paths": ["**/*.py"], "packing": packing, "maxAnswerChars": limit})
+    )
+    assert len(r.llm_content) <= limit and r.next_cursor
+    whole = [f.path for f in r.files if f.status == "ok"]
+    assert whole[0] == "a/__init__.py" and r.summary.total_chars >= 1000
