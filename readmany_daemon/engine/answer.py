@@ -102,7 +102,8 @@ def answer_parts(
         answer_budget = _answer_budget(params, items, active)
         done_upto = paging.outlined_upto(items, cont)
         room: int | None = None
-        char_steps = 0  # packings with fewer content characters, for maxAnswerChars
+        char_steps = 0  # packings with fewer answer characters, for maxAnswerChars
+        fitting: tuple[ReadManyResult, list[str]] | None = None  # before a fuller try
         for attempt in itertools.count():
             plan, switched = choose_plan(
                 ws, items, active, loads, packing, budget, outliner, answer_budget, done_upto
@@ -133,6 +134,15 @@ def answer_parts(
                 text_chars > params.max_answer_chars
             )
             if not tokens_over and not chars_over:
+                if fitting is None and _may_fill(answer_budget, acc, params, text_chars):
+                    # The notices were reserved at their longest: plan the characters
+                    # they left once more (packed fewer again if that passes the
+                    # limit, this answer kept in case that cannot fit).
+                    assert answer_budget is not None and params.max_answer_chars is not None
+                    slack = params.max_answer_chars - text_chars - _FILL_MARGIN
+                    answer_budget.limit = max(answer_budget.limit, 0) + slack
+                    fitting = answered
+                    continue
                 return answered
             more = False
             if tokens_over:
@@ -144,14 +154,10 @@ def answer_parts(
                     answer_budget, room, acc, text_chars, params.max_answer_chars, char_steps
                 )
                 more = more or fewer
-            elif chars_over:
-                assert params.max_answer_chars is not None
-                fewer, packing, room, char_steps = _shrink_chars(
-                    packing, room, acc, text_chars, params.max_answer_chars, char_steps
-                )
-                more = more or fewer
             if not more or attempt >= _MAX_ATTEMPTS:
-                return answered  # nothing left to leave out (see MIN_TOTAL_TOKENS)
+                # Nothing left to leave out (see MIN_TOTAL_TOKENS), or the fuller try
+                # could not fit where the answer before it did.
+                return answered if fitting is None else fitting
         raise AssertionError("unreachable")
 
 
@@ -187,17 +193,23 @@ _NOTICE_CHARS = 1400
 def _answer_budget(
     params: ReadManyParams, items: Items, active: Sequence[int]
 ) -> AnswerBudget | None:
-    """The answer characters ``packing: "outlines"`` plans its files and outlines into
+    """The answer characters every packing plans its files (and outlines) into
     (``maxAnswerChars`` less the notices expected: :data:`_NOTICE_CHARS` and the names
-    of up to 50 omitted files, as long as the first labels); None without
-    ``maxAnswerChars`` or with another packing."""
-    if params.packing != "outlines" or params.max_answer_chars is None:
+    of up to 50 omitted files, as long as the first labels, to half of the answer in
+    all); None without
+    ``maxAnswerChars``."""
+    if params.max_answer_chars is None:
         return None
     sample = [len(items.label(i)) + 2 for i in active[:MAX_NAMED_IN_CONTENT]]
     names = sum(sample) if len(sample) < len(active) else 0
+    # Long names are named fewer when the notices take over half of the answer
+    # (``Notices.room``): at most that half is reserved for them.
+    names = min(names, max(0, params.max_answer_chars // 2 - _NOTICE_CHARS))
     reserve = _NOTICE_CHARS + names
     fmt = params.format
-    return AnswerBudget(params.max_answer_chars - reserve, lambda label: frame_chars(fmt, label))
+    return AnswerBudget(
+        params.max_answer_chars - reserve, lambda label, empty: frame_chars(fmt, label, empty)
+    )
 
 
 def _shrink(
@@ -218,33 +230,6 @@ def _shrink(
     return True, room
 
 
-def _shrink_chars(
-    packing: ReadManyParams,
-    room: int | None,
-    acc: Account,
-    text_chars: int,
-    limit: int,
-    steps: int,
-) -> tuple[bool, ReadManyParams, int | None, int]:
-    """After an answer whose ``llmContent`` holds ``text_chars`` characters, over
-    ``limit`` (``maxAnswerChars``): like :func:`_shrink`, name fewer entries when the
-    framing and notices take over half of the limit, else pack again with as many
-    fewer characters of content as it was over (the cut file is cut that much shorter;
-    doubled after each of ``steps`` such packings, for framing that a file dropped
-    along with its content changes). Returns whether anything was left out, the params
-    to pack with (a smaller ``maxTotalChars``: the request's own, in its cursor, is
-    untouched), the new ``room`` of :class:`Notices` and ``steps``."""
-    content = acc.summary.total_chars
-    other = text_chars - content
-    if room != 0 and (content <= 1 or other > limit // 2):
-        step = 0 if room is not None and room <= _ROOM_STEP else _ROOM_STEP
-        return True, packing, step, steps
-    if content <= 1:
-        return False, packing, room, steps
-    allowed = max(1, content - (text_chars - limit + 16) * 2**steps)
-    return True, msgspec.structs.replace(packing, max_total_chars=allowed), room, steps + 1
-
-
 def _shrink_answer(
     budget: AnswerBudget,
     room: int | None,
@@ -253,10 +238,10 @@ def _shrink_answer(
     limit: int,
     steps: int,
 ) -> tuple[bool, int | None, int]:
-    """``packing: "outlines"`` after an answer of ``text_chars`` characters, over
-    ``limit`` (``maxAnswerChars``): when the notices and framing take over half of it,
-    or no answer characters are left to plan, name fewer entries (as
-    :func:`_shrink_chars` does); else plan as many answer characters fewer as it was
+    """After an answer of ``text_chars`` characters, over ``limit``
+    (``maxAnswerChars``): when the notices and framing take over half of it, or no
+    answer characters are left to plan, name fewer entries (as :func:`_shrink` does);
+    else plan as many answer characters fewer as it was
     over (and 16), doubled after each of ``steps`` such packings. Returns whether
     anything was left out, the new ``room`` of :class:`Notices` and ``steps``."""
     shown = sum(len(p.content) for p in acc.pieces if p.content is not None)
@@ -266,6 +251,24 @@ def _shrink_answer(
         return False, room, steps
     budget.limit = max(0, budget.limit - (text_chars - limit + 16) * 2**steps)
     return True, room, steps + 1
+
+
+#: Characters an answer under ``maxAnswerChars`` leaves unplanned when it plans again
+#: what its notices left (:func:`_may_fill`): less is not worth another packing.
+_FILL_MARGIN = 64
+
+
+def _may_fill(
+    budget: AnswerBudget | None, acc: Account, params: ReadManyParams, text_chars: int
+) -> bool:
+    """Whether an answer of ``text_chars`` characters, within ``maxAnswerChars``, is
+    planned once more with what its notices left of their reserve (:data:`_NOTICE_CHARS`
+    and the names of omitted files are reserved at their longest): only when it left
+    files out or cut one, and over :data:`_FILL_MARGIN` characters are left."""
+    if budget is None or params.max_answer_chars is None:
+        return False
+    cut_or_left = acc.summary.omitted > 0 or acc.summary.truncated > 0
+    return cut_or_left and params.max_answer_chars - text_chars > 2 * _FILL_MARGIN
 
 
 #: The first ``room`` tried when the notices take too much of a token budget.

@@ -129,6 +129,8 @@ def choose_plan(
     ``tokens``, when a token budget applies), and whether ``packing: "auto"`` switched
     to smallest first (it does when that includes more whole files; never with
     ``stopOnError`` nor over more than ``AUTO_SMALLEST_FIRST_MAX`` files).
+    Under ``maxAnswerChars`` (``answer``) each file also costs its answer characters,
+    framing included (an empty file its framing alone: PROTOCOL §3 ``maxAnswerChars``).
     ``packing: "outlines"`` is :func:`plan_outlines` (with ``outliner``, ``answer``
     and ``done_upto``)."""
     if params.packing == "outlines" and outliner is not None:
@@ -137,7 +139,7 @@ def choose_plan(
         return plan, False
     totals = (params.max_total_files, params.max_total_chars)
     least = MIN_PARTIAL_NUMBERED if params.line_numbers else 1
-    plan = _pack(active, loads, *totals, "request-order", tokens, least)
+    plan = _pack(active, loads, *totals, "request-order", tokens, least, answer)
     switched = False
     could_gain = plan.full_success < params.max_total_files and plan.stop < len(active)
     if params.packing == "smallest-first" or (
@@ -151,7 +153,7 @@ def choose_plan(
             by_size = sorted(active, key=lambda i: (_size_hint(ws, items[i], loads.peek(i)), i))
             if tokens is not None:
                 tokens.by_size = by_size
-        alt = _pack(by_size, loads, *totals, "smallest-first", tokens, least)
+        alt = _pack(by_size, loads, *totals, "smallest-first", tokens, least, answer)
         if params.packing == "smallest-first" or alt.full_success > plan.full_success:
             switched = params.packing == "auto"
             plan = alt
@@ -167,18 +169,40 @@ OUTLINES_FIRST_MAX = 200
 MIN_CUT_CHARS = 4000
 MIN_CUT_TOKENS = 1000
 #: Characters kept for a cut file's notice beside its content and outline block.
-_CUT_NOTICE_CHARS = 160
+CUT_NOTICE_CHARS = 160
 
 
 @dataclass
 class AnswerBudget:
-    """The characters of ``llmContent`` (``maxAnswerChars``) that ``packing:
-    "outlines"`` plans its framed files and outlines into: ``limit`` is the limit less
-    what the notices are expected to take (lowered when an answer still passes it), and
-    ``frame(label)`` the framing characters of one file (``render.frame_chars``)."""
+    """The characters of ``llmContent`` (``maxAnswerChars``) that every packing plans
+    its framed files (and outlines) into: ``limit`` is the limit less what the notices
+    are expected to take (lowered when an answer still passes it), and ``frame(label,
+    empty)`` the framing characters of one file (``render.frame_chars``): with
+    ``empty`` True, of an empty file, whose framing says so (``[Empty file.]`` in
+    ``separator``) and is all it costs."""
 
     limit: int
-    frame: Callable[[str], int]
+    frame: Callable[[str, bool], int]
+    frames: dict[tuple[str, bool], int] = field(default_factory=dict)
+
+    def framing(self, label: str, empty: bool = False) -> int:
+        """The framing characters of the file labelled ``label`` (remembered)."""
+        got = self.frames.get((label, empty))
+        if got is None:
+            got = self.frames[(label, empty)] = self.frame(label, empty)
+        return got
+
+    def file(self, lo: LoadedItem) -> int:
+        """Answer characters of file ``lo`` given whole: its text as shown (a cut
+        notice and outline block included) and its framing. An empty file costs its
+        framing alone, never nothing."""
+        shown = len(lo.text) if lo.text is not None else lo.result.chars
+        return shown + self.framing(lo.result.path, shown == 0)
+
+    def cut_room(self, lo: LoadedItem, left: int) -> int:
+        """Characters of content file ``lo`` may show when cut, of ``left`` answer
+        characters: less its framing and a cut notice (:data:`CUT_NOTICE_CHARS`)."""
+        return left - self.framing(lo.result.path) - CUT_NOTICE_CHARS
 
 
 @dataclass
@@ -231,27 +255,18 @@ class _OutlinesPacker:
     outliner: Outliner
     done_upto: int
     least: int
-    frames: dict[str, int] = field(default_factory=dict)
-
-    def frame(self, label: str) -> int:
-        if self.answer is None:
-            return 0
-        got = self.frames.get(label)
-        if got is None:
-            got = self.frames[label] = self.answer.frame(label)
-        return got
 
     def content(self, lo: LoadedItem) -> tuple[int, int, int, int]:
         """A file's content cost: characters of content, tokens with its framing,
         answer characters (its text as shown, a cut notice and outline block
         included, with its framing) and one file."""
         t = self.tokens.cost(lo) if self.tokens is not None else 0
-        c = lo.result.chars
-        shown = len(lo.text) if lo.text is not None else c
-        return c, t, shown + self.frame(lo.result.path), 1
+        a = self.answer.file(lo) if self.answer is not None else 0
+        return lo.result.chars, t, a, 1
 
     def outline(self, lo: LoadedItem, got: Outlined) -> tuple[int, int, int, int]:
-        return got.chars, got.cost_tokens, got.chars + self.frame(lo.result.path), 0
+        a = got.chars + self.answer.framing(lo.result.path) if self.answer is not None else 0
+        return got.chars, got.cost_tokens, a, 0
 
     def whole(self, room: _Room, plan: PackPlan, end: int) -> int:
         """Include whole files in request order from the start while ``room`` holds (at
@@ -318,8 +333,8 @@ class _OutlinesPacker:
         if lo.text is None or room.files < 1:
             return None
         chars = room.chars
-        if room.answer is not None:
-            left = room.answer - self.frame(lo.result.path) - _CUT_NOTICE_CHARS
+        if room.answer is not None and self.answer is not None:
+            left = self.answer.cut_room(lo, room.answer)
             chars = min(chars, left - min(MAX_OUTLINE_CHARS, max(left, 0) // 2))
         tokens_left: int | None = None
         if room.tokens is not None and self.tokens is not None:
@@ -434,16 +449,20 @@ def _pack(
     strategy: str,
     tokens: TokenBudget | None = None,
     least: int = 1,
+    answer: AnswerBudget | None = None,
 ) -> PackPlan:
     """Include whole blocks in ``order`` while the totals hold (``tokens`` too, when
-    given: each file costs its content's and its framing's tokens); the first block that
-    does not fit may be included partially (at most one, when at least ``least``
-    characters are left for it); every file after it is omitted
+    given: each file costs its content's and its framing's tokens; ``answer`` too, when
+    given: each file costs its answer characters, framing included, so that files of
+    no content still count); the first block that does not fit may be included
+    partially (at most one, when at least ``least`` characters are left for it, of
+    content and of the answer less its framing and cut notice); every file after it is
+    omitted
     (block-safe packing, seed 001). Errors and skipped entries cost nothing. Entries
     after the stop are never loaded."""
     included: list[int] = []
     partial: tuple[int, int] | None = None
-    files = chars = used = 0
+    files = chars = used = shown = 0
     full_success = full_count = 0
     for pos, i in enumerate(order):
         lo = loaded_at(i)
@@ -452,27 +471,34 @@ def _pack(
             continue
         cost = lo.result.chars
         token_cost = tokens.cost(lo) if tokens is not None else 0
+        answer_cost = answer.file(lo) if answer is not None else 0
         if (
             files < max_files
             and chars + cost <= max_chars
             and (tokens is None or used + token_cost <= tokens.limit)
+            and (answer is None or shown + answer_cost <= answer.limit)
         ):
             included.append(i)
             files += 1
             chars += cost
             used += token_cost
+            shown += answer_cost
             full_success += 1
             full_count += 1
             continue
         left: int | None = None
         if tokens is not None:
             left = tokens.limit - used - (token_cost - (lo.tokens or 0))  # less its framing
+        allowed = max_chars - chars
+        if answer is not None:
+            allowed = min(allowed, answer.cut_room(lo, answer.limit - shown))
         if (
             files < max_files
-            and max_chars - chars >= least
+            and cost > 0  # an empty file is never cut: it is framing alone
+            and allowed >= least
             and (left is None or left >= MIN_PARTIAL_TOKENS)
         ):
-            partial = (i, max_chars - chars)
+            partial = (i, allowed)
         plan = PackPlan(strategy, order, pos, included, partial, full_success, full_count)
         plan.partial_tokens = left if partial is not None else None
         return plan

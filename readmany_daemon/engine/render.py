@@ -347,17 +347,21 @@ RENDERERS = {
 }
 
 
-def frame_chars(fmt: str, label: str) -> int:
+def frame_chars(fmt: str, label: str, empty: bool = False) -> int:
     """Characters the framing of one file labelled ``label`` adds to ``llmContent`` in
     format ``fmt`` (its label line or tags, its separators), its content aside: the
     length of the answer with that file and one character of content, less the answer
-    without it and that character (``packing: "outlines"`` plans answer characters
-    with it)."""
-    body = "x\n"
-    one = Piece(FileResult(path=label, status=Status.OK, source="disk", chars=2), label, body)
-    empty = _PARTS[fmt]([], Notices()).parts
+    without it and that character (the pack stage plans answer characters with it,
+    ``maxAnswerChars``). With ``empty``, of an empty file: all it adds, such as the
+    ``[Empty file.]`` line of ``separator`` or the ``""`` of ``json``."""
+    body = "" if empty else "x\n"
+    one = Piece(
+        FileResult(path=label, status=Status.OK, source="disk", chars=len(body)), label, body
+    )
+    bare = _PARTS[fmt]([], Notices()).parts
     framed = _PARTS[fmt]([one], Notices()).parts
-    return max(0, sum(map(len, framed)) - sum(map(len, empty)) - len(content_form(fmt, body)))
+    shown = len(content_form(fmt, body)) if body else 0
+    return max(0, sum(map(len, framed)) - sum(map(len, bare)) - shown)
 
 
 def render(fmt: str, pieces: Sequence[Piece], notices: Notices) -> str:

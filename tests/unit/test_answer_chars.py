@@ -9,6 +9,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from readmany_daemon.engine.answer import answer
 from readmany_daemon.engine.workspace import Workspace
@@ -75,3 +77,97 @@ def test_below_the_minimum_is_invalid_params_naming_the_field() -> None:
         decode_read_params({"paths": ["a"], "maxAnswerChars": 3999})
     assert "maxAnswerChars" in str(e.value)
     assert decode_read_params({"paths": ["a"], "max_answer_chars": 4000}).max_answer_chars == 4000
+
+
+PACKINGS = ["auto", "smallest-first", "request-order", "outlines"]
+
+
+@pytest.fixture
+def empties(tmp_path: Path) -> Workspace:
+    """300 folders of an empty ``__init__.py`` and a few tiny modules: nearly all of the
+    answer is framing (an empty file's ``[Empty file.]`` line included), none content."""
+    files: dict[str, str] = {f"d{i}/__init__.py": "" for i in range(300)}
+    files.update({f"d{i}/tiny.py": "x = 1\n" for i in range(0, 300, 30)})
+    write_tree(tmp_path, files)
+    return Workspace.open(str(tmp_path), Settings())
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("packing", PACKINGS)
+def test_many_empty_files_fit_in_every_packing_and_format(
+    empties: Workspace, packing: str, fmt: str
+) -> None:
+    limit = 4000
+    raw = {
+        "paths": ["**/*.py"],
+        "packing": packing,
+        "format": fmt,
+        "maxAnswerChars": limit,
+        "maxTotalFiles": 400,
+    }
+    r = answer(empties, decode_read_params(raw))
+    assert len(r.llm_content) <= limit
+    assert r.summary.read >= 1 and r.next_cursor  # files given, and the way to the rest
+    if fmt == "xml":
+        ET.fromstring(r.llm_content)
+    if fmt == "json":
+        json.loads(r.llm_content)
+
+
+#: A file of the random trees: empty, one short line, or a few lines (so that framing
+#: and content weigh alike, and files with no content at all are common).
+_BODIES = st.one_of(
+    st.just(""),
+    st.just("\n"),
+    st.text(alphabet="abc =1", max_size=12).map(lambda s: s + "\n"),
+    st.integers(1, 40).map(lambda n: "".join(f"line_{k} = {k}\n" for k in range(n))),
+)
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    bodies=st.lists(_BODIES, min_size=150, max_size=320),
+    packing=st.sampled_from(PACKINGS),
+    fmt=st.sampled_from(FORMATS),
+)
+def test_random_trees_of_empty_and_tiny_files_fit(
+    tmp_path_factory: pytest.TempPathFactory, bodies: list[str], packing: str, fmt: str
+) -> None:
+    root = tmp_path_factory.mktemp("tree")
+    write_tree(root, {f"p{i % 9}/m{i}/__init__.py": b for i, b in enumerate(bodies)})
+    ws = Workspace.open(str(root), Settings())
+    limit = 4000
+    raw = {
+        "paths": ["**/*.py"],
+        "packing": packing,
+        "format": fmt,
+        "maxAnswerChars": limit,
+        "maxTotalFiles": 1000,
+    }
+    r = answer(ws, decode_read_params(raw))
+    assert len(r.llm_content) <= limit
+    assert r.summary.read >= 1
+
+
+@pytest.mark.parametrize("packing", ["auto", "request-order"])
+def test_a_wide_glob_fills_the_answer_not_one_character(tmp_path: Path, packing: str) -> None:
+    """``maxAnswerChars`` well below ``maxTotalChars`` over a glob too wide for
+    smallest first (as ``'**/*.py'`` on Django): the answer held one character of the
+    first file (the framing of the files maxTotalFiles takes passed the limit, so
+    packing fewer content characters came down to one); now whole files fill it."""
+    files = {"a/__init__.py": "".join(f"setting_{k} = {k}\n" for k in range(60))}
+    # Deep paths: the files maxTotalFiles takes have more framing than the answer holds.
+    body = "".join(f"value_{k} = {k}\n" for k in range(30))
+    deep = "a_long_folder_name/" * 8
+    files.update({f"a/m{i:04}/{deep}module.py": body for i in range(1100)})
+    write_tree(tmp_path, files)
+    ws = Workspace.open(str(tmp_path), Settings())
+    limit = 4000
+    r = answer(
+        ws, decode_read_params({"paths": ["**/*.py"], "packing": packing, "maxAnswerChars": limit})
+    )
+    assert len(r.llm_content) <= limit and r.next_cursor
+    whole = [f.path for f in r.files if f.status == "ok"]
+    assert whole[0] == "a/__init__.py" and r.summary.total_chars >= 1000
