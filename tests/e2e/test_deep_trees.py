@@ -215,3 +215,27 @@ def test_daemon_stays_idle_beside_a_folder_it_cannot_list(base: Path, daemon: Da
         assert status_root(client, base)["watcher"]["state"] == "running"
     finally:
         client.close()
+
+
+def test_daemon_files_answer_names_the_folders_it_cannot_list(base: Path, daemon: Daemon) -> None:
+    """``readMany/files`` through the daemon carries the ``warnings`` the in-process
+    listing prints (``<folder>: not listed: <reason>``), and ``readmany files`` answered
+    by the daemon writes them on stderr as ``--no-daemon`` does."""
+    made = deep_tree(base, 3000, {**_ALONG, 3000: "a.txt"})
+    far = _unreachable(base, 3000)
+    reachable = [p for p in made if len(p) < len(far)]
+    daemon.start()
+    client = daemon.session(base)
+    try:
+        answer = client.request("readMany/files", {})
+        assert [f["path"] for f in answer["files"]] == reachable
+        assert answer["warnings"] == [f"{far}: not listed: File name too long"]
+        some = client.request("readMany/files", {"patterns": ["d/*.txt"]})
+        assert [f["path"] for f in some["files"]] == ["d/top.txt"]
+        assert some["warnings"] == answer["warnings"]
+    finally:
+        client.close()
+    files = cli(daemon.env, "files", "--root", str(base))
+    assert files.returncode == 0, files.stderr[-2000:]
+    assert files.stdout.splitlines() == reachable
+    assert files.stderr == f"readmany: warning: {far}: not listed: File name too long\n"
