@@ -263,6 +263,8 @@ def cmd_files(args: argparse.Namespace) -> int:
     asked = ask_daemon(args.root, "readMany/files", files_params, no_daemon=args.no_daemon)
     if (listed := asked.answer) is not None:
         _write("".join(f["path"] + sep for f in listed["files"]))
+        for w in listed.get("warnings") or []:  # folders the daemon could not list
+            print(f"readmany: warning: {w}", file=sys.stderr)
         return EXIT_OK
 
     root = cli_root(args.root)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from readmany_daemon.engine.resolve import filters_for
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import InvalidParams
+from readmany_daemon.index.walk import unlisted_warning
 from readmany_daemon.paths import sort_in_byte_order, spellings, to_rel
 from readmany_daemon.rules.glob import has_magic
 from readmany_daemon.rules.kinds import Filters
@@ -68,7 +69,9 @@ def list_paths(
 
 def list_files(ws: Workspace, params: FilesParams) -> FilesResult:
     """``readMany/files``: each visible file with its size (bytes) and mtime (ms); a file
-    deleted since the index saw it is left out (it is not a file any more)."""
+    deleted since the index saw it is left out (it is not a file any more). ``warnings``
+    names every folder of the root the index could not list (as ``readmany files
+    --no-daemon`` does on stderr), sorted by folder."""
     rels = list_paths(ws, params.patterns, filters_for(params), params.recursive, params.exclude)
     prefix = ws.root.rstrip("/") + "/"
     lstat = os.lstat
@@ -79,4 +82,5 @@ def list_files(ws: Workspace, params: FilesParams) -> FilesResult:
         except (OSError, ValueError):
             continue
         infos.append(FileInfo(path=rel, size=st.st_size, mtime_ms=st.st_mtime_ns / 1e6))
-    return FilesResult(files=infos, clock=ws.clock())
+    warnings = [unlisted_warning(rel, reason) for rel, _, reason in ws.index.unlisted_under("")]
+    return FilesResult(files=infos, clock=ws.clock(), warnings=warnings)

@@ -17,6 +17,7 @@ mtimes with the records, with git's racy rule (``RACY_NS``): the stat route of P
 
 from __future__ import annotations
 
+import errno
 import heapq
 import os
 import stat as _stat
@@ -235,12 +236,21 @@ class IndexChanges(IndexWalk):
         changes whenever an entry is added, removed or renamed in it), or the record is
         racy: its mtime lies within ``RACY_NS`` of when it was listed, so a later change
         in the same timestamp tick would leave the mtime unchanged (git's racy rule,
-        Documentation/technical/racy-git.txt). A folder not walked is not stale."""
+        Documentation/technical/racy-git.txt). A folder not walked is not stale.
+
+        A folder whose last listing failed is stale (listed again at every check: a
+        ``chmod`` moves no mtime), except when its path was too long (``ENAMETOOLONG``,
+        past ``PATH_MAX``): that fails the same way until an ancestor is renamed, and a
+        rename changes the mtime of the folder holding that ancestor, which is re-listed
+        and walks the moved subtree anew. Listing it again at every check instead is
+        what made the watcher queue it without end (each retry re-walked it, and a
+        folder just walked is checked once more)."""
         rec = self._records.get(rel_dir)
         if rec is None:
             return False
-        if rel_dir in self.unlisted:
-            return True  # listing failed last time: try again (a chmod moves no mtime)
+        failed = self.unlisted.get(rel_dir)
+        if failed is not None:
+            return failed[0] != errno.ENAMETOOLONG
         try:
             st = os.lstat(self.root + "/" + rel_dir if rel_dir else self.root)
         except OSError:

@@ -47,6 +47,14 @@ __all__ = ["IndexWalk"]
 _NO_MARKS: Final[tuple[tuple[str, int], ...]] = ()
 
 
+def unlisted_warning(rel: str, reason: str) -> str:
+    """The warning for walked folder ``rel`` (root-relative, ``""`` = the root) that could
+    not be listed for ``reason`` (the OS error's text): ``<folder>: not listed: <reason>``
+    (PROTOCOL §3, "Depth"), as the root's status warnings, ``readMany/files``' ``warnings``
+    and ``readmany files``' stderr give it."""
+    return f"{rel or '.'}: not listed: {reason}"
+
+
 class IndexWalk:
     """An index's state (see ``Index``) and the walk that fills its folder records."""
 
@@ -390,7 +398,7 @@ class IndexWalk:
 
     @staticmethod
     def _unlisted_warning(rel: str, reason: str) -> str:
-        return f"{rel or '.'}: not listed: {reason}"
+        return unlisted_warning(rel, reason)
 
     def _not_listed(self, rel: str, exc: OSError) -> None:
         """Record that folder ``rel`` could not be listed (a warning, once)."""

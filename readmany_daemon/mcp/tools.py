@@ -75,9 +75,11 @@ def files_answer(listed: Mapping[str, Any], limit: int) -> tuple[str, dict[str, 
     files = list(listed.get("files") or [])
     total = len(files)
     shown = files[:limit]
+    warnings = [str(w) for w in listed.get("warnings") or []]
     structured = {
         "files": shown,
         "clock": listed.get("clock", ""),
+        "warnings": warnings,
         "total": total,
         "truncated": total > limit,
     }
@@ -85,6 +87,7 @@ def files_answer(listed: Mapping[str, Any], limit: int) -> tuple[str, dict[str, 
     lines += [f["path"] for f in shown]
     if total > limit:
         lines.append(f"[{total - limit} more not listed: narrow the patterns or raise limit.]")
+    lines += [f"[Warning: {w}; its files are missing from this list.]" for w in warnings]
     return "\n".join(lines) + "\n", structured
 
 

@@ -700,8 +700,9 @@ class Watcher:
         for rel in added:
             if self.index.walks(rel):
                 table.add(rel)
-                # changed between its listing and its watch: list it once more
-                if self.index.is_stale(rel):
+                # changed between its listing and its watch: list it once more (not a
+                # folder whose listing just failed: it would fail again, and again)
+                if rel not in self.index.unlisted and self.index.is_stale(rel):
                     stale.append((rel, FOLDER))
         if stale:
             self.push(stale)

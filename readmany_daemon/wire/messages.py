@@ -316,10 +316,13 @@ class FileInfo(msgspec.Struct, rename="camel"):
 
 class FilesResult(msgspec.Struct, rename="camel"):
     """``readMany/files``' answer (PROTOCOL §2): the visible files with size and mtime, and the
-    warnings."""
+    warnings: one ``<folder>: not listed: <reason>`` line for each folder of the root that
+    could not be listed (PROTOCOL §3, "Depth"), whose files the listing lacks; always on
+    the wire, ``[]`` when none."""
 
     files: list[FileInfo]
     clock: str
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 def to_builtins(obj: Any) -> Any:

@@ -19,12 +19,13 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.daemon_helpers import Daemon, fresh_daemon, listed, status_root, wait_for
+from tests.e2e.daemon_helpers import Daemon, cli, fresh_daemon, listed, status_root, wait_for
 from tests.helpers import deep_tree, git, make_env, remove_tree
 
 daemon = fresh_daemon
@@ -188,3 +189,53 @@ def test_daemon_names_what_it_cannot_enter_and_keeps_watching(base: Path, daemon
         assert status["watcher"]["unwatched"] == 1
     finally:
         client.close()
+
+
+def test_daemon_stays_idle_beside_a_folder_it_cannot_list(base: Path, daemon: Daemon) -> None:
+    """Issue 22 item 5, follow-up: after a read of the 3,000-level tree the folder past
+    ``PATH_MAX`` is not queued again and again (it cannot be listed, so it stays "stale"
+    by the index's rule): the idle watcher applies no batches, and its barrier still
+    answers."""
+    deep_tree(base, 3000, {**_ALONG, 3000: "a.txt"})
+    daemon.start()
+    read = cli(daemon.env, "read", "--root", str(base), "**/*.txt")  # as a user does
+    assert read.returncode == 0, read.stderr[-2000:]
+    assert "--- d/top.txt ---" in read.stdout
+    client = daemon.session(base)
+    try:
+        wait_for(lambda: status_root(client, base)["watcher"]["state"] != "starting")
+        settled = cli(daemon.env, "read", "--root", str(base), "**/*.txt")  # a barrier
+        assert settled.stdout == read.stdout
+        before = status_root(client, base)["watcher"]["batches"]
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:  # a second of idleness: no batch at all
+            assert status_root(client, base)["watcher"]["batches"] == before
+        again = cli(daemon.env, "read", "--root", str(base), "**/*.txt")
+        assert again.stdout == read.stdout
+        assert status_root(client, base)["watcher"]["state"] == "running"
+    finally:
+        client.close()
+
+
+def test_daemon_files_answer_names_the_folders_it_cannot_list(base: Path, daemon: Daemon) -> None:
+    """``readMany/files`` through the daemon carries the ``warnings`` the in-process
+    listing prints (``<folder>: not listed: <reason>``), and ``readmany files`` answered
+    by the daemon writes them on stderr as ``--no-daemon`` does."""
+    made = deep_tree(base, 3000, {**_ALONG, 3000: "a.txt"})
+    far = _unreachable(base, 3000)
+    reachable = [p for p in made if len(p) < len(far)]
+    daemon.start()
+    client = daemon.session(base)
+    try:
+        answer = client.request("readMany/files", {})
+        assert [f["path"] for f in answer["files"]] == reachable
+        assert answer["warnings"] == [f"{far}: not listed: File name too long"]
+        some = client.request("readMany/files", {"patterns": ["d/*.txt"]})
+        assert [f["path"] for f in some["files"]] == ["d/top.txt"]
+        assert some["warnings"] == answer["warnings"]
+    finally:
+        client.close()
+    files = cli(daemon.env, "files", "--root", str(base))
+    assert files.returncode == 0, files.stderr[-2000:]
+    assert files.stdout.splitlines() == reachable
+    assert files.stderr == f"readmany: warning: {far}: not listed: File name too long\n"

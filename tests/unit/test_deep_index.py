@@ -7,6 +7,7 @@ here. The tree lives in a short folder directly in ``/tmp`` (its deepest path st
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections import Counter
@@ -80,3 +81,25 @@ def test_changes_and_restore_at_two_thousand_levels(base: Path) -> None:
     ix.apply([("d", FOLDER)])
     assert ix.files() == ["d/top.txt"]
     assert ix.walked_dirs() == ["", "d"]
+
+
+def test_a_folder_past_path_max_is_not_stale_until_walked_again(base: Path) -> None:
+    """The folder whose path is too long to list (ENAMETOOLONG) does not count as stale:
+    checking it cannot succeed, and each check used to re-walk it (a loop in the watcher,
+    which re-checks every folder just walked). ``verify`` then changes nothing and keeps
+    the clock; a rename of an ancestor walks the subtree anew under the shorter path."""
+    deep_tree(base, 3000, {1: "top.txt", 3000: "a.txt"})
+    ix = Index.build(str(base), Settings())
+    ((far, err, reason),) = ix.unlisted_under("")
+    assert (err, reason) == (errno.ENAMETOOLONG, "File name too long")
+    assert not ix.is_stale(far)
+    clock = ix.clock
+    done = ix.verify()
+    assert (done.changed, done.deleted, done.added_dirs, done.removed_dirs) == ([], [], [], [])
+    assert ix.clock == clock and ix.unlisted_under("") == [(far, err, reason)]
+
+    os.rename(base / "d", base / "e")  # the chain's path is no shorter: still one folder
+    ix.apply([("d", ENTRY), ("e", ENTRY)])
+    ((moved, _, _),) = ix.unlisted_under("")
+    assert moved == "e" + far[1:]
+    assert not ix.is_stale(moved)

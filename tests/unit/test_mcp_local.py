@@ -136,3 +136,24 @@ def test_a_notebook_image_left_out_is_asked_for_by_its_cell() -> None:
     assert all(a.get("omitted") for a in structured["attachments"])
     need = sum(count_tokens(data) for data in images)
     assert ask["maxTotalTokens"] > need  # room for every image of that cell left out
+
+
+def test_list_files_carries_the_folders_not_listed() -> None:
+    """``list_files``' structured content and text carry ``readMany/files``' warnings (the
+    folders that could not be listed, whose files the list lacks); the structured content
+    keeps to the tool's output schema."""
+    from readmany_daemon.mcp.schema import FILES_TOOL, tool_definitions
+    from readmany_daemon.mcp.tools import files_answer
+
+    listed = {
+        "files": [{"path": "d/top.txt", "size": 8, "mtimeMs": 1.0}],
+        "clock": "c1",
+        "warnings": ["d/d: not listed: File name too long"],
+    }
+    text, structured = files_answer(listed, 10)
+    assert structured["warnings"] == ["d/d: not listed: File name too long"]
+    assert "[Warning: d/d: not listed: File name too long; its files are missing" in text
+    schema = next(t for t in tool_definitions() if t["name"] == FILES_TOOL)["outputSchema"]
+    assert set(structured) <= set(schema["properties"])
+    assert schema["properties"]["warnings"] == {"type": "array", "items": {"type": "string"}}
+    assert files_answer({"files": [], "clock": "c2", "warnings": []}, 10)[1]["warnings"] == []
