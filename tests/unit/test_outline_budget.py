@@ -79,7 +79,14 @@ def test_the_default_read_outlines_the_whole_rest_of_the_file(
     cov = outline_coverage(text, f.outline, unseen_from(f))
     assert cov.missed == [] and cov.reaches_end, cov
     named = {e.name for e in f.outline if e.depth == 0}
-    assert set(must_name) <= named
+    # The names the issue measured (CPython 3.11), as far as this Python's module still
+    # defines them at its top level (3.12 moved typing.Generic into C).
+    defined = {
+        n.name
+        for n in ast.parse(text).body
+        if isinstance(n, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    assert set(must_name) & defined <= named
     classes = [n.name for n in ast.parse(text).body if isinstance(n, ast.ClassDef)]
     assert set(classes[-20:]) <= named  # top-level classes keep their own line
     last = outline(text, name).symbols[-1]
