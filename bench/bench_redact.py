@@ -107,16 +107,8 @@ def measure_warm(trees: dict[str, Path], runs: int) -> dict[str, Any]:
             for client in clients.values():
                 client.exit()
             daemon.stop()
-    with_s, without_s = statistics.median(times[True]), statistics.median(times[False])
     return {
-        "with_s": times[True],
-        "without_s": times[False],
-        "with_median_s": with_s,
-        "without_median_s": without_s,
-        "added": (with_s - without_s) / without_s,
-        "cpu_with_s": cpu[True],
-        "cpu_without_s": cpu[False],
-        "cpu_added": _added(cpu),
+        **_costs(times, cpu),
         "summaries": summaries,
     }
 
@@ -153,16 +145,8 @@ def measure_cold(trees: dict[str, Path], runs: int) -> dict[str, Any]:
             if round_:
                 times[on].append(total)
                 cpu[on].append(total_cpu)
-    with_s, without_s = statistics.median(times[True]), statistics.median(times[False])
     return {
-        "with_s": times[True],
-        "without_s": times[False],
-        "with_median_s": with_s,
-        "without_median_s": without_s,
-        "added": (with_s - without_s) / without_s,
-        "cpu_with_s": cpu[True],
-        "cpu_without_s": cpu[False],
-        "cpu_added": _added(cpu),
+        **_costs(times, cpu),
         "stdout_bytes": out_bytes,
     }
 
@@ -171,6 +155,21 @@ def _cpu_seconds(pid: int) -> float:
     """CPU time (user + system, seconds) process ``pid`` has used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _costs(times: dict[bool, list[float]], cpu: dict[bool, list[float]]) -> dict[str, Any]:
+    """Wall and CPU seconds with and without redaction, their medians and what
+    redaction adds (a fraction)."""
+    return {
+        "with_s": times[True],
+        "without_s": times[False],
+        "with_median_s": statistics.median(times[True]),
+        "without_median_s": statistics.median(times[False]),
+        "added": _added(times),
+        "cpu_with_s": cpu[True],
+        "cpu_without_s": cpu[False],
+        "cpu_added": _added(cpu),
+    }
 
 
 def _added(samples: dict[bool, list[float]]) -> float:

@@ -21,7 +21,8 @@ import os
 import stat
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -39,6 +40,7 @@ __all__ = [
     "make_env",
     "outline_coverage",
     "remove_tree",
+    "short_tmp",
     "write_tree",
 ]
 
@@ -104,6 +106,17 @@ def deep_tree(base: Path, levels: int, files: Mapping[int, str], name: str = "d"
     finally:
         os.close(fd)
     return sorted(made, key=os.fsencode)
+
+
+@contextmanager
+def short_tmp() -> Iterator[Path]:
+    """A new folder with a short path in /tmp (room for thousands of levels under
+    PATH_MAX), removed afterwards with :func:`remove_tree` at whatever depth it holds."""
+    path = Path(tempfile.mkdtemp(prefix="rmdeep", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        remove_tree(path)
 
 
 def remove_tree(path: Path) -> None:

@@ -18,7 +18,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.daemon_helpers import Daemon, cli, fresh_daemon, listed, status_root, wait_for
-from tests.helpers import deep_tree, git, make_env, remove_tree
+from tests.helpers import deep_tree, git, make_env, short_tmp
 
 daemon = fresh_daemon
 
@@ -36,12 +35,8 @@ _ALONG = {1: "top.txt", 7: "seven.md", 1000: "mid.txt"}
 
 @pytest.fixture
 def base() -> Iterator[Path]:
-    """A new short folder in /tmp, removed afterwards at whatever depth it holds."""
-    path = Path(tempfile.mkdtemp(prefix="rmdeep", dir="/tmp"))
-    try:
+    with short_tmp() as path:
         yield path
-    finally:
-        remove_tree(path)
 
 
 def _run(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ from readmany_daemon.index.model import Index
 from readmany_daemon.index.records import ENTRY, FOLDER, TREE
 from readmany_daemon.rules.kinds import ALL, Filters
 from readmany_daemon.settings import Settings
-from tests.helpers import deep_tree, remove_tree
+from tests.helpers import deep_tree, remove_tree, short_tmp
 
 LEVELS = 2000
 NO_GITIGNORE = Filters(False, True, True)
@@ -28,11 +27,8 @@ NO_GITIGNORE = Filters(False, True, True)
 
 @pytest.fixture
 def base() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="rmdeep", dir="/tmp"))
-    try:
+    with short_tmp() as path:
         yield path
-    finally:
-        remove_tree(path)
 
 
 def _deep(base: Path) -> list[str]:
