@@ -117,12 +117,22 @@ def answer_parts(
                 # Too many keys delivered beyond the prefix (a smallest-first page of many
                 # small files): leave the last of them for later pages instead. Only a
                 # request too large to carry is then left out of the cursor.
-                dropped = paging.overflow(ws, params, items, positions, cont, since, acc)
-                if dropped:
+                # The position after the drop is not the trial's (its fingerprint and
+                # region move with the files left), so the drop is tried again until
+                # the cursor fits with the request, a few times at most.
+                for _ in range(_OVERFLOW_TRIES):
+                    dropped = paging.overflow(ws, params, items, positions, cont, since, acc)
+                    if not dropped:
+                        break
                     plan.drop(dropped)
                     acc = _account(
                         resolved, positions, len(active), stopped_at, plan, loads, params
                     )
+                    cursor = paging.next_cursor(
+                        ws, params, items, positions, cont, since, acc, carry=True
+                    )
+                    if cursor is None or len(cursor) <= MAX_CURSOR_CHARS:
+                        break
                 cursor = paging.next_cursor(ws, params, items, positions, cont, since, acc)
             acc.created = [items.label(i) for i in created[:MAX_LISTED]]
             answered = _assemble(ws, params, resolved, plan, switched, acc, cursor, room)
@@ -170,6 +180,8 @@ EXACT_COUNT_CHARS = 2_000_000
 #: Packings tried at most to fit ``maxTotalTokens`` (one is nearly always enough: the
 #: next ones leave out what the notices of the first one took).
 _MAX_ATTEMPTS = 24
+#: Drops of files beyond the prefix tried before a cursor leaves its request out.
+_OVERFLOW_TRIES = 4
 
 
 def _token_budget(params: ReadManyParams, loads: Loads) -> TokenBudget | None:

@@ -16,7 +16,7 @@ import pytest
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import InvalidParams, jsonrpc_code
 from readmany_daemon.settings import Settings
-from readmany_daemon.wire.cursor import MAX_CURSOR_CHARS
+from readmany_daemon.wire.cursor import MAX_CURSOR_CHARS, decode_cursor
 from readmany_daemon.wire.decode import decode_read_params
 from readmany_daemon.wire.messages import ReadManyResult
 from tests.helpers import answer, write_tree
@@ -243,15 +243,23 @@ def test_cursor_beside_another_request_is_invalid_params_naming_cursor(
     assert info.value.field == "$.cursor" and jsonrpc_code(info.value) == -32602
 
 
-def test_a_huge_glob_keeps_the_cursor_under_1000_characters(tmp_path: Path) -> None:
-    """50,000 matches with long names; smallest first packs hundreds of tiny files
-    scattered over the order on page 1, then the pages go on in request order."""
-    folder = tmp_path / "generated" / "a_rather_long_folder_name_for_the_test"
+@pytest.fixture(scope="module")
+def huge_glob_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """50,000 files with long names; every 97th is tiny, the rest 300 bytes, so that a
+    smallest-first page 1 takes tiny ones from all over the order."""
+    root = tmp_path_factory.mktemp("huge_glob")
+    folder = root / "generated" / "a_rather_long_folder_name_for_the_test"
     folder.mkdir(parents=True)
     stem = "component_with_a_long_descriptive_name_"
     for i in range(50_000):
-        # Every 97th file is tiny, the rest large: page 1 takes tiny ones from all over.
         (folder / f"{stem}{i:05}.txt").write_bytes(b"x\n" if i % 97 == 0 else b"y" * 300)
+    return root
+
+
+def test_a_huge_glob_keeps_the_cursor_under_1000_characters(huge_glob_tree: Path) -> None:
+    """50,000 matches with long names; smallest first packs hundreds of tiny files
+    scattered over the order on page 1, then the pages go on in request order."""
+    tmp_path = huge_glob_tree
     params = {
         "paths": ["generated/**/*.txt"],
         "maxTotalFiles": 400,
@@ -271,3 +279,22 @@ def test_a_huge_glob_keeps_the_cursor_under_1000_characters(tmp_path: Path) -> N
         page = [f.path for f in r.files if f.status in Delivered]
         assert page and page == sorted(page) and not seen & set(page)
         seen.update(page)
+
+
+def test_a_cursor_near_its_limit_still_carries_a_small_request(huge_glob_tree: Path) -> None:
+    """The files left for later so that the cursor fits are chosen on a trial position;
+    the position after the drop differs a little (its fingerprint moves), so a cursor
+    that lands just over 1000 characters drops more files, never the request: a
+    cursor sent alone always continues a request this small. The sweep of page sizes
+    crosses the edge (at 382, 413 and 433 files before the fix)."""
+    ws = Workspace.open(str(huge_glob_tree), Settings())
+    for n in range(380, 440):
+        params = {
+            "paths": ["generated/**/*.txt"],
+            "maxTotalFiles": n,
+            "maxTotalChars": 100_000,
+            "packing": "smallest-first",
+        }
+        r = answer(ws, decode_read_params(params))
+        assert r.next_cursor and len(r.next_cursor) <= MAX_CURSOR_CHARS
+        assert decode_cursor(r.next_cursor).params is not None, n
