@@ -7,12 +7,16 @@ folder named by a hint is listed again one level (``_relist``), keeping the reco
 sub-folders whose verdict did not change; a changed ignore file, ``.git`` or virtualenv
 marker re-walks its folder's subtree; ``$GIT_COMMON_DIR/info/exclude`` re-walks the root;
 a changed git index re-reads the tracked set and re-lists the folders on the way to each
-path whose tracked state changed. Each batch bumps ``clock`` once and tells the listeners
-which visible files changed or went (``add_listener``: the change log behind
-``readMany/changedSince``) and which folders were walked or dropped
-(``add_dir_listener``: the watcher's watches). ``verify``/``is_stale`` compare folder
-mtimes with the records, with git's racy rule (``RACY_NS``): the stat route of PROTOCOL
-§6 (``stat_checks``) and the reconcile after a restart.
+path whose tracked state changed. Each batch is published to the record store
+(``store.py``), which bumps ``clock`` once and tells the listeners which visible files
+changed or went (``add_listener``: the change log behind ``readMany/changedSince``) and
+which folders were walked or dropped (``add_dir_listener``: the watcher's watches).
+``verify``/``is_stale`` compare folder mtimes with the records, with git's racy rule
+(``RACY_NS``): the stat route of PROTOCOL §6 (``fresh``, when ``Index.stat_checks`` is
+on) and the reconcile after a restart.
+
+``IndexChanges`` holds the store and the walker (``walk.py``) it re-walks with; it
+owns no state of its own between batches.
 """
 
 from __future__ import annotations
@@ -35,8 +39,10 @@ from readmany_daemon.index.records import (
     Applied,
     DirRecord,
     is_under,
+    prune_child,
     subtree_of,
 )
+from readmany_daemon.index.store import FolderRecords
 from readmany_daemon.index.walk import IndexWalk
 from readmany_daemon.racy import is_racy
 from readmany_daemon.rules.ignore import Frame
@@ -48,6 +54,7 @@ __all__ = ["RETRACK_LIMIT", "ROOT_GONE", "IndexChanges"]
 #: runtime drops it once the folder exists again (a root's warnings say what is true now).
 ROOT_GONE: Final = "the workspace folder {} is gone"
 
+#: Past this many paths whose tracked state changed at once (a checkout), the whole
 #: root is walked again instead of re-listing the folders on the way to each.
 RETRACK_LIMIT: Final = 5000
 
@@ -57,7 +64,7 @@ _RULES: Final = 2
 
 
 class _Delta:
-    """What a change batch did so far (see ``Index._finish``)."""
+    """What a change batch did so far (see ``IndexChanges._finish``)."""
 
     __slots__ = ("added_dirs", "changed", "contents", "deleted", "fresh", "removed_dirs", "touched")
 
@@ -105,23 +112,17 @@ def _files_of(records: dict[str, DirRecord]) -> set[str]:
     return out
 
 
-class IndexChanges(IndexWalk):
-    """Change batches (``apply``, ``refresh``, ``verify``), their listeners, and the stat
-    checks of the ``sync: "stat"`` route."""
+class IndexChanges:
+    """The change applier of one root: change batches (``apply``, ``refresh``,
+    ``verify``, ``recheck_markers``) applied to the records of ``store`` with
+    ``walker`` (whose ``root`` and ``rules`` it uses), each published to the store, and
+    the stat checks of the ``sync: "stat"`` route (``fresh``, ``fresh_path``)."""
 
-    def add_listener(self, fn: Callable[[int, str, bool], None]) -> None:
-        """Call ``fn(generation, rel, deleted)`` for every visible file that a change
-        (``apply``, ``refresh``, ``verify``) added, changed (``deleted=False``) or removed
-        (``deleted=True``), with the generation (``clock``) that change produced. Called
-        on the thread making the change, after the index is consistent again."""
-        self._listeners.append(fn)
-
-    def add_dir_listener(self, fn: Callable[[list[str], list[str]], None]) -> None:
-        """Call ``fn(added, removed)`` with the walked folders each change added and
-        removed (a folder walked anew under the same name, e.g. replaced by another, is in
-        both); the watcher keeps one watch per walked folder with it. ``removed`` is to
-        be handled first."""
-        self._dir_listeners.append(fn)
+    def __init__(self, store: FolderRecords, walker: IndexWalk) -> None:
+        self.store = store
+        self.walker = walker
+        self.root = walker.root
+        self.rules = walker.rules
 
     def refresh(self, rel_dir: str = "") -> Applied:
         """Re-walk the subtree at ``rel_dir`` (re-reading its ignore files, so changed
@@ -147,12 +148,12 @@ class IndexChanges(IndexWalk):
         of sub-folders whose verdict did not change (a vanished folder re-lists its
         parent). ``clock`` bumps once when anything changed; listeners are told.
         Returns what changed."""
-        records = self._records
+        records = self.store.dirs
         delta = _Delta()
         trees: set[str] = set()
         folders: dict[str, set[str]] = {}
-        rule_files = self._rule_files
-        rule_names = self._rule_names
+        rule_files = self.walker.rule_files
+        rule_names = self.walker.rule_names
         git_index = rules_changed = False
         for rel, kind in changes:
             rel = rel.strip("/")
@@ -193,7 +194,7 @@ class IndexChanges(IndexWalk):
             outcome = self._relist(rel, folders.get(rel) or None, delta)
             if outcome == _VANISHED:
                 if not rel:
-                    self._warn_once(ROOT_GONE.format(self.root))
+                    self.store.warn_once(ROOT_GONE.format(self.root))
                     continue
                 parent, _, name = rel.rpartition("/")
                 folders.setdefault(parent, set()).add(name)
@@ -206,9 +207,9 @@ class IndexChanges(IndexWalk):
         """Stat walked folders (``rel_dirs``, default all) and re-list those that changed
         since they were listed (``is_stale``): the stat route of PROTOCOL §6 and the
         reconcile after a restart or a watcher gap. Returns what changed."""
-        dirs = list(self._records) if rel_dirs is None else rel_dirs
+        dirs = list(self.store.dirs) if rel_dirs is None else rel_dirs
         hints = [(d, FOLDER) for d in dirs if self.is_stale(d)]
-        return self.apply(hints) if hints else Applied(self.clock, [], [], [], [])
+        return self.apply(hints) if hints else Applied(self.store.clock, [], [], [], [])
 
     def recheck_markers(self) -> Applied:
         """Re-list the folders holding a sub-folder hidden only as a virtualenv or conda
@@ -217,7 +218,7 @@ class IndexChanges(IndexWalk):
         mtime: the periodic reconcile calls this. Returns what changed."""
         hints: list[tuple[str, int]] = []
         classify = self.rules.classify
-        for rel, rec in list(self._records.items()):
+        for rel, rec in list(self.store.dirs.items()):
             prefix = rel + "/" if rel else ""
             for name, mask in rec.pruned:
                 if mask != DEFAULT_EXCLUDE:
@@ -228,7 +229,7 @@ class IndexChanges(IndexWalk):
                 if classify(rec.frame, prefix + name, name, True)[0] & DEFAULT_EXCLUDE:
                     continue  # hidden by a pattern (node_modules/), not by a marker
                 hints.append((prefix + name, ENTRY))
-        return self.apply(hints) if hints else Applied(self.clock, [], [], [], [])
+        return self.apply(hints) if hints else Applied(self.store.clock, [], [], [], [])
 
     def is_stale(self, rel_dir: str) -> bool:
         """Whether walked folder ``rel_dir`` must be listed again to be trusted: it is no
@@ -245,10 +246,10 @@ class IndexChanges(IndexWalk):
         and walks the moved subtree anew. Listing it again at every check instead is
         what made the watcher queue it without end (each retry re-walked it, and a
         folder just walked is checked once more)."""
-        rec = self._records.get(rel_dir)
+        rec = self.store.dirs.get(rel_dir)
         if rec is None:
             return False
-        failed = self.unlisted.get(rel_dir)
+        failed = self.store.unlisted.get(rel_dir)
         if failed is not None:
             return failed[0] != errno.ENAMETOOLONG
         try:
@@ -259,13 +260,13 @@ class IndexChanges(IndexWalk):
             return True
         return st.st_mtime_ns != rec.mtime or is_racy(rec.mtime, rec.listed)
 
-    def _fresh(self, rel_dir: str, recursive: bool, keep: Callable[[str], bool] | None) -> None:
-        """With ``stat_checks`` on: verify the folders an expansion of ``rel_dir`` covers
-        (its walked subtree, pruned by ``keep``; for a folder not walked, its nearest
-        walked ancestor), so the expansion reflects every finished write."""
-        if not self.stat_checks:
-            return
-        records = self._records
+    def fresh(self, rel_dir: str, recursive: bool, keep: Callable[[str], bool] | None) -> None:
+        """Verify the folders an expansion of ``rel_dir`` covers (its walked subtree, or
+        with ``recursive`` False the folder alone; pruned by ``keep``, which is given
+        ``"sub/"`` paths; for a folder not walked, its nearest walked ancestor), so the
+        expansion reflects every finished write: the ``sync: "stat"`` route of PROTOCOL
+        §6, called by ``Index`` while ``stat_checks`` is on."""
+        records = self.store.dirs
         anc = rel_dir
         while anc and anc not in records:
             anc = anc.rpartition("/")[0]
@@ -294,21 +295,20 @@ class IndexChanges(IndexWalk):
                         stack.append(sub)
         self.verify(dirs)
 
-    def _fresh_path(self, rel: str) -> None:
-        """With ``stat_checks`` on: verify the nearest walked folder holding ``rel`` (and
-        ``rel`` itself when it is a walked folder)."""
-        if not self.stat_checks:
-            return
+    def fresh_path(self, rel: str) -> None:
+        """Verify the nearest walked folder holding ``rel`` (and ``rel`` itself when it is
+        a walked folder): ``fresh`` for one path."""
+        records = self.store.dirs
         anc = rel.rpartition("/")[0]
-        while anc and anc not in self._records:
+        while anc and anc not in records:
             anc = anc.rpartition("/")[0]
-        self.verify([anc, rel] if rel in self._records else [anc])
+        self.verify([anc, rel] if rel in records else [anc])
 
     def _retree(self, rel_dir: str, delta: _Delta) -> str:
         """Re-walk the subtree at ``rel_dir`` (normalized as ``refresh`` says) into
         ``delta``; returns the folder actually re-walked."""
         rel_dir = rel_dir.strip("/")
-        records = self._records
+        records = self.store.dirs
         while rel_dir and rel_dir not in records:
             rel_dir = rel_dir.rpartition("/")[0]
         while rel_dir:
@@ -318,7 +318,7 @@ class IndexChanges(IndexWalk):
             rel_dir = rel_dir.rpartition("/")[0]
             while rel_dir and rel_dir not in records:
                 rel_dir = rel_dir.rpartition("/")[0]
-        old = subtree_of(self._records, rel_dir)
+        old = subtree_of(records, rel_dir)
         old_files = _files_of(old)
         for key in old:
             del records[key]
@@ -328,20 +328,20 @@ class IndexChanges(IndexWalk):
         except OSError:
             mtime = 0
         if not rel_dir:
-            self._walk_into_records("", self.rules.root_frame(ALL_MASK), 0, mtime, None)
+            self.walker.walk_into_records("", self.rules.root_frame(ALL_MASK), 0, mtime, None)
         else:
             parent, _, name = rel_dir.rpartition("/")
             prec = records[parent]
             h, r = self.rules.classify(prec.frame, rel_dir, name, True)
             if h:
-                self._prune_child(records, parent, name, h)
+                prune_child(records, parent, name, h)
             else:
                 if dict(prec.excl).get(name, 0) != r:
                     prec.excl = tuple(x for x in prec.excl if x[0] != name) + (
                         ((name, r),) if r else ()
                     )
-                self._walk_into_records(rel_dir, prec.frame, r, mtime, parent)
-        new = subtree_of(self._records, rel_dir) if rel_dir in records or not rel_dir else {}
+                self.walker.walk_into_records(rel_dir, prec.frame, r, mtime, parent)
+        new = subtree_of(records, rel_dir) if rel_dir in records or not rel_dir else {}
         new_files = _files_of(new)
         delta.removed_dirs.update(k for k in old if k not in new)
         delta.added_dirs.update(k for k in new if k not in old)
@@ -359,7 +359,7 @@ class IndexChanges(IndexWalk):
         some event named) holds them (a folder replaced by another one under the same
         name). Returns ``_DONE``, ``_VANISHED`` (no folder there any more) or ``_RULES``
         (the folder's own rules changed: re-walk it)."""
-        records = self._records
+        records = self.store.dirs
         old = records[rel]
         try:
             st = os.lstat(self.root + "/" + rel if rel else self.root)
@@ -377,7 +377,7 @@ class IndexChanges(IndexWalk):
             pframe, ex = old.frame, 0
         temp: dict[str, DirRecord] = {}
         rest: list[tuple[str, Frame, int, int, str | None]] = []
-        self._walk([(rel, pframe, ex, st.st_mtime_ns, None)], temp, 1, rest)
+        self.walker.walk([(rel, pframe, ex, st.st_mtime_ns, None)], temp, 1, rest)
         new = temp.get(rel)
         if new is None or not _same_frame(new.frame, old.frame):
             return _RULES
@@ -417,9 +417,9 @@ class IndexChanges(IndexWalk):
             elif sub in items:
                 todo.append(items[sub])
         if todo:
-            self._walk(todo, records)
+            self.walker.walk(todo, records)
         for d in walk:
-            walked = subtree_of(self._records, prefix + d)
+            walked = subtree_of(records, prefix + d)
             delta.added_dirs.update(walked)
             delta.fresh.update(walked)
             delta.changed |= _files_of(walked)
@@ -427,18 +427,19 @@ class IndexChanges(IndexWalk):
 
     def _rule_marks(self, rec: DirRecord) -> set[str]:
         """The names among ``rec``'s entries (visible or not) that shape rules."""
-        marks = self._rule_names
+        marks = self.walker.rule_names
         out = {e.rstrip("/") for e in rec.entries if e.rstrip("/") in marks}
         out.update(n for n, _ in rec.hidden if n in marks)
         out.update(n for n, _ in rec.pruned if n in marks)
         return out
 
     def _drop_subtree(self, rel: str, delta: _Delta) -> None:
-        old = subtree_of(self._records, rel)
+        records = self.store.dirs
+        old = subtree_of(records, rel)
         delta.deleted |= _files_of(old)
         delta.removed_dirs.update(old)
         for key in old:
-            del self._records[key]
+            del records[key]
 
     def _retrack(self, trees: set[str], folders: dict[str, set[str]]) -> None:
         """Git's index changed (``git add``, ``git rm --cached``, checkout): re-read the
@@ -452,7 +453,7 @@ class IndexChanges(IndexWalk):
             return
         new = rules.tracked
         seen: set[int] = set()
-        for rec in self._records.values():
+        for rec in self.store.dirs.values():
             fr = rec.frame
             if id(fr) not in seen:
                 seen.add(id(fr))
@@ -465,13 +466,17 @@ class IndexChanges(IndexWalk):
         after = new.load()
         if before == after:
             return
-        self._tracked_diff(set(before).symmetric_difference(after), trees, folders)
+        self.tracked_diff(set(before).symmetric_difference(after), trees, folders)
 
-    def _tracked_diff(self, paths: set[str], trees: set[str], folders: dict[str, set[str]]) -> None:
+    def tracked_diff(self, paths: set[str], trees: set[str], folders: dict[str, set[str]]) -> None:
+        """Note what to look at again for ``paths`` (root-relative) whose tracked state
+        changed: each walked folder on the way to one goes into ``folders`` (to re-list,
+        as ``apply``'s ``FOLDER`` hints), or, past ``RETRACK_LIMIT`` paths, the root into
+        ``trees`` (to re-walk)."""
         if len(paths) > RETRACK_LIMIT:
             trees.add("")
             return
-        records = self._records
+        records = self.store.dirs
         for p in paths:
             cur = ""
             folders.setdefault(cur, set())
@@ -484,8 +489,9 @@ class IndexChanges(IndexWalk):
 
     def _finish(self, delta: _Delta) -> Applied:
         """Settle ``delta`` into the paths that changed and were deleted (a path counts
-        by its state now), bump the clock and tell the listeners."""
-        records = self._records
+        by its state now) and publish them to the store (which bumps the clock and tells
+        the listeners)."""
+        records = self.store.dirs
         by_dir: dict[str, list[str]] = {}
         for path in delta.changed | delta.deleted | delta.contents:
             by_dir.setdefault(path.rpartition("/")[0], []).append(path)
@@ -500,19 +506,6 @@ class IndexChanges(IndexWalk):
                 elif path in delta.deleted:
                     deleted.append(path)
         added = [d for d in delta.added_dirs if d in records]
+        added.sort(key=_depth)
         removed = sorted(delta.removed_dirs)
-        if delta.touched or changed or deleted:
-            self.clock += 1
-            self._count_files()
-        gen = self.clock
-        if changed or deleted:
-            for fn in self._listeners:
-                for path in changed:
-                    fn(gen, path, False)
-                for path in deleted:
-                    fn(gen, path, True)
-        if added or removed:
-            added.sort(key=_depth)
-            for dfn in self._dir_listeners:
-                dfn(added, removed)
-        return Applied(gen, changed, deleted, added, removed)
+        return self.store.publish(delta.touched, changed, deleted, added, removed)

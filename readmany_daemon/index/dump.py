@@ -1,6 +1,10 @@
 """An index as plain data and back: ``dump`` for a snapshot (``snapshot.py`` writes it
 to disk) and ``restore``, which rebuilds the records and frames without a walk and then
 reconciles them with the disk.
+
+``IndexSnapshots`` reads and fills the record store (``store.py``) and reconciles through
+the change applier (``changes.py``); ``Index.restore`` (``model.py``) makes the index it
+restores into.
 """
 
 from __future__ import annotations
@@ -8,19 +12,24 @@ from __future__ import annotations
 import gc
 import os
 from collections import deque
-from typing import Self
 
 from readmany_daemon.index.changes import IndexChanges
 from readmany_daemon.index.records import ALL_MASK, FOLDER, TREE, DirRecord, IndexDump
+from readmany_daemon.index.store import FolderRecords
 from readmany_daemon.racy import is_racy
-from readmany_daemon.rules.ignore import Frame, IgnoreRules
-from readmany_daemon.settings import Settings
+from readmany_daemon.rules.ignore import Frame
 
 __all__ = ["IndexSnapshots"]
 
 
-class IndexSnapshots(IndexChanges):
-    """``dump``/``restore`` of an index (see the module docstring)."""
+class IndexSnapshots:
+    """``dump``/``restore`` of the records of ``store`` (see the module docstring), with
+    the rules, the walker's rule names and the change batches of ``changes``."""
+
+    def __init__(self, store: FolderRecords, changes: IndexChanges) -> None:
+        self.store = store
+        self.changes = changes
+        self.rules = changes.rules
 
     def dump(self) -> IndexDump:
         """The index as plain data for a snapshot (``snapshot.py``): per walked folder
@@ -39,7 +48,7 @@ class IndexSnapshots(IndexChanges):
                 0 if is_racy(rec.mtime, rec.listed) else rec.mtime,
                 rec.ndirs,
             )
-            for rel, rec in self._records.items()
+            for rel, rec in self.store.dirs.items()
         ]
         t = self.rules.tracked
         tracked = t.joined() if t is not None else None
@@ -54,7 +63,7 @@ class IndexSnapshots(IndexChanges):
         rules = self.rules
         for lst in (rules.deny_list, rules.default_list):
             out[lst.source] = lst.digest
-        for rec in self._records.values():
+        for rec in self.store.dirs.values():
             fr = rec.frame
             if id(fr) in seen:
                 continue
@@ -63,30 +72,27 @@ class IndexSnapshots(IndexChanges):
                 out[lst.source] = lst.digest
         return out
 
-    @classmethod
-    def restore(
-        cls, root: str, settings: Settings, dump: IndexDump, listed: int, reconcile: bool = True
-    ) -> tuple[Self | None, str]:
-        """Rebuild an index from ``dump`` (see ``dump``) without walking: frames are
-        derived from each folder's saved names, then the snapshot is reconciled with the
-        disk: folders whose ignore files changed are re-walked, git's tracked-set changes
-        re-evaluated, and (``reconcile``) every folder whose mtime changed or was racy
-        is re-listed (``verify``; a caller that stats on request instead, until a
-        watcher has verified the folders, may skip it). ``listed``: when the snapshot
-        was taken (``time.time_ns()``).
+    def restore(self, dump: IndexDump, listed: int, reconcile: bool = True) -> str:
+        """Rebuild the records of the (empty) store from ``dump`` (see ``dump``) without
+        walking: frames are derived from each folder's saved names, then the snapshot is
+        reconciled with the disk: folders whose ignore files changed are re-walked, git's
+        tracked-set changes re-evaluated, and (``reconcile``) every folder whose mtime
+        changed or was racy is re-listed (``verify``; a caller that stats on request
+        instead, until a watcher has verified the folders, may skip it). ``listed``: when
+        the snapshot was taken (``time.time_ns()``).
 
-        Returns ``(index, "")``, or ``(None, reason)`` when the dump cannot be used (a
-        folder is missing, or rules outside the workspace changed): walk instead."""
-        real = os.path.realpath(root)
-        self = cls(real, IgnoreRules(real, settings))
+        Returns ``""``, or the reason the dump cannot be used (a folder is missing, or
+        rules outside the workspace changed): walk instead."""
         rules = self.rules
+        changes = self.changes
         by_rel = {d[0]: d for d in dump.dirs}
         if "" not in by_rel:
-            return None, "no root folder in the snapshot"
-        records = self._records
+            return "no root folder in the snapshot"
+        records = self.store.dirs
         folders: dict[str, set[str]] = {}
         # names that may change a folder's rules (as entries: "name" or "name/")
-        marks = self._rule_names | {n + "/" for n in self._rule_names}
+        rule_names = changes.walker.rule_names
+        marks = rule_names | {n + "/" for n in rule_names}
         enter = rules.enter
         was_enabled = gc.isenabled()
         gc.disable()
@@ -110,7 +116,7 @@ class IndexSnapshots(IndexChanges):
                     sub = prefix + name
                     child = by_rel.get(sub)
                     if child is None:
-                        return None, f"folder {sub!r} is missing from the snapshot"
+                        return f"folder {sub!r} is missing from the snapshot"
                     ex = excl.get(name, 0) if excl else 0
                     if not ex and marks.isdisjoint(child[1]) and not child[2] and not child[3]:
                         queue.append((sub, frame))  # nothing there changes the rules
@@ -132,7 +138,7 @@ class IndexSnapshots(IndexChanges):
             if now.get(label) == dump.sources.get(label):
                 continue
             if os.path.isabs(label) or label in ("denyPatterns", "defaultExcludes"):
-                return None, f"rules outside the workspace changed ({label})"
+                return f"rules outside the workspace changed ({label})"
             rel = label.rpartition("/")[0]
             while rel and rel not in records:
                 rel = rel.rpartition("/")[0]
@@ -144,11 +150,11 @@ class IndexSnapshots(IndexChanges):
             if isinstance(before, str) and "\0".join(current) != before:
                 before = before.split("\0") if before else []
             if not isinstance(before, str) and current != before:
-                self._tracked_diff(set(current).symmetric_difference(before), trees, folders)
-        self._count_files()
+                changes.tracked_diff(set(current).symmetric_difference(before), trees, folders)
+        self.store.count_files()
         if trees or folders:
-            self.apply([(r, TREE) for r in trees] + [(r, FOLDER) for r in folders])
+            changes.apply([(r, TREE) for r in trees] + [(r, FOLDER) for r in folders])
         if reconcile:
-            self.verify()
+            changes.verify()
         # (no rules.compact(): it would wait for ``git ls-files``, read only when needed)
-        return self, ""
+        return ""

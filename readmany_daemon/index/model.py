@@ -18,20 +18,38 @@ Paths are root-relative POSIX ``str`` (undecodable bytes as surrogate escapes, l
 Not thread-safe: the daemon makes every call holding the root's lock (``file_count`` and
 ``clock`` may be read without it).
 
-The parts: ``records.py`` (folder records, change kinds), ``walk.py`` (the walk),
-``changes.py`` (keeping it current), ``dump.py`` (dump/restore for ``snapshot.py``),
-``gitlist.py`` (the cold git-seeded listing).
+``Index`` is the query front. It holds the parts, each a class with its own job, that
+share one record store (ripgrep's ``ignore`` crate is the model: parts with narrow
+interfaces around one matcher):
+
+- ``store.py``: ``FolderRecords``, the records (``records.py``: folder records, change
+  kinds), clock, file count, listing failures, warnings and listeners;
+- ``walk.py``: ``IndexWalk``, the walker, which fills records;
+- ``changes.py``: ``IndexChanges``, the change applier, which keeps them current;
+- ``dump.py``: ``IndexSnapshots``, dump/restore for ``snapshot.py``.
+
+``gitlist.py`` is the cold git-seeded listing, beside the index.
 """
 
 from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
+from readmany_daemon.index.changes import IndexChanges
 from readmany_daemon.index.dump import IndexSnapshots
-from readmany_daemon.index.records import ALL_MASK, DirRecord, is_under, sort_keys
+from readmany_daemon.index.records import (
+    ALL_MASK,
+    Applied,
+    DirRecord,
+    IndexDump,
+    is_under,
+    sort_keys,
+)
+from readmany_daemon.index.store import FolderRecords
+from readmany_daemon.index.walk import IndexWalk
 from readmany_daemon.paths import nfc
 from readmany_daemon.rules.glob import compile_glob
 from readmany_daemon.rules.ignore import Frame, IgnoreRules
@@ -114,14 +132,31 @@ def merged_hidden(counter: Counter[str]) -> dict[str, int]:
     return dict(out)
 
 
-class Index(IndexSnapshots):
-    """The workspace model of one root (see the module docstring).
+class Index:
+    """The workspace model of one root (see the module docstring): the query front over
+    its parts ``store`` (``FolderRecords``), ``walker`` (``IndexWalk``), ``changes``
+    (``IndexChanges``) and ``snapshots`` (``IndexSnapshots``).
 
     ``root``: absolute real path; ``rules``: its ``IgnoreRules``; ``clock``: bumps by one
     whenever ``refresh`` finds a change; ``warnings``: unreadable folders (plus the rules'
     warnings in ``rules.warnings``); ``unlisted``: walked folders whose last listing
-    failed, ``rel → (errno, reason)`` (see ``unlisted_under``).
+    failed, ``rel → (errno, reason)`` (see ``unlisted_under``); ``stat_checks``: when True,
+    expansions first stat the folders they cover and re-list those that changed (the
+    ``sync: "stat"`` route of PROTOCOL §6); set per request by the service, under the
+    root's lock.
+
+    ``Index(root, rules)`` is an index with nothing walked yet (an expansion walks on
+    demand); ``build`` walks the root, ``restore`` rebuilds it from a snapshot.
     """
+
+    def __init__(self, root: str, rules: IgnoreRules) -> None:
+        self.root = root
+        self.rules = rules
+        self.stat_checks = False
+        self.store = FolderRecords()
+        self.walker = IndexWalk(root, rules, self.store)
+        self.changes = IndexChanges(self.store, self.walker)
+        self.snapshots = IndexSnapshots(self.store, self.changes)
 
     @classmethod
     def build(cls, root: str, settings: Settings) -> Index:
@@ -133,12 +168,85 @@ class Index(IndexSnapshots):
         if not os.path.isdir(real):
             raise NotADirectoryError(f"not a folder: {root}")
         self = cls(real, IgnoreRules(real, settings))
-        self._walk_into_records(
+        self.walker.walk_into_records(
             "", self.rules.root_frame(ALL_MASK), 0, os.stat(real).st_mtime_ns, None
         )
         self.rules.compact()
-        self._count_files()
+        self.store.count_files()
         return self
+
+    @classmethod
+    def restore(
+        cls, root: str, settings: Settings, dump: IndexDump, listed: int, reconcile: bool = True
+    ) -> tuple[Index | None, str]:
+        """Rebuild the index of ``root`` from ``dump`` without walking, then reconcile it
+        with the disk (``IndexSnapshots.restore``; ``listed``: when the snapshot was
+        taken, ``time.time_ns()``; ``reconcile`` False skips re-listing changed folders).
+
+        Returns ``(index, "")``, or ``(None, reason)`` when the dump cannot be used (a
+        folder is missing, or rules outside the workspace changed): walk instead."""
+        real = os.path.realpath(root)
+        self = cls(real, IgnoreRules(real, settings))
+        reason = self.snapshots.restore(dump, listed, reconcile)
+        return (None, reason) if reason else (self, "")
+
+    # ---- the parts' faces ---------------------------------------------------------------
+
+    @property
+    def clock(self) -> int:
+        """The generation: bumps by one per change batch that changed anything."""
+        return self.store.clock
+
+    @property
+    def warnings(self) -> list[str]:
+        """The index's warnings (``FolderRecords.warnings``; the list itself, which the
+        runtime edits in place)."""
+        return self.store.warnings
+
+    @property
+    def unlisted(self) -> dict[str, tuple[int, str]]:
+        """Walked folders whose last listing failed: ``rel → (errno, reason)``."""
+        return self.store.unlisted
+
+    def add_listener(self, fn: Callable[[int, str, bool], None]) -> None:
+        """``FolderRecords.add_listener``: ``fn(generation, rel, deleted)`` per visible
+        file each change added, changed or removed."""
+        self.store.add_listener(fn)
+
+    def add_dir_listener(self, fn: Callable[[list[str], list[str]], None]) -> None:
+        """``FolderRecords.add_dir_listener``: ``fn(added, removed)`` with the walked
+        folders each change added and removed."""
+        self.store.add_dir_listener(fn)
+
+    def apply(self, changes: Iterable[tuple[str, int]]) -> Applied:
+        """Apply one batch of change hints ``(rel, kinds)`` (``IndexChanges.apply``)."""
+        return self.changes.apply(changes)
+
+    def refresh(self, rel_dir: str = "") -> Applied:
+        """Re-walk the subtree at ``rel_dir`` (``IndexChanges.refresh``)."""
+        return self.changes.refresh(rel_dir)
+
+    def verify(self, rel_dirs: Iterable[str] | None = None) -> Applied:
+        """Re-list the walked folders (``rel_dirs``, default all) that changed since they
+        were listed (``IndexChanges.verify``)."""
+        return self.changes.verify(rel_dirs)
+
+    def recheck_markers(self) -> Applied:
+        """Re-list the folders whose virtualenv markers went (``IndexChanges.recheck_markers``)."""
+        return self.changes.recheck_markers()
+
+    def is_stale(self, rel_dir: str) -> bool:
+        """Whether walked folder ``rel_dir`` must be listed again (``IndexChanges.is_stale``)."""
+        return self.changes.is_stale(rel_dir)
+
+    def dump(self) -> IndexDump:
+        """The index as plain data for a snapshot (``IndexSnapshots.dump``)."""
+        return self.snapshots.dump()
+
+    def rule_sources(self) -> dict[str, str]:
+        """``{source label: content digest}`` of the pattern lists in use
+        (``IndexSnapshots.rule_sources``)."""
+        return self.snapshots.rule_sources()
 
     # ---- on-demand walks (filters off) -------------------------------------------------
 
@@ -182,7 +290,7 @@ class Index(IndexSnapshots):
                 sub, frame, bits = job
                 self._forget_unwatched(sub)
                 temp: dict[str, DirRecord] = {}
-                hidden_self = self._walk([(sub, frame, bits & mask, 0, None)], temp)
+                hidden_self = self.walker.walk([(sub, frame, bits & mask, 0, None)], temp)
                 got = temp.get(sub)
                 if got is not None:
                     stack.append((temp, sub, got))
@@ -275,7 +383,7 @@ class Index(IndexSnapshots):
         """Walk folder ``rel`` into temporary records (entered from ``frame`` with the
         excluded kinds ``bits``) and emit its files; a folder hidden itself is counted."""
         temp: dict[str, DirRecord] = {}
-        hidden_self = self._walk([(rel, frame, bits, 0, None)], temp)
+        hidden_self = self.walker.walk([(rel, frame, bits, 0, None)], temp)
         rec = temp.get(rel)
         if rec is None:
             if counter is not None and hidden_self & mask:
@@ -288,10 +396,12 @@ class Index(IndexSnapshots):
     def files(self, filters: Filters = ALL) -> list[str]:
         """Every visible file (root-relative POSIX), sorted by bytes."""
         if filters.mask == ALL_MASK:
-            self._fresh("", True, None)
+            if self.stat_checks:
+                self.changes.fresh("", True, None)
             # not cached: the list would cost ~90 bytes per file, a rebuild ~25 ms at 100k
             out: list[str] = []
-            self._emit(self._records, "", self._records[""], ALL_MASK, True, out, None, None)
+            records = self.store.dirs
+            self._emit(records, "", records[""], ALL_MASK, True, out, None, None)
             return out
         return self.expand_dir("", filters, True)
 
@@ -319,10 +429,12 @@ class Index(IndexSnapshots):
         counter: Counter[str] | None,
         keep: Callable[[str], bool] | None,
     ) -> None:
-        self._fresh(rel_dir, recursive, keep)
-        rec = self._records.get(rel_dir)
+        if self.stat_checks:
+            self.changes.fresh(rel_dir, recursive, keep)
+        records = self.store.dirs
+        rec = records.get(rel_dir)
         if rec is not None:
-            self._emit(self._records, rel_dir, rec, mask, recursive, out, counter, keep)
+            self._emit(records, rel_dir, rec, mask, recursive, out, counter, keep)
             return
         full = os.path.join(self.root, rel_dir)
         if not rel_dir or not os.path.isdir(full) or os.path.islink(full):
@@ -344,12 +456,13 @@ class Index(IndexSnapshots):
         """Drop the rules' cached ignore files at and below the first folder on the way
         to ``rel`` that is not walked: nothing watches such folders, so an on-demand walk
         must read their ignore files afresh."""
+        records = self.store.dirs
         anc = rel
         top = rel
-        while anc and anc not in self._records:
+        while anc and anc not in records:
             top = anc
             anc = anc.rpartition("/")[0]
-        if top not in self._records:
+        if top not in records:
             self.rules.forget_dir(top)
 
     def hidden_counts(
@@ -420,11 +533,13 @@ class Index(IndexSnapshots):
         """True for a walked (visible) folder, False for a visible file, ``None`` for a
         path the index does not show (hidden, or absent)."""
         rel = rel.strip("/")
-        self._fresh_path(rel)
-        if rel in self._records:
+        if self.stat_checks:
+            self.changes.fresh_path(rel)
+        records = self.store.dirs
+        if rel in records:
             return True
         parent, _, name = rel.rpartition("/")
-        rec = self._records.get(parent)
+        rec = records.get(parent)
         if rec is not None and name in rec.entries:
             return False
         return None
@@ -446,26 +561,26 @@ class Index(IndexSnapshots):
     def file_count(self) -> int:
         """How many files are visible with every kind applied (kept up to date by every
         change, so reading it needs no lock)."""
-        return self._nfiles
+        return self.store.nfiles
 
     def dir_mtime(self, rel_dir: str) -> int | None:
         """``st_mtime_ns`` recorded for walked folder ``rel_dir`` (read before listing it)."""
-        rec = self._records.get(rel_dir)
+        rec = self.store.dirs.get(rel_dir)
         return rec.mtime if rec is not None else None
 
     def walked_dirs(self) -> list[str]:
         """Every walked (visible) folder, ``""`` first."""
-        return list(self._records)
+        return list(self.store.dirs)
 
     def walks(self, rel_dir: str) -> bool:
         """Whether ``rel_dir`` is a walked (visible) folder, as the index holds it now
         (no stat checks)."""
-        return rel_dir in self._records
+        return rel_dir in self.store.dirs
 
     def dir_entries(self, rel_dir: str) -> tuple[str, ...]:
         """The visible entries of walked folder ``rel_dir`` (files, and sub-folders as
         ``"name/"``), byte-sorted, as the index holds them now; ``()`` if not walked."""
-        rec = self._records.get(rel_dir)
+        rec = self.store.dirs.get(rel_dir)
         return rec.entries if rec is not None else ()
 
     def stat(self, rel: str) -> os.stat_result | None:
@@ -483,7 +598,7 @@ class Index(IndexSnapshots):
             return []
         out = []
         for rel, (err, reason) in self.unlisted.items():
-            if rel not in self._records:
+            if rel not in self.store.dirs:
                 continue  # gone, or not walked any more (hidden meanwhile)
             inside = rel == rel_dir or (recursive and (not rel_dir or is_under(rel, rel_dir)))
             if inside:

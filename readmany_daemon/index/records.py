@@ -26,6 +26,7 @@ __all__ = [
     "DirRecord",
     "IndexDump",
     "is_under",
+    "prune_child",
     "sort_keys",
     "subtree_of",
 ]
@@ -37,8 +38,6 @@ FOLDER: Final = 4  # list folder rel again (a vanished one: its parent)
 TREE: Final = 8  # walk the subtree at rel again (re-reading its ignore files)
 GIT_INDEX: Final = 16  # git's index file changed: the tracked set may have (rel unused)
 RULES: Final = 32  # rules of the whole root changed ($GIT_COMMON_DIR/info/exclude)
-
-#: Past this many paths whose tracked state changed at once (a checkout), the whole
 
 #: every kind (``Filters().mask``)
 ALL_MASK: Final = 15
@@ -113,6 +112,19 @@ def subtree_of(records: dict[str, DirRecord], rel_dir: str) -> dict[str, DirReco
             if e[-1] == "/":
                 stack.append(prefix + e[:-1])
     return out
+
+
+def prune_child(records: dict[str, DirRecord], parent: str, name: str, mask: int) -> None:
+    """Mark sub-folder ``name`` of walked folder ``parent`` (a key of ``records``) as
+    pruned by the kinds ``mask``: out of the parent's visible entries and rescued folders,
+    into its pruned ones. Its own records, if any, are the caller's to drop."""
+    prec = records[parent]
+    key = name + "/"
+    if key in prec.entries:
+        prec.ndirs -= 1
+    prec.entries = tuple(e for e in prec.entries if e != key)
+    prec.excl = tuple(x for x in prec.excl if x[0] != name)
+    prec.pruned = (*prec.pruned, (name, mask))
 
 
 class DirRecord:

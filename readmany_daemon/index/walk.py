@@ -25,8 +25,10 @@ entry, not once per folder, so two threads listing at once hand the GIL to each 
 every entry: a two-thread walk of the 100k corpus took 1.5x the wall time and CPU of a
 one-thread walk (``bench/bench_coldlist.py`` measures both in every run).
 
-``IndexWalk`` holds an index's records and the walk; ``IndexChanges`` (``changes.py``)
-keeps them current and ``Index`` (``model.py``) answers queries from them.
+``IndexWalk`` is the walker: it holds the rules and writes the records of the store it is
+given (``store.py``: the index's, or throw-away dicts for on-demand walks), and records in
+the store the folders it could not list. ``IndexChanges`` (``changes.py``) keeps the
+records current and ``Index`` (``model.py``) answers queries from them.
 """
 
 from __future__ import annotations
@@ -34,10 +36,10 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Callable
 from typing import Final
 
-from readmany_daemon.index.records import DirRecord, sort_keys
+from readmany_daemon.index.records import DirRecord, prune_child, sort_keys
+from readmany_daemon.index.store import FolderRecords
 from readmany_daemon.rules.ignore import Frame, IgnoreRules
 from readmany_daemon.rules.kinds import DENY
 from readmany_daemon.rules.wildmatch import byte_view
@@ -56,32 +58,21 @@ def unlisted_warning(rel: str, reason: str) -> str:
 
 
 class IndexWalk:
-    """An index's state (see ``Index``) and the walk that fills its folder records."""
+    """The walker of one root (see the module docstring): ``root`` (absolute real path),
+    its ``rules`` and the ``store`` whose records ``walk_into_records`` fills and whose
+    ``unlisted``/``warnings`` every walk keeps (a folder that could not be listed)."""
 
-    def __init__(self, root: str, rules: IgnoreRules) -> None:
+    def __init__(self, root: str, rules: IgnoreRules, store: FolderRecords) -> None:
         self.root = root
         self.rules = rules
-        self.clock = 0
-        self.warnings: list[str] = []
-        #: Walked folders that could not be listed (``EACCES``, ``EIO``, …): they look
-        #: empty, so expansions say so (``unlisted_under``) and ``is_stale`` lists them
-        #: again at every check (a ``chmod`` changes no folder mtime).
-        self.unlisted: dict[str, tuple[int, str]] = {}
-        #: When True, expansions first stat the folders they cover and re-list those that
-        #: changed (the ``sync: "stat"`` route of PROTOCOL §6); set per request by the
-        #: service, under the root's lock.
-        self.stat_checks = False
-        self._records: dict[str, DirRecord] = {}
-        self._nfiles = 0
-        self._listeners: list[Callable[[int, str, bool], None]] = []
-        self._dir_listeners: list[Callable[[list[str], list[str]], None]] = []
+        self.store = store
         names = [n for n in rules.settings.ignore_file_names if n and "/" not in n]
         #: names whose content decides the rules of their folder's subtree
-        self._rule_files = frozenset((".gitignore", *names))
+        self.rule_files = frozenset((".gitignore", *names))
         #: names whose presence decides them (``.git``: a nested repository; a virtualenv)
-        self._rule_names = self._rule_files | {".git", "pyvenv.cfg", "conda-meta"}
+        self.rule_names = self.rule_files | {".git", "pyvenv.cfg", "conda-meta"}
 
-    def _walk(
+    def walk(
         self,
         start: list[tuple[str, Frame, int, int, str | None]],
         records: dict[str, DirRecord],
@@ -110,7 +101,7 @@ class IndexWalk:
         depth = 0
         while level:
             scanned: list[tuple[str, Frame, list[str], list[os.DirEntry[str]], list[str], int]] = []
-            unlisted = self.unlisted
+            unlisted = self.store.unlisted
             for rel, pframe, ex, m, par in level:
                 files: list[str] = []
                 dirs: list[os.DirEntry[str]] = []
@@ -132,7 +123,7 @@ class IndexWalk:
                     frame, hidden_self = enter(pframe, rel, ex, files, dirnames)
                     if hidden_self:
                         if par is not None and par in records:
-                            self._prune_child(records, par, rel.rpartition("/")[2], hidden_self)
+                            prune_child(records, par, rel.rpartition("/")[2], hidden_self)
                         elif not scanned and start_hidden == 0:
                             start_hidden = hidden_self
                         continue
@@ -260,7 +251,7 @@ class IndexWalk:
                     m = os.lstat(os.path.join(self.root, path)).st_mtime_ns
                 except OSError:
                     m = 0
-                self._walk([(path, frame, soft, m, rel)], records)
+                self.walk([(path, frame, soft, m, rel)], records)
             else:
                 rec.hidden = tuple(x for x in rec.hidden if x[0] != name)
                 keys = [*rec.entries, name]
@@ -366,10 +357,12 @@ class IndexWalk:
                     out.setdefault(d + "/" if d else "", set()).add(n)
         return cand_f, cand_d
 
-    def _walk_into_records(
+    def walk_into_records(
         self, rel: str, parent_frame: Frame, excl_bits: int, mtime: int, parent: str | None
     ) -> None:
-        """Walk the subtree at ``rel`` with every kind into the index's records.
+        """Walk the subtree at ``rel`` (root-relative; entered from ``parent_frame``, the
+        kinds ``excl_bits`` excluding it, its ``st_mtime_ns`` read before; ``parent``: its
+        parent folder's key, None for the root) with every kind into the store's records.
 
         The cyclic garbage collector is paused meanwhile: the walk allocates ~1 tracked
         object per folder and per level and frees none, so collections would only rescan
@@ -377,48 +370,29 @@ class IndexWalk:
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            self._walk([(rel, parent_frame, excl_bits, mtime, parent)], self._records)
+            self.walk([(rel, parent_frame, excl_bits, mtime, parent)], self.store.dirs)
         finally:
             if was_enabled:
                 gc.enable()
 
-    @staticmethod
-    def _prune_child(records: dict[str, DirRecord], parent: str, name: str, mask: int) -> None:
-        prec = records[parent]
-        key = name + "/"
-        if key in prec.entries:
-            prec.ndirs -= 1
-        prec.entries = tuple(e for e in prec.entries if e != key)
-        prec.excl = tuple(x for x in prec.excl if x[0] != name)
-        prec.pruned = (*prec.pruned, (name, mask))
-
-    def _warn_once(self, message: str) -> None:
-        if message not in self.warnings:
-            self.warnings.append(message)
-
-    @staticmethod
-    def _unlisted_warning(rel: str, reason: str) -> str:
-        return unlisted_warning(rel, reason)
-
     def _not_listed(self, rel: str, exc: OSError) -> None:
         """Record that folder ``rel`` could not be listed (a warning, once)."""
         reason = exc.strerror or str(exc)
-        old = self.unlisted.get(rel)
+        store = self.store
+        old = store.unlisted.get(rel)
         if old is not None and old[1] != reason:
             self._listed_again(rel)
-        self.unlisted[rel] = (exc.errno or 0, reason)
-        self._warn_once(self._unlisted_warning(rel, reason))
+        store.unlisted[rel] = (exc.errno or 0, reason)
+        store.warn_once(unlisted_warning(rel, reason))
 
     def _listed_again(self, rel: str) -> None:
         """Folder ``rel`` was listed after a failure: forget the failure and its warning."""
-        got = self.unlisted.pop(rel, None)
+        warnings = self.store.warnings
+        got = self.store.unlisted.pop(rel, None)
         if got is not None:
-            message = self._unlisted_warning(rel, got[1])
-            if message in self.warnings:
-                self.warnings.remove(message)
-
-    def _count_files(self) -> None:
-        self._nfiles = sum(len(rec.entries) - rec.ndirs for rec in self._records.values())
+            message = unlisted_warning(rel, got[1])
+            if message in warnings:
+                warnings.remove(message)
 
 
 def _newline_names(

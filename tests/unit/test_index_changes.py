@@ -48,7 +48,7 @@ def records(ix: Index) -> dict[str, tuple[object, ...]]:
             tuple(sorted(rec.pruned)),
             tuple(sorted(rec.excl)),
         )
-        for rel, rec in ix._records.items()
+        for rel, rec in ix.store.dirs.items()
     }
 
 
@@ -259,8 +259,8 @@ def test_a_missed_event_is_found_by_verify(repo: Path) -> None:
     (repo / "d" / "late.txt").write_text("")  # no hint at all
     assert ix.is_stale("d") and not ix.is_stale("e")
     relisted: list[str] = []
-    real = ix._relist
-    ix._relist = lambda rel, names, delta: relisted.append(rel) or real(rel, names, delta)  # type: ignore[method-assign]
+    real = ix.changes._relist
+    ix.changes._relist = lambda rel, names, delta: relisted.append(rel) or real(rel, names, delta)  # type: ignore[method-assign]
     applied = ix.verify()
     assert relisted == ["d"] and applied.changed == ["d/late.txt"]
     assert_like_fresh(ix, repo)
@@ -271,7 +271,7 @@ def test_a_racy_folder_is_stale_until_listed_later(repo: Path) -> None:
     ix = build(repo)
     # listed right after it was written: its mtime is within RACY_NS of the listing
     assert ix.is_stale("d")
-    rec = ix._records["d"]
+    rec = ix.store.dirs["d"]
     rec.listed = rec.mtime + RACY_NS + 1
     assert not ix.is_stale("d")
 
