@@ -386,3 +386,66 @@ def test_the_architecture_map_names_every_module() -> None:
     )
     assert sorted(named) == modules
     assert len(named) == len(set(named))
+
+
+# ------------------------------------------------------------------------ the index's classes
+
+#: The most lines an index class may span, with the lines of the package classes it
+#: inherits from (issue 24: the index is composed of parts, not a ladder of bases).
+INDEX_CLASS_LINES = 650
+
+
+def class_lines(package: Path = PACKAGE) -> dict[str, int]:
+    """``{"module.Class": lines}`` for every class of the package: its own lines (from
+    ``class`` to its last line) plus, through ``from … import`` and its own module, those
+    of the package classes it inherits from (each once)."""
+    own: dict[str, int] = {}
+    bases: dict[str, list[str]] = {}
+    for name, path in modules(package).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        local = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+        imported = {
+            alias.asname or alias.name: f"{node.module}.{alias.name}"
+            for node in tree.body
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level
+            for alias in node.names
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                key = f"{name}.{node.name}"
+                own[key] = (node.end_lineno or node.lineno) - node.lineno + 1
+                found = [b.id for b in node.bases if isinstance(b, ast.Name)]
+                bases[key] = [f"{name}.{b}" if b in local else imported.get(b, b) for b in found]
+
+    def ancestors(key: str) -> set[str]:
+        out: set[str] = set()
+        for b in bases.get(key, []):
+            if b in own and b not in out:
+                out |= {b} | ancestors(b)
+        return out
+
+    return {key: n + sum(own[a] for a in ancestors(key)) for key, n in own.items()}
+
+
+def test_index_classes_compose() -> None:
+    sizes = class_lines()
+    index = {k: n for k, n in sizes.items() if k.startswith(f"{NAME}.index.")}
+    assert f"{NAME}.index.model.Index" in index
+    big = {k: n for k, n in index.items() if n > INDEX_CLASS_LINES}
+    assert not big, f"index classes over {INDEX_CLASS_LINES} lines with their bases: {big}"
+
+
+def test_class_lines_count_the_bases(tmp_path: Path) -> None:
+    pkg = tmp_path / NAME
+    (pkg / "index").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "index" / "__init__.py").write_text("")
+    (pkg / "index" / "a.py").write_text("class A:\n    x = 1\n    y = 2\n\n\nclass B(A): ...\n")
+    (pkg / "index" / "c.py").write_text(
+        f"from {NAME}.index.a import B\n\n\nclass C(B, Exception):\n    pass\n"
+    )
+    assert class_lines(pkg) == {
+        f"{NAME}.index.a.A": 3,
+        f"{NAME}.index.a.B": 1 + 3,
+        f"{NAME}.index.c.C": 2 + 1 + 3,
+    }
