@@ -25,10 +25,10 @@ entry, not once per folder, so two threads listing at once hand the GIL to each 
 every entry: a two-thread walk of the 100k corpus took 1.5x the wall time and CPU of a
 one-thread walk (``bench/bench_coldlist.py`` measures both in every run).
 
-``IndexWalk`` is the walker: it holds the rules and writes the records of the store it is
-given (``store.py``: the index's, or throw-away dicts for on-demand walks), and records in
-the store the folders it could not list. ``IndexChanges`` (``changes.py``) keeps the
-records current and ``Index`` (``model.py``) answers queries from them.
+``IndexWalk`` is the walker: it holds the rules and the record store (``store.py``),
+walks into the store's records or into a throw-away dict (on-demand walks, re-listings),
+and notes in the store the folders it could not list. ``IndexChanges`` (``changes.py``)
+keeps the records current and ``Index`` (``model.py``) answers queries from them.
 """
 
 from __future__ import annotations
@@ -81,7 +81,9 @@ class IndexWalk:
     ) -> int:
         """Walk the subtrees of ``start`` items ``(rel, parent_frame, excl_bits, mtime,
         parent_key)`` level by level (breadth first), storing one record per walked folder
-        in ``records``. The root is given as ``("", root_frame, 0, mtime, None)``.
+        in ``records`` (the store's ``dirs``, or a throw-away dict). The root is given as
+        ``("", root_frame, 0, mtime, None)``. A folder that cannot be listed raises
+        nothing: it is recorded empty and noted in the store's ``unlisted``.
 
         Each level is classified in batches: one regex pass per rule frame over all the
         level's names (``IgnoreRules.quick``), precise evaluation only for the names a
