@@ -38,6 +38,7 @@ from readmany_daemon.content.lines import (
     window_of,
 )
 from readmany_daemon.errors import Code
+from readmany_daemon.racy import READ_FLAGS, StatKey, stat_key
 
 __all__ = [
     "READ_CHUNK_BYTES",
@@ -45,13 +46,10 @@ __all__ = [
     "FileRead",
     "FolderHandles",
     "LoadKind",
-    "StatKey",
     "mime_for",
     "open_beneath",
     "read_file",
     "read_file_at",
-    "sha256_if_same",
-    "stat_key",
 ]
 
 #: Bytes read per ``os.read`` call for files over ``max_file_bytes`` (1 MiB; a multiple of
@@ -65,8 +63,6 @@ READ_CHUNK_BYTES: Final = 1 << 20
 SCAN_BYTES: Final = 64 << 20
 
 LoadKind = Literal["text", "binary", "error"]
-#: ``(size, mtime_ns, ino, ctime_ns)``: what must be unchanged for cached content to hold.
-StatKey = tuple[int, int, int, int]
 
 
 class FileRead(msgspec.Struct, frozen=True):
@@ -120,27 +116,16 @@ class FileRead(msgspec.Struct, frozen=True):
     read_at_ns: int = 0
 
     def stat_key(self) -> StatKey | None:
-        """``(size, mtime_ns, ino, ctime_ns)`` of the ``fstat`` taken, or ``None`` if none."""
+        """The :class:`~readmany_daemon.racy.StatKey` of the ``fstat`` taken, or ``None``
+        if none."""
         if self.size is None or self.mtime_ns is None or self.ino is None:
             return None
         if self.ctime_ns is None:
             return None
-        return (self.size, self.mtime_ns, self.ino, self.ctime_ns)
+        return StatKey(self.size, self.mtime_ns, self.ino, self.ctime_ns)
 
 
-def stat_key(st: os.stat_result) -> StatKey:
-    """``(st_size, st_mtime_ns, st_ino, st_ctime_ns)`` of a stat result (bytes, ns, -, ns)."""
-    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
-
-
-_OPEN_FLAGS: Final = (
-    os.O_RDONLY
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_NOCTTY", 0)
-    | getattr(os, "O_BINARY", 0)
-)
+_OPEN_FLAGS: Final = READ_FLAGS | getattr(os, "O_NOFOLLOW", 0)
 
 _IMAGE_AND_PDF_TYPES: Final[dict[str, str]] = {
     ".png": "image/png",
@@ -212,31 +197,6 @@ def _os_error(exc: OSError) -> FileRead:
     name = errno.errorcode.get(exc.errno or 0, "error")
     reason = exc.strerror or str(exc)
     return FileRead("error", code=Code.FS_ERROR, message=f"File system error: {reason} ({name}).")
-
-
-def sha256_if_same(abs_path: str, key: StatKey) -> tuple[str, int] | None:
-    """``(sha256 hex, read_at_ns)`` of the bytes of ``abs_path`` when the opened file's
-    stat key (``fstat``, before and after the read) is still ``key``, else None (changed,
-    gone, not a regular file, a symbolic link: ``O_NOFOLLOW``). ``read_at_ns`` is
-    ``time.time_ns()`` taken before the ``fstat``. The content check of a racily clean
-    cache entry (:mod:`readmany_daemon.content.cache`)."""
-    read_at = time.time_ns()
-    try:
-        fd = os.open(abs_path, _OPEN_FLAGS)
-    except (OSError, ValueError):
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or stat_key(st) != key:
-            return None
-        data = _read_upto(fd, st.st_size)
-        if len(data) != st.st_size or stat_key(os.fstat(fd)) != key:
-            return None
-        return hashlib.sha256(data).hexdigest(), read_at
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _read_upto(fd: int, n: int) -> bytes:
