@@ -3,10 +3,12 @@
 The one concept here is reading a regular file without ever following a symbolic link
 out of its folder: :func:`read_file` (by path, optionally confined :func:`beneath
 <open_beneath>` a root), :func:`read_file_at` (one name in a folder held open by
-:class:`FolderHandles`), the prefix reads of files over ``max_file_bytes`` and the line
-counting over their raw bytes. The result is a :class:`FileRead`; nothing raises for a
-problem with one file: it comes back as data (``FileRead.code``, PROTOCOL §4). Only
-programming errors (an ``offset`` below 1, a negative ``limit``) raise ``ValueError``.
+:class:`FolderHandles`), and the prefix reads of files over ``max_file_bytes`` (decoded
+chunk by chunk by :class:`~readmany_daemon.content.decode.StreamDecoder`, their lines
+counted in the raw bytes by :class:`~readmany_daemon.content.lines.LineCounter`). The
+result is a :class:`FileRead`; nothing raises for a problem with one file: it comes back
+as data (``FileRead.code``, PROTOCOL §4). Only programming errors (an ``offset`` below 1,
+a negative ``limit``) raise ``ValueError``.
 
 Units: *bytes* are raw file bytes (``size``, ``max_file_bytes``, ``bytes_read``);
 *characters* and *lines* are as in :mod:`readmany_daemon.content.lines`.
@@ -14,9 +16,7 @@ Units: *bytes* are raw file bytes (``size``, ``max_file_bytes``, ``bytes_read``)
 
 from __future__ import annotations
 
-import codecs
 import errno
-import functools
 import hashlib
 import os
 import stat
@@ -27,8 +27,9 @@ from typing import Final, Literal
 import msgspec
 from msgspec.structs import replace
 
-from readmany_daemon.content.decode import Decoded, decode, replace_escapes
+from readmany_daemon.content.decode import StreamDecoder, decode, stream_codec
 from readmany_daemon.content.lines import (
+    LineCounter,
     Window,
     check_window_args,
     count_lines,
@@ -564,144 +565,6 @@ class _PrefixTracker:
         return "".join(self._pieces)
 
 
-@functools.cache
-def _one_if(byte: int) -> bytes:
-    """A ``bytes.translate`` table mapping ``byte`` to 1 and every other byte to 0."""
-    return bytes(1 if i == byte else 0 for i in range(256))
-
-
-def _count_units(buf: bytes, unit: bytes) -> int:
-    """Occurrences of ``unit`` at offsets of ``buf`` aligned to ``len(unit)``.
-
-    ``len(buf)`` is a multiple of ``len(unit)``. Each byte column is mapped to 0/1 and the
-    columns are ANDed as big integers: C-speed, and a misaligned match (``0A 00`` across
-    two UTF-16 units) is never counted.
-    """
-    width = len(unit)
-    mask = -1
-    for k in range(width):
-        column = buf[k::width].translate(_one_if(unit[k]))
-        mask &= int.from_bytes(column, "little")
-    return mask.bit_count() if mask > 0 else 0
-
-
-def _newline_unit(codec: str) -> bytes | None:
-    """The encoded ``"\\n"`` when counting it in raw bytes is exact, else ``None``.
-
-    UTF-16/32: the 2- or 4-byte unit, counted at aligned offsets. Codecs that encode
-    ``"\\n"`` as ``b"\\n"`` are ASCII-compatible for newlines: in UTF-8 and in every
-    Python legacy codec (single-byte, Shift-JIS, EUC, GBK/GB18030, Big5, ISO-2022) the
-    byte 0x0A never occurs inside a multi-byte character. Others (EBCDIC) decode.
-    """
-    name = codecs.lookup(codec).name
-    if name in ("utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"):
-        return "\n".encode(name)
-    try:
-        encoded = "\n".encode(codec)
-    except UnicodeError:
-        return None
-    return encoded if encoded == b"\n" else None
-
-
-class _LineCounter:
-    """Counts lines (the :func:`split_lines` model) over a byte stream fed in chunks."""
-
-    def __init__(self, codec: str) -> None:
-        self._unit = _newline_unit(codec)
-        self._decoder = (
-            codecs.getincrementaldecoder(codec)("replace") if self._unit is None else None
-        )
-        self._count = 0
-        self._carry = b""
-        self._last = b""
-        self._last_char = ""
-        self._any = False
-
-    def feed(self, chunk: bytes) -> None:
-        if not chunk:
-            return
-        self._any = True
-        if self._decoder is not None:
-            self._count_text(self._decoder.decode(chunk))
-            return
-        unit = self._unit
-        assert unit is not None
-        if len(unit) == 1:
-            self._count += chunk.count(unit)
-            self._last = chunk[-1:]
-            return
-        buf = self._carry + chunk if self._carry else chunk
-        usable = len(buf) - len(buf) % len(unit)
-        if usable:
-            self._count += _count_units(buf[:usable], unit)
-            self._last = buf[usable - len(unit) : usable]
-        self._carry = buf[usable:]
-
-    def _count_text(self, text: str) -> None:
-        self._count += text.count("\n")
-        if text:
-            self._last_char = text[-1]
-
-    def total(self) -> int:
-        if self._decoder is not None:
-            self._count_text(self._decoder.decode(b"", final=True))
-            ends_with_newline = self._last_char == "\n"
-        else:
-            ends_with_newline = not self._carry and self._last == self._unit
-        return self._count + (1 if self._any and not ends_with_newline else 0)
-
-
-def _stream_codec(decoded: Decoded) -> tuple[str, int]:
-    """``(codec, bom_length_in_bytes)`` to continue decoding after :func:`decode`."""
-    encoding = decoded.encoding or "utf-8"
-    if encoding == "utf-8-sig":
-        return "utf-8", len(codecs.BOM_UTF8)
-    if decoded.bom:
-        return encoding, (4 if encoding.startswith("utf-32") else 2)
-    return encoding, 0
-
-
-class _StreamDecoder:
-    """Decodes a file's chunks in order with ``codec``, invalid bytes as U+FFFD: for UTF-8
-    one per byte, counted in ``replaced_bytes`` (as :func:`decode` does for mostly-UTF-8
-    text); for UTF-16/32, an incomplete last character as one U+FFFD, counted once;
-    otherwise as the codec's ``"replace"`` handler does.
-
-    UTF-8 chunks are decoded strictly first (the one C call valid text costs); only a
-    chunk that fails is decoded again with each bad byte marked, then replaced. A
-    character cut by a chunk's end waits for the next chunk (``_pending``)."""
-
-    def __init__(self, codec: str) -> None:
-        name = codecs.lookup(codec).name
-        self._utf8 = name == "utf-8"
-        self._unicode = name.startswith(("utf-16", "utf-32"))
-        self._decoder = None if self._utf8 else codecs.getincrementaldecoder(codec)("replace")
-        self._pending = b""
-        self.replaced_bytes = 0
-
-    def decode(self, chunk: bytes, final: bool) -> str:
-        if self._decoder is not None:
-            legacy: str = self._decoder.decode(chunk, final=final and not self._unicode)
-            if final and self._unicode:
-                # UTF-16/32 cut inside its last character: one U+FFFD, counted once (as
-                # content.decode does for a whole file).
-                cut, _ = self._decoder.getstate()
-                if cut:
-                    self._decoder.reset()
-                    self.replaced_bytes += 1
-                    legacy += "\ufffd"
-            return legacy
-        data = self._pending + chunk if self._pending else chunk
-        try:
-            piece, used = codecs.utf_8_decode(data, "strict", final)
-        except UnicodeDecodeError:
-            escaped, used = codecs.utf_8_decode(data, "surrogateescape", final)
-            piece, bad = replace_escapes(escaped)
-            self.replaced_bytes += bad
-        self._pending = data[used:]
-        return piece
-
-
 def _read_prefix(fd: int, base: FileRead, window_args: _WindowArgs) -> FileRead:
     """The over-``max_file_bytes`` path of :func:`read_file` (see there); ``base`` holds
     the ``fstat`` fields.
@@ -723,9 +586,9 @@ def _read_prefix(fd: int, base: FileRead, window_args: _WindowArgs) -> FileRead:
             message=f"Binary file ({size} bytes); not shown as text.",
             bytes_read=got,
         )
-    codec, bom_length = _stream_codec(sniff)
-    decoder = _StreamDecoder(codec)
-    counter = _LineCounter(codec)
+    codec, bom_length = stream_codec(sniff)
+    decoder = StreamDecoder(codec)
+    counter = LineCounter(codec)
     hasher = hashlib.sha256(first)
     offset, limit, max_chars, column = window_args
     tracker = _PrefixTracker(offset, limit, max_chars, column)
