@@ -457,6 +457,28 @@ def read_file(
     return _read_fd(fd, read_at, max_file_bytes, window_args, want_full, want_bytes)
 
 
+def _binary(
+    base: FileRead,
+    size: int,
+    bytes_read: int,
+    data: bytes | None = None,
+    sha256: str | None = None,
+) -> FileRead:
+    """The answer for a file whose bytes are not text (``kind`` and ``code``
+    ``"binary"``, PROTOCOL §4: skipped): ``base`` (its ``fstat`` fields) with a message
+    naming ``size`` bytes, ``bytes_read`` from disk, and for a whole read its ``data``
+    (with ``want_bytes``) and ``sha256``."""
+    return replace(
+        base,
+        kind="binary",
+        code=Code.BINARY,
+        message=f"Binary file ({size} bytes); not shown as text.",
+        data=data,
+        sha256=sha256,
+        bytes_read=bytes_read,
+    )
+
+
 def _read_open_file(
     fd: int,
     st: os.stat_result,
@@ -493,15 +515,7 @@ def _read_open_file(
     decoded = decode(data, complete=True)
     raw = data if want_bytes else None
     if decoded.text is None:
-        return replace(
-            base,
-            kind="binary",
-            code=Code.BINARY,
-            message=f"Binary file ({len(data)} bytes); not shown as text.",
-            data=raw,
-            sha256=digest,
-            bytes_read=len(data),
-        )
+        return _binary(base, len(data), len(data), raw, digest)
     text = decoded.text
     return replace(
         base,
@@ -579,13 +593,7 @@ def _read_prefix(fd: int, base: FileRead, window_args: _WindowArgs) -> FileRead:
     eof = got >= size or got < min(READ_CHUNK_BYTES, size)
     sniff = decode(first, complete=eof)
     if sniff.text is None:
-        return replace(
-            base,
-            kind="binary",
-            code=Code.BINARY,
-            message=f"Binary file ({size} bytes); not shown as text.",
-            bytes_read=got,
-        )
+        return _binary(base, size, got)
     codec, bom_length = stream_codec(sniff)
     decoder = StreamDecoder(codec)
     counter = LineCounter(codec)
