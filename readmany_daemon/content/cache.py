@@ -22,8 +22,8 @@ from typing import Final, TypeVar, cast
 
 import msgspec
 
-from readmany_daemon.content.reader import FileRead, StatKey, sha256_if_same, stat_key
-from readmany_daemon.racy import RACY_NS, is_racy
+from readmany_daemon.content.reader import FileRead
+from readmany_daemon.racy import RACY_NS, StatKey, file_sha256, is_racy, stat_key
 
 __all__ = ["DERIVED_MIN_CHARS", "JSON_BODY_MIN_CHARS", "ContentCache"]
 
@@ -74,7 +74,7 @@ class ContentCache:
     being read can change again without its stat changing, so an entry whose
     ``mtime_ns >= cached_at_ns - granularity_ns`` is never trusted. The ctime gets the
     same rule, applied as git applies its own: an entry whose ``ctime_ns`` is racy is
-    stored, but :meth:`get` checks its bytes again (``reader.sha256_if_same``) before
+    stored, but :meth:`get` checks its bytes again (``racy.file_sha256``) before
     trusting it, then moves ``cached_at_ns`` up to that check. An edit that restores the
     mtime (``os.utime``, ``touch -r``) moves only the ctime, and a second such edit in
     the same ctime tick would leave the whole stat key unchanged. ``cached_at_ns`` is
@@ -147,28 +147,32 @@ class ContentCache:
             entry = self._entries.get(path)
             if entry is not None and (
                 entry.key != stat_key(st)
-                or is_racy(entry.key[1], entry.cached_at_ns, self.granularity_ns)
+                or is_racy(entry.key.mtime_ns, entry.cached_at_ns, self.granularity_ns)
             ):
                 self._drop(path)
                 entry = None
             if entry is None:
                 self._misses += 1
                 return None
-            if not is_racy(entry.key[3], entry.cached_at_ns, self.granularity_ns):
+            if not is_racy(entry.key.ctime_ns, entry.cached_at_ns, self.granularity_ns):
                 self._entries.move_to_end(path)
                 self._hits += 1
                 return entry.loaded
         # Racily clean by its ctime: the bytes decide (outside the lock: a read).
-        checked = sha256_if_same(path, entry.key)
+        checked_at = time.time_ns()
+        try:
+            checked = file_sha256(path, entry.key.size, follow=False, key=entry.key)
+        except (OSError, ValueError):
+            checked = None
         with self._lock:
             if self._entries.get(path) is not entry:
                 self._misses += 1
                 return None
-            if checked is None or checked[0] != entry.loaded.sha256:
+            if checked is None or checked != entry.loaded.sha256:
                 self._drop(path)
                 self._misses += 1
                 return None
-            entry.cached_at_ns = max(entry.cached_at_ns, checked[1])
+            entry.cached_at_ns = max(entry.cached_at_ns, checked_at)
             self._entries.move_to_end(path)
             self._hits += 1
             return entry.loaded
@@ -187,7 +191,7 @@ class ContentCache:
                 return False
             if loaded.kind == "text" and not loaded.complete_text:
                 return False
-            if is_racy(key[1], cached_at, self.granularity_ns):
+            if is_racy(key.mtime_ns, cached_at, self.granularity_ns):
                 return False
             cost = _cost(loaded)
             if cost > self.max_bytes:

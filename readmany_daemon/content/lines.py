@@ -1,7 +1,9 @@
 """Lines and line windows of a decoded text.
 
 The one concept here is the line model (:func:`split_lines`: ``"\\n"`` only, 1-based,
-inclusive) and the :class:`Window` of whole lines :func:`window` cuts from a text.
+inclusive) and the :class:`Window` of whole lines :func:`window` cuts from a text; and
+the same count over raw bytes, for a file too large to decode whole
+(:class:`LineCounter`).
 Units: *characters* are Python ``str`` code points (``max_chars``, ``len(text)``);
 *lines* are counted by the ``"\\n"`` model; line numbers are 1-based and inclusive
 (``offset``, ``line_start``, ``line_end``, ``next_offset``). Only programming errors (an
@@ -10,9 +12,12 @@ Units: *characters* are Python ``str`` code points (``max_chars``, ``len(text)``
 
 from __future__ import annotations
 
+import codecs
+import functools
+
 import msgspec
 
-__all__ = ["Window", "count_lines", "split_lines", "window"]
+__all__ = ["LineCounter", "Window", "count_lines", "split_lines", "window"]
 
 
 class Window(msgspec.Struct):
@@ -250,3 +255,102 @@ def window(
     check_window_args(offset, limit, max_chars, column)
     total = count_lines(text) if total_lines is None else total_lines
     return window_of(text, offset, limit, max_chars, total, True, column, fill_long)
+
+
+@functools.cache
+def _one_if(byte: int) -> bytes:
+    """A ``bytes.translate`` table mapping ``byte`` to 1 and every other byte to 0."""
+    return bytes(1 if i == byte else 0 for i in range(256))
+
+
+def _count_units(buf: bytes, unit: bytes) -> int:
+    """Occurrences of ``unit`` at offsets of ``buf`` aligned to ``len(unit)``.
+
+    ``len(buf)`` is a multiple of ``len(unit)``. Each byte column is mapped to 0/1 and the
+    columns are ANDed as big integers: C-speed, and a misaligned match (``0A 00`` across
+    two UTF-16 units) is never counted.
+    """
+    width = len(unit)
+    mask = -1
+    for k in range(width):
+        column = buf[k::width].translate(_one_if(unit[k]))
+        mask &= int.from_bytes(column, "little")
+    return mask.bit_count() if mask > 0 else 0
+
+
+def _newline_unit(codec: str) -> bytes | None:
+    """The encoded ``"\\n"`` when counting it in raw bytes is exact, else ``None``.
+
+    UTF-16/32: the 2- or 4-byte unit, counted at aligned offsets. Codecs that encode
+    ``"\\n"`` as ``b"\\n"`` are ASCII-compatible for newlines: in UTF-8 and in every
+    Python legacy codec (single-byte, Shift-JIS, EUC, GBK/GB18030, Big5, ISO-2022) the
+    byte 0x0A never occurs inside a multi-byte character. Others (EBCDIC) decode.
+    """
+    name = codecs.lookup(codec).name
+    if name in ("utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"):
+        return "\n".encode(name)
+    try:
+        encoded = "\n".encode(codec)
+    except UnicodeError:
+        return None
+    return encoded if encoded == b"\n" else None
+
+
+class LineCounter:
+    """Counts lines (the :func:`split_lines` model) over a byte stream fed in chunks.
+
+    For a file too large to decode whole: the bytes in ``codec`` (a Python codec name,
+    as :func:`~readmany_daemon.content.decode.stream_codec` gives) past any BOM, fed in
+    file order by :meth:`feed`; :meth:`total` gives the line count of all of them. The
+    newline is counted in the raw bytes when that is exact (:func:`_newline_unit`:
+    UTF-8, UTF-16/32, ASCII-compatible legacy codecs); other codecs (EBCDIC) are decoded
+    to count it. An unknown codec raises ``LookupError``.
+    """
+
+    def __init__(self, codec: str) -> None:
+        self._unit = _newline_unit(codec)
+        self._decoder = (
+            codecs.getincrementaldecoder(codec)("replace") if self._unit is None else None
+        )
+        self._count = 0
+        self._carry = b""
+        self._last = b""
+        self._last_char = ""
+        self._any = False
+
+    def feed(self, chunk: bytes) -> None:
+        """Count the newlines of ``chunk``, the next bytes of the stream (any length: a
+        UTF-16/32 code unit cut by its end is completed by the next chunk)."""
+        if not chunk:
+            return
+        self._any = True
+        if self._decoder is not None:
+            self._count_text(self._decoder.decode(chunk))
+            return
+        unit = self._unit
+        assert unit is not None
+        if len(unit) == 1:
+            self._count += chunk.count(unit)
+            self._last = chunk[-1:]
+            return
+        buf = self._carry + chunk if self._carry else chunk
+        usable = len(buf) - len(buf) % len(unit)
+        if usable:
+            self._count += _count_units(buf[:usable], unit)
+            self._last = buf[usable - len(unit) : usable]
+        self._carry = buf[usable:]
+
+    def _count_text(self, text: str) -> None:
+        self._count += text.count("\n")
+        if text:
+            self._last_char = text[-1]
+
+    def total(self) -> int:
+        """Lines in the bytes fed so far, as :func:`count_lines` counts them in their
+        text (a last line without a newline counts); call once, after the last chunk."""
+        if self._decoder is not None:
+            self._count_text(self._decoder.decode(b"", final=True))
+            ends_with_newline = self._last_char == "\n"
+        else:
+            ends_with_newline = not self._carry and self._last == self._unit
+        return self._count + (1 if self._any and not ends_with_newline else 0)

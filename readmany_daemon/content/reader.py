@@ -3,10 +3,12 @@
 The one concept here is reading a regular file without ever following a symbolic link
 out of its folder: :func:`read_file` (by path, optionally confined :func:`beneath
 <open_beneath>` a root), :func:`read_file_at` (one name in a folder held open by
-:class:`FolderHandles`), the prefix reads of files over ``max_file_bytes`` and the line
-counting over their raw bytes. The result is a :class:`FileRead`; nothing raises for a
-problem with one file: it comes back as data (``FileRead.code``, PROTOCOL §4). Only
-programming errors (an ``offset`` below 1, a negative ``limit``) raise ``ValueError``.
+:class:`FolderHandles`), and the prefix reads of files over ``max_file_bytes`` (decoded
+chunk by chunk by :class:`~readmany_daemon.content.decode.StreamDecoder`, their lines
+counted in the raw bytes by :class:`~readmany_daemon.content.lines.LineCounter`). The
+result is a :class:`FileRead`; nothing raises for a problem with one file: it comes back
+as data (``FileRead.code``, PROTOCOL §4). Only programming errors (an ``offset`` below 1,
+a negative ``limit``) raise ``ValueError``.
 
 Units: *bytes* are raw file bytes (``size``, ``max_file_bytes``, ``bytes_read``);
 *characters* and *lines* are as in :mod:`readmany_daemon.content.lines`.
@@ -14,9 +16,7 @@ Units: *bytes* are raw file bytes (``size``, ``max_file_bytes``, ``bytes_read``)
 
 from __future__ import annotations
 
-import codecs
 import errno
-import functools
 import hashlib
 import os
 import stat
@@ -27,8 +27,9 @@ from typing import Final, Literal
 import msgspec
 from msgspec.structs import replace
 
-from readmany_daemon.content.decode import Decoded, decode, replace_escapes
+from readmany_daemon.content.decode import StreamDecoder, decode, stream_codec
 from readmany_daemon.content.lines import (
+    LineCounter,
     Window,
     check_window_args,
     count_lines,
@@ -38,6 +39,7 @@ from readmany_daemon.content.lines import (
     window_of,
 )
 from readmany_daemon.errors import Code
+from readmany_daemon.racy import READ_FLAGS, StatKey, stat_key
 
 __all__ = [
     "READ_CHUNK_BYTES",
@@ -45,13 +47,10 @@ __all__ = [
     "FileRead",
     "FolderHandles",
     "LoadKind",
-    "StatKey",
     "mime_for",
     "open_beneath",
     "read_file",
     "read_file_at",
-    "sha256_if_same",
-    "stat_key",
 ]
 
 #: Bytes read per ``os.read`` call for files over ``max_file_bytes`` (1 MiB; a multiple of
@@ -65,8 +64,6 @@ READ_CHUNK_BYTES: Final = 1 << 20
 SCAN_BYTES: Final = 64 << 20
 
 LoadKind = Literal["text", "binary", "error"]
-#: ``(size, mtime_ns, ino, ctime_ns)``: what must be unchanged for cached content to hold.
-StatKey = tuple[int, int, int, int]
 
 
 class FileRead(msgspec.Struct, frozen=True):
@@ -120,27 +117,16 @@ class FileRead(msgspec.Struct, frozen=True):
     read_at_ns: int = 0
 
     def stat_key(self) -> StatKey | None:
-        """``(size, mtime_ns, ino, ctime_ns)`` of the ``fstat`` taken, or ``None`` if none."""
+        """The :class:`~readmany_daemon.racy.StatKey` of the ``fstat`` taken, or ``None``
+        if none."""
         if self.size is None or self.mtime_ns is None or self.ino is None:
             return None
         if self.ctime_ns is None:
             return None
-        return (self.size, self.mtime_ns, self.ino, self.ctime_ns)
+        return StatKey(self.size, self.mtime_ns, self.ino, self.ctime_ns)
 
 
-def stat_key(st: os.stat_result) -> StatKey:
-    """``(st_size, st_mtime_ns, st_ino, st_ctime_ns)`` of a stat result (bytes, ns, -, ns)."""
-    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
-
-
-_OPEN_FLAGS: Final = (
-    os.O_RDONLY
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_NOCTTY", 0)
-    | getattr(os, "O_BINARY", 0)
-)
+_OPEN_FLAGS: Final = READ_FLAGS | getattr(os, "O_NOFOLLOW", 0)
 
 _IMAGE_AND_PDF_TYPES: Final[dict[str, str]] = {
     ".png": "image/png",
@@ -212,31 +198,6 @@ def _os_error(exc: OSError) -> FileRead:
     name = errno.errorcode.get(exc.errno or 0, "error")
     reason = exc.strerror or str(exc)
     return FileRead("error", code=Code.FS_ERROR, message=f"File system error: {reason} ({name}).")
-
-
-def sha256_if_same(abs_path: str, key: StatKey) -> tuple[str, int] | None:
-    """``(sha256 hex, read_at_ns)`` of the bytes of ``abs_path`` when the opened file's
-    stat key (``fstat``, before and after the read) is still ``key``, else None (changed,
-    gone, not a regular file, a symbolic link: ``O_NOFOLLOW``). ``read_at_ns`` is
-    ``time.time_ns()`` taken before the ``fstat``. The content check of a racily clean
-    cache entry (:mod:`readmany_daemon.content.cache`)."""
-    read_at = time.time_ns()
-    try:
-        fd = os.open(abs_path, _OPEN_FLAGS)
-    except (OSError, ValueError):
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or stat_key(st) != key:
-            return None
-        data = _read_upto(fd, st.st_size)
-        if len(data) != st.st_size or stat_key(os.fstat(fd)) != key:
-            return None
-        return hashlib.sha256(data).hexdigest(), read_at
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _read_upto(fd: int, n: int) -> bytes:
@@ -496,6 +457,28 @@ def read_file(
     return _read_fd(fd, read_at, max_file_bytes, window_args, want_full, want_bytes)
 
 
+def _binary(
+    base: FileRead,
+    size: int,
+    bytes_read: int,
+    data: bytes | None = None,
+    sha256: str | None = None,
+) -> FileRead:
+    """The answer for a file whose bytes are not text (``kind`` and ``code``
+    ``"binary"``, PROTOCOL §4: skipped): ``base`` (its ``fstat`` fields) with a message
+    naming ``size`` bytes, ``bytes_read`` from disk, and for a whole read its ``data``
+    (with ``want_bytes``) and ``sha256``."""
+    return replace(
+        base,
+        kind="binary",
+        code=Code.BINARY,
+        message=f"Binary file ({size} bytes); not shown as text.",
+        data=data,
+        sha256=sha256,
+        bytes_read=bytes_read,
+    )
+
+
 def _read_open_file(
     fd: int,
     st: os.stat_result,
@@ -532,15 +515,7 @@ def _read_open_file(
     decoded = decode(data, complete=True)
     raw = data if want_bytes else None
     if decoded.text is None:
-        return replace(
-            base,
-            kind="binary",
-            code=Code.BINARY,
-            message=f"Binary file ({len(data)} bytes); not shown as text.",
-            data=raw,
-            sha256=digest,
-            bytes_read=len(data),
-        )
+        return _binary(base, len(data), len(data), raw, digest)
     text = decoded.text
     return replace(
         base,
@@ -604,144 +579,6 @@ class _PrefixTracker:
         return "".join(self._pieces)
 
 
-@functools.cache
-def _one_if(byte: int) -> bytes:
-    """A ``bytes.translate`` table mapping ``byte`` to 1 and every other byte to 0."""
-    return bytes(1 if i == byte else 0 for i in range(256))
-
-
-def _count_units(buf: bytes, unit: bytes) -> int:
-    """Occurrences of ``unit`` at offsets of ``buf`` aligned to ``len(unit)``.
-
-    ``len(buf)`` is a multiple of ``len(unit)``. Each byte column is mapped to 0/1 and the
-    columns are ANDed as big integers: C-speed, and a misaligned match (``0A 00`` across
-    two UTF-16 units) is never counted.
-    """
-    width = len(unit)
-    mask = -1
-    for k in range(width):
-        column = buf[k::width].translate(_one_if(unit[k]))
-        mask &= int.from_bytes(column, "little")
-    return mask.bit_count() if mask > 0 else 0
-
-
-def _newline_unit(codec: str) -> bytes | None:
-    """The encoded ``"\\n"`` when counting it in raw bytes is exact, else ``None``.
-
-    UTF-16/32: the 2- or 4-byte unit, counted at aligned offsets. Codecs that encode
-    ``"\\n"`` as ``b"\\n"`` are ASCII-compatible for newlines: in UTF-8 and in every
-    Python legacy codec (single-byte, Shift-JIS, EUC, GBK/GB18030, Big5, ISO-2022) the
-    byte 0x0A never occurs inside a multi-byte character. Others (EBCDIC) decode.
-    """
-    name = codecs.lookup(codec).name
-    if name in ("utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"):
-        return "\n".encode(name)
-    try:
-        encoded = "\n".encode(codec)
-    except UnicodeError:
-        return None
-    return encoded if encoded == b"\n" else None
-
-
-class _LineCounter:
-    """Counts lines (the :func:`split_lines` model) over a byte stream fed in chunks."""
-
-    def __init__(self, codec: str) -> None:
-        self._unit = _newline_unit(codec)
-        self._decoder = (
-            codecs.getincrementaldecoder(codec)("replace") if self._unit is None else None
-        )
-        self._count = 0
-        self._carry = b""
-        self._last = b""
-        self._last_char = ""
-        self._any = False
-
-    def feed(self, chunk: bytes) -> None:
-        if not chunk:
-            return
-        self._any = True
-        if self._decoder is not None:
-            self._count_text(self._decoder.decode(chunk))
-            return
-        unit = self._unit
-        assert unit is not None
-        if len(unit) == 1:
-            self._count += chunk.count(unit)
-            self._last = chunk[-1:]
-            return
-        buf = self._carry + chunk if self._carry else chunk
-        usable = len(buf) - len(buf) % len(unit)
-        if usable:
-            self._count += _count_units(buf[:usable], unit)
-            self._last = buf[usable - len(unit) : usable]
-        self._carry = buf[usable:]
-
-    def _count_text(self, text: str) -> None:
-        self._count += text.count("\n")
-        if text:
-            self._last_char = text[-1]
-
-    def total(self) -> int:
-        if self._decoder is not None:
-            self._count_text(self._decoder.decode(b"", final=True))
-            ends_with_newline = self._last_char == "\n"
-        else:
-            ends_with_newline = not self._carry and self._last == self._unit
-        return self._count + (1 if self._any and not ends_with_newline else 0)
-
-
-def _stream_codec(decoded: Decoded) -> tuple[str, int]:
-    """``(codec, bom_length_in_bytes)`` to continue decoding after :func:`decode`."""
-    encoding = decoded.encoding or "utf-8"
-    if encoding == "utf-8-sig":
-        return "utf-8", len(codecs.BOM_UTF8)
-    if decoded.bom:
-        return encoding, (4 if encoding.startswith("utf-32") else 2)
-    return encoding, 0
-
-
-class _StreamDecoder:
-    """Decodes a file's chunks in order with ``codec``, invalid bytes as U+FFFD: for UTF-8
-    one per byte, counted in ``replaced_bytes`` (as :func:`decode` does for mostly-UTF-8
-    text); for UTF-16/32, an incomplete last character as one U+FFFD, counted once;
-    otherwise as the codec's ``"replace"`` handler does.
-
-    UTF-8 chunks are decoded strictly first (the one C call valid text costs); only a
-    chunk that fails is decoded again with each bad byte marked, then replaced. A
-    character cut by a chunk's end waits for the next chunk (``_pending``)."""
-
-    def __init__(self, codec: str) -> None:
-        name = codecs.lookup(codec).name
-        self._utf8 = name == "utf-8"
-        self._unicode = name.startswith(("utf-16", "utf-32"))
-        self._decoder = None if self._utf8 else codecs.getincrementaldecoder(codec)("replace")
-        self._pending = b""
-        self.replaced_bytes = 0
-
-    def decode(self, chunk: bytes, final: bool) -> str:
-        if self._decoder is not None:
-            legacy: str = self._decoder.decode(chunk, final=final and not self._unicode)
-            if final and self._unicode:
-                # UTF-16/32 cut inside its last character: one U+FFFD, counted once (as
-                # content.decode does for a whole file).
-                cut, _ = self._decoder.getstate()
-                if cut:
-                    self._decoder.reset()
-                    self.replaced_bytes += 1
-                    legacy += "\ufffd"
-            return legacy
-        data = self._pending + chunk if self._pending else chunk
-        try:
-            piece, used = codecs.utf_8_decode(data, "strict", final)
-        except UnicodeDecodeError:
-            escaped, used = codecs.utf_8_decode(data, "surrogateescape", final)
-            piece, bad = replace_escapes(escaped)
-            self.replaced_bytes += bad
-        self._pending = data[used:]
-        return piece
-
-
 def _read_prefix(fd: int, base: FileRead, window_args: _WindowArgs) -> FileRead:
     """The over-``max_file_bytes`` path of :func:`read_file` (see there); ``base`` holds
     the ``fstat`` fields.
@@ -756,16 +593,10 @@ def _read_prefix(fd: int, base: FileRead, window_args: _WindowArgs) -> FileRead:
     eof = got >= size or got < min(READ_CHUNK_BYTES, size)
     sniff = decode(first, complete=eof)
     if sniff.text is None:
-        return replace(
-            base,
-            kind="binary",
-            code=Code.BINARY,
-            message=f"Binary file ({size} bytes); not shown as text.",
-            bytes_read=got,
-        )
-    codec, bom_length = _stream_codec(sniff)
-    decoder = _StreamDecoder(codec)
-    counter = _LineCounter(codec)
+        return _binary(base, size, got)
+    codec, bom_length = stream_codec(sniff)
+    decoder = StreamDecoder(codec)
+    counter = LineCounter(codec)
     hasher = hashlib.sha256(first)
     offset, limit, max_chars, column = window_args
     tracker = _PrefixTracker(offset, limit, max_chars, column)

@@ -41,6 +41,7 @@ import msgspec
 from readmany_daemon import __version__
 from readmany_daemon.index.model import Index
 from readmany_daemon.index.records import IndexDump
+from readmany_daemon.paths import is_inside
 from readmany_daemon.settings import Settings
 
 __all__ = ["FORMAT", "Snapshot", "SnapshotWarning", "cache_dir", "load", "save", "snapshot_path"]
@@ -150,18 +151,13 @@ def snapshot_path(root: str, key: Any, environ: Any = None) -> str:
     return os.path.join(cache_dir(environ), f"index-{h.hexdigest()}.snap")
 
 
-def _inside(path: str, root: str) -> bool:
-    real = os.path.realpath(path)
-    return real == root or real.startswith(root.rstrip("/") + "/")
-
-
 def save(path: str, index: Index, dump: IndexDump, key: Any, rules_hash: str) -> int:
     """Write ``dump`` (``index.dump()``, taken under the root's lock) to ``path``
     atomically; returns the bytes written. ``index`` gives the root. Raises
     ``SnapshotWarning`` when the folder lies inside the workspace or the write fails."""
     root = index.root
     folder = os.path.dirname(path)
-    if _inside(folder, root):
+    if is_inside(os.path.realpath(folder), root):
         raise SnapshotWarning(f"{NOT_SAVING}{folder} is inside the workspace")
     try:
         st = os.stat(root)

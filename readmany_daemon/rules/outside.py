@@ -8,26 +8,25 @@ file ``core.excludesFile`` names, and ``info/exclude`` of nested repositories (i
 before the file (or git, for the configuration) reads it, and ``changed()`` compares
 them with the disk: a few ``stat`` calls per request (~2 µs each).
 
-A stamp is ``(st_mtime_ns, st_size, st_ino, st_ctime_ns)``, or ``None`` for a missing
+A stamp is the file's stat key (``racy.StatKey``), or ``None`` for a missing
 file. A stamp taken within a timestamp tick of the file's last write is racy (git's rule,
 ``racy.is_racy``): a second write in the same tick may leave it unchanged. For such a
-file the content's BLAKE2b digest is kept too and compared on each check, until a check
-finds the stamp no longer racy.
+file the content's digest (``racy.file_sha256``) is kept too and compared on each check,
+until a check finds the stamp no longer racy.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from collections.abc import Iterable
 
-from readmany_daemon.racy import is_racy
+from readmany_daemon.racy import StatKey, file_sha256, is_racy, stat_key
 from readmany_daemon.rules.git import RepoLocation
 
 __all__ = ["FileStamps", "config_files"]
 
-_Stamp = tuple[int, int, int, int] | None
+_Stamp = StatKey | None
 
 #: A configuration file larger than this (bytes) is not digested when racy: it counts as
 #: changed on every check until its stamp is no longer racy.
@@ -76,7 +75,7 @@ class FileStamps:
 
     def __init__(self, paths: Iterable[str] = ()) -> None:
         #: path → (stamp, content digest when the stamp was racy, else None)
-        self._stamps: dict[str, tuple[_Stamp, bytes | None]] = {}
+        self._stamps: dict[str, tuple[_Stamp, str | None]] = {}
         for path in paths:
             self.stamp(path)
 
@@ -109,28 +108,27 @@ class FileStamps:
         return changed
 
 
-def _take(path: str) -> tuple[_Stamp, bytes | None]:
+def _take(path: str) -> tuple[_Stamp, str | None]:
     """``(stamp, digest)`` of ``path`` now: the digest only when the stamp is racy."""
     now = time.time_ns()
     try:
         st = os.stat(path)
     except OSError:
         return None, None
-    stamp = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+    stamp = stat_key(st)
     if not is_racy(st.st_mtime_ns, now) and not is_racy(st.st_ctime_ns, now):
         return stamp, None
     return stamp, _digest(path)
 
 
-def _digest(path: str) -> bytes:
-    """BLAKE2b of ``path``'s content (16 bytes; ``b""`` when unreadable; random bytes
-    when larger than ``_MAX_DIGEST_BYTES``: such a racy file counts as changed on every
-    check)."""
+def _digest(path: str) -> str:
+    """``racy.file_sha256`` of ``path`` (links followed); ``""`` when unreadable; random
+    hex digits when larger than ``_MAX_DIGEST_BYTES``: such a racy file counts as changed
+    on every check."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(_MAX_DIGEST_BYTES + 1)
+        got = file_sha256(path, _MAX_DIGEST_BYTES)
     except OSError:
-        return b""
-    if len(data) > _MAX_DIGEST_BYTES:
-        return os.urandom(16)  # never equal: changed until no longer racy
-    return hashlib.blake2b(data, digest_size=16).digest()
+        return ""
+    if got is None:
+        return os.urandom(16).hex()  # never equal: changed until no longer racy
+    return got

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import os
 import stat as stat_mod
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from readmany_daemon.paths import byte_order_key
-from readmany_daemon.racy import is_racy
+from readmany_daemon.racy import StatKey, file_sha256, is_racy, stat_key
 
 #: Entries kept per root in the change log before the oldest are dropped (a client whose
 #: clock is older than what was dropped gets ``isFreshInstance: true``).
@@ -83,30 +82,6 @@ class ChangeLog:
 #: Stat snapshots kept per root (``StatLog``): older snapshot clocks get a fresh instance.
 SNAPSHOTS_KEPT = 4
 
-#: A file's stat data compared by ``StatLog``: (mtime_ns, size, inode, ctime_ns).
-StatKey = tuple[int, int, int, int]
-
-
-def stat_key(st: os.stat_result) -> StatKey:
-    """The part of ``st`` that moves when a file is written, replaced or touched."""
-    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
-
-
-def digest(path: str, limit: int) -> str | None:
-    """The SHA-256 of file ``path``, or None when it cannot be read or is over ``limit``
-    bytes."""
-    h = hashlib.sha256()
-    try:
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
-                limit -= len(chunk)
-                if limit < 0:
-                    return None
-    except OSError:
-        return None
-    return h.hexdigest()
-
 
 @dataclass
 class StatSnapshot:
@@ -150,6 +125,13 @@ class StatLog:
         changed the asked clock is kept instead, its snapshot still the baseline."""
         started = time.time_ns()
         snap = StatSnapshot(started, {})
+
+        def hashed(path: str) -> str | None:
+            try:
+                return file_sha256(path, max_bytes)
+            except OSError:
+                return None
+
         for rel in listing():
             path = abspath(rel)
             try:
@@ -158,7 +140,7 @@ class StatLog:
                 continue  # deleted since the index listed it
             snap.files[rel] = stat_key(st)
             if is_racy(st.st_mtime_ns, started) and stat_mod.S_ISREG(st.st_mode):
-                got = digest(path, max_bytes)
+                got = hashed(path)
                 if got is not None:
                     snap.digests[rel] = got
         old = self._snapshots.get(clock)
@@ -169,14 +151,14 @@ class StatLog:
             # A file racy in ``old`` but no longer racy now has no digest in ``snap``:
             # hash it now, or an unchanged file would count as changed.
             got = snap.digests.get(rel)
-            return got if got is not None else digest(abspath(rel), max_bytes)
+            return got if got is not None else hashed(abspath(rel))
 
         changed = [
             rel
             for rel, key in snap.files.items()
             if old.files.get(rel) != key
             or (rel in old.digests and old.digests[rel] != digest_now(rel))
-            or (rel not in old.digests and is_racy(key[0], old.taken_ns))
+            or (rel not in old.digests and is_racy(key.mtime_ns, old.taken_ns))
         ]
         deleted = sorted((rel for rel in old.files if rel not in snap.files), key=byte_order_key)
         if not changed and not deleted:

@@ -45,6 +45,7 @@ from typing import Any
 
 from readmany_daemon.index.model import Index
 from readmany_daemon.index.records import RULES
+from readmany_daemon.racy import stat_key
 from readmany_daemon.runtime.roots import RootEntry
 from readmany_daemon.runtime.watcher import Watcher
 from readmany_daemon.wire.messages import Sync
@@ -108,7 +109,7 @@ def _ignore_stamp(entry: RootEntry, rel_dir: str) -> tuple[Any, ...]:
             st = os.stat(os.path.join(base, name))
         except OSError:
             continue
-        out.append((name, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns))
+        out.append((name, stat_key(st)))
     return tuple(out)
 
 

@@ -27,7 +27,7 @@ from readmany_daemon.content import reader
 from readmany_daemon.content import reader as reader_mod
 from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.content.decode import Decoded, decode
-from readmany_daemon.content.lines import count_lines, split_lines, window
+from readmany_daemon.content.lines import LineCounter, count_lines, split_lines, window
 from readmany_daemon.content.reader import READ_CHUNK_BYTES as CHUNK_BYTES
 from readmany_daemon.content.reader import FileRead as Loaded
 from readmany_daemon.content.reader import mime_for, read_file
@@ -715,12 +715,12 @@ def test_prefix_read_of_binary(tmp_path: Path) -> None:
 
 def test_line_counter_ebcdic_fallback_and_chunk_edges() -> None:
     text = "abc\ndef\nghi"
-    counter = reader_mod._LineCounter("cp037")
+    counter = LineCounter("cp037")
     data = text.encode("cp037")
     for i in range(len(data)):
         counter.feed(data[i : i + 1])
     assert counter.total() == 3
-    utf16 = reader_mod._LineCounter("utf-16-le")
+    utf16 = LineCounter("utf-16-le")
     encoded = "a\n\u0a0a\u0100\n".encode("utf-16-le")
     for i in range(0, len(encoded), 3):  # odd chunk sizes split code units
         utf16.feed(encoded[i : i + 3])
