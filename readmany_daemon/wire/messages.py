@@ -162,10 +162,11 @@ class StopDaemonParams(msgspec.Struct, rename="camel", forbid_unknown_fields=Tru
 
 
 #: One short description per request field (canonical camelCase names, every field of
-#: ``FileSpec``, ``FileFilteringOptions``, ``ReadManyParams`` and ``FilesParams``): the
-#: tool schemas (``mcp/schema.py``: MCP ``tools/list`` and the VS Code tool) are generated
-#: from these Structs and take their descriptions from here. ``None``: the name says it
-#: all (every client re-sends the schemas to the model on every turn).
+#: ``FileSpec``, ``FileFilteringOptions``, ``ReadManyParams``, ``FilesParams`` and
+#: ``ChangedSinceParams``): the tool schemas (``mcp/schema.py``: MCP ``tools/list`` and
+#: the VS Code tool) are generated from these Structs and take their descriptions from
+#: here. ``None``: the name says it all (every client re-sends the schemas to the model
+#: on every turn).
 FIELD_DOCS: dict[str, str | None] = {
     "path": None,
     "offset": "1-based first line.",
@@ -201,6 +202,7 @@ FIELD_DOCS: dict[str, str | None] = {
     "known": "sha256 of files you hold whole: not resent.",
     "redactSecrets": "false: show secrets as they are.",
     "patterns": "Globs, folders or paths; none: every file.",
+    "clock": "The clock of an earlier answer; none: a baseline.",
 }
 
 
