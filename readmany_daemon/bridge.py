@@ -18,15 +18,9 @@ import threading
 from readmany_daemon import launch
 from readmany_daemon.client import default_socket_path
 from readmany_daemon.errors import UsageError
+from readmany_daemon.frames import write_all
 
 _CHUNK = 1 << 16
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 def run(path: str | None = None) -> int:
@@ -53,7 +47,7 @@ def run(path: str | None = None) -> int:
     threading.Thread(target=upstream, name="readmany-bridge-in", daemon=True).start()
     try:
         while chunk := sock.recv(_CHUNK):
-            _write_all(stdout_fd, chunk)
+            write_all(stdout_fd, chunk)
     except (BrokenPipeError, ConnectionResetError):
         pass  # the editor closed stdout, or the daemon died: nothing more to carry
     finally:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import _socket
 import os
 
+from readmany_daemon.frames import CONTENT_FRAME_TYPE
 from readmany_daemon.paths import path_to_uri
 from readmany_daemon.quickjson import dumps, loads
 
@@ -48,11 +49,6 @@ SESSION_MSGSPEC_BODY_BYTES = 64 << 10
 
 #: Bytes of a content frame received at a time when it is relayed (``content_sink``).
 STREAM_CHUNK_BYTES = 1 << 20
-
-#: ``Content-Type`` of a content frame (PROTOCOL §1): the raw UTF-8 ``llmContent`` of
-#: the ``readMany/read`` answer that follows it, sent to a connection that asked for
-#: them with ``initializationOptions.llmContentFrames``.
-CONTENT_FRAME_TYPE = b"text/plain; charset=utf-8"
 
 
 def decode_body(body: bytes | bytearray, msgspec_from: int = MSGSPEC_BODY_BYTES) -> Any:

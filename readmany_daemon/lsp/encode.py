@@ -159,9 +159,6 @@ def _group(
         chunks.append(group[0] if len(group) == 1 else b"".join(group))
 
 
-#: ``Content-Type`` of a content frame (PROTOCOL §1; ``client.CONTENT_FRAME_TYPE``).
-CONTENT_FRAME_TYPE = b"text/plain; charset=utf-8"
-
 #: The ``ContentCache.derived`` key of a cached text's UTF-8 form (content frames).
 UTF8_KEY = "utf-8"
 

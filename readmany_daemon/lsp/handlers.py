@@ -37,7 +37,13 @@ from readmany_daemon.lsp.session import ReadManyServer, real_uri_path
 from readmany_daemon.runtime.roots import RootEntry
 from readmany_daemon.runtime.service import Service
 from readmany_daemon.wire.cursor import ReadRequest, decode_read_request
-from readmany_daemon.wire.decode import decode_files_params
+from readmany_daemon.wire.decode import (
+    decode_changed_since_params,
+    decode_files_params,
+    decode_rescan_params,
+    decode_status_params,
+    decode_stop_daemon_params,
+)
 from readmany_daemon.wire.messages import (
     CHANGED_SINCE,
     FILES,
@@ -46,6 +52,8 @@ from readmany_daemon.wire.messages import (
     SERVER_NAME,
     STATUS,
     STOP_DAEMON,
+    RescanResult,
+    StopDaemonResult,
     to_builtins,
 )
 
@@ -199,54 +207,32 @@ async def _files(ls: ReadManyServer, raw: Any) -> Any:
 
 @_boundary
 async def _status(ls: ReadManyServer, raw: Any) -> Any:
+    decode_status_params(raw)
     primary = ls.folders[0].entry if ls.folders else None
-    return ls.service.status(primary)
-
-
-def _object(raw: Any) -> dict[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise InvalidParams("invalid params: expected an object", "$")
-    return raw
-
-
-def _optional_str(params: dict[str, Any], name: str) -> str | None:
-    value = params.get(name)
-    if value is not None and not isinstance(value, str):
-        raise InvalidParams(
-            f"invalid params: Expected `str`, got `{type(value).__name__}` - at `$.{name}`",
-            f"$.{name}",
-        )
-    return value
+    return to_builtins(ls.service.status(primary))
 
 
 @_boundary
 async def _changed_since(ls: ReadManyServer, raw: Any) -> Any:
-    params = _object(raw)
-    clock = _optional_str(params, "clock")
-    if clock is None:
-        raise InvalidParams(
-            "invalid params: Object missing required field `clock` - at `$`", "$.clock"
-        )
-    root = _optional_str(params, "root")
+    params = decode_changed_since_params(raw)
+    root = params.root
     default = ls.root_for(root) if (root is not None or ls.folders) else None
-    return await ls.engine(ls.service.changed_since_sync, clock, default)
+    return to_builtins(await ls.engine(ls.service.changed_since_sync, params.clock, default))
 
 
 @_boundary
 async def _rescan(ls: ReadManyServer, raw: Any) -> Any:
-    entry = ls.root_for(_optional_str(_object(raw), "root"))
-    return {"clock": await ls.engine(ls.service.rescan_sync, entry)}
+    entry = ls.root_for(decode_rescan_params(raw).root)
+    return to_builtins(RescanResult(await ls.engine(ls.service.rescan_sync, entry)))
 
 
 @_boundary
 async def _stop_daemon(ls: ReadManyServer, raw: Any) -> Any:
     if ls.on_stop_daemon is None:
         raise ReadManyError(f"{STOP_DAEMON}: this server is not the shared daemon")
-    reason = _optional_str(_object(raw), "reason")
+    reason = decode_stop_daemon_params(raw).reason
     asyncio.get_running_loop().call_soon(ls.on_stop_daemon, reason)
-    return {"pid": os.getpid()}
+    return to_builtins(StopDaemonResult(os.getpid()))
 
 
 def register_handlers(ls: ReadManyServer) -> None:

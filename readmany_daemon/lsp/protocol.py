@@ -42,12 +42,8 @@ from pygls.protocol.json_rpc import (
 )
 from pygls.server import JsonRPCServer
 
-from readmany_daemon.lsp.encode import (
-    CONTENT_FRAME_TYPE,
-    EncodedResult,
-    FramedResult,
-    encode_body,
-)
+from readmany_daemon.frames import CONTENT_FRAME_TYPE
+from readmany_daemon.lsp.encode import EncodedResult, FramedResult, encode_body
 
 log = logging.getLogger(__name__)
 

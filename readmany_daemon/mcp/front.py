@@ -43,6 +43,7 @@ import msgspec
 
 from readmany_daemon import __version__
 from readmany_daemon.errors import RootNotFound
+from readmany_daemon.frames import write_all
 from readmany_daemon.wire.messages import SERVER_NAME
 
 log = logging.getLogger("readmany.mcp")
@@ -253,12 +254,6 @@ def _read_lines(fd: int, events: queue.SimpleQueue[Any]) -> None:
     events.put(_EOF)
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 def _claim_stdio() -> tuple[int, int]:
     """The client's stdin and stdout as private descriptors; fd 0 then reads the null
     device and fd 1 writes to stderr, so stray output never reaches the wire."""
@@ -315,7 +310,7 @@ class _Out:
                     )
                 self.sent = None
                 return
-        await anyio.to_thread.run_sync(_write_all, self.fd, data)
+        await anyio.to_thread.run_sync(write_all, self.fd, data)
 
     async def flush(self) -> None:
         """Nothing: every write goes straight to the descriptor."""
@@ -354,7 +349,7 @@ def run(root: str | None = None, no_daemon: bool = False) -> int:
             continue
         answer = front.receive(item)
         if answer is not None:
-            _write_all(wire_out, answer)
+            write_all(wire_out, answer)
     if item.error is not None:
         raise item.error
     if kept_eof:

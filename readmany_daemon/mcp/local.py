@@ -82,11 +82,15 @@ class LocalBackend:
     def changed_since(self, params: dict[str, Any], root: str) -> Any:
         """``readMany/changedSince`` (``Service.changed_since_sync``): without a watcher,
         from per-file stat snapshots, the last ``changelog.SNAPSHOTS_KEPT`` per root."""
-        clock = params.get("clock") or ""
+        from readmany_daemon.wire.decode import decode_changed_since_params
+        from readmany_daemon.wire.messages import to_builtins
+
+        clock = decode_changed_since_params(params).clock
         entry = self._root(root)
-        return self.service.call(
+        answer = self.service.call(
             RequestContext(None), self.service.changed_since_sync, clock, entry
         )
+        return to_builtins(answer)
 
     def call(
         self, method: str, params: dict[str, Any], root: str, req: ReadRequest | None = None

@@ -87,7 +87,6 @@ _LIMIT = {
     "default": DEFAULT_LIST_LIMIT,
     "description": "Most paths in the answer.",
 }
-_CLOCK = {"type": "string", "description": "The clock of an earlier answer; none: a baseline."}
 
 # --------------------------------------------------------------------------- generation
 
@@ -209,7 +208,8 @@ def input_schema(
     strict: bool = False,
     plain: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The input schema of request Struct ``cls`` (``ReadManyParams``, ``FilesParams``).
+    """The input schema of request Struct ``cls`` (``ReadManyParams``, ``FilesParams``,
+    ``ChangedSinceParams``).
 
     ``defaults``: this surface's defaults (canonical names) over the Struct's.
     ``strict``: ``additionalProperties: false`` on every object (only where the client
@@ -342,10 +342,9 @@ def tool_definitions(settings: Settings | None = None) -> list[dict[str, Any]]:
     listing = {"total": {"type": "integer"}, "truncated": {"type": "boolean"}}
     files_input = input_schema(messages.FilesParams)
     files_input["properties"]["limit"] = _LIMIT
-    changed_input = {
-        "type": "object",
-        "properties": {"clock": _CLOCK, "root": files_input["properties"]["root"], "limit": _LIMIT},
-    }
+    changed_input = input_schema(messages.ChangedSinceParams)
+    del changed_input["required"]  # the tool's clock is optional: none is a baseline
+    changed_input["properties"]["limit"] = _LIMIT
     strings = {"type": "array", "items": {"type": "string"}}
     changed_output = {
         "type": "object",

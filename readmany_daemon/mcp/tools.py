@@ -38,6 +38,7 @@ from readmany_daemon.mcp.schema import (
 from readmany_daemon.paths import uri_to_path
 from readmany_daemon.roots import Root, make_root
 from readmany_daemon.route import current_dir, daemon_off
+from readmany_daemon.wire.decode import as_object, decode_changed_since_params
 from readmany_daemon.wire.fold import fold_read_params
 from readmany_daemon.wire.messages import CHANGED_SINCE, FILES, READ
 
@@ -140,14 +141,6 @@ def _limit(args: dict[str, Any]) -> int:
     return value
 
 
-def _object(arguments: Any) -> dict[str, Any]:
-    if arguments is None:
-        return {}
-    if not isinstance(arguments, Mapping):
-        raise InvalidParams("invalid params: expected an object", "$")
-    return dict(arguments)
-
-
 class ReadManyMcp:
     """The tools, independent of the SDK: ``call(name, arguments, ask_roots)`` returns
     ``(content, structured)`` or raises ``ToolFailure`` / ``InvalidParams``."""
@@ -195,7 +188,7 @@ class ReadManyMcp:
 
         from readmany_daemon.wire.cursor import decode_read_request
 
-        args = _object(arguments)
+        args = as_object(arguments)
         roots = await self.roots(ask)
         backend = self.backend
         if name == READ_TOOL:
@@ -222,20 +215,11 @@ class ReadManyMcp:
             return [_text(text)], structured
         if name == CHANGED_TOOL:
             limit = _limit(args)
-            unknown = sorted(set(args) - {"clock", "root"})
-            if unknown:
-                raise InvalidParams(
-                    f"invalid params: Object contains unknown field `{unknown[0]}` - at `$`",
-                    f"$.{unknown[0]}",
-                )
-            clock = args.get("clock")
-            if clock is not None and not isinstance(clock, str):
-                raise InvalidParams(
-                    f"invalid params: Expected `str`, got `{type(clock).__name__}` - at `$.clock`",
-                    "$.clock",
-                )
-            root = resolve_root(args.get("root"), roots)
-            params = {"clock": clock or "", "root": root}
+            if args.get("clock") is None:
+                args["clock"] = ""  # the tool's clock is optional (none: a baseline)
+            wanted = decode_changed_since_params(args)
+            root = resolve_root(wanted.root, roots)
+            params = {"clock": wanted.clock, "root": root}
             delta = await anyio.to_thread.run_sync(backend.call, CHANGED_SINCE, params, root)
             text, structured = changed_answer(delta, limit)
             return [_text(text)], structured

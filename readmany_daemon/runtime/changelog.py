@@ -20,25 +20,14 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TypedDict
 
 from readmany_daemon.paths import byte_order_key
 from readmany_daemon.racy import StatKey, file_sha256, is_racy, stat_key
+from readmany_daemon.wire.messages import ChangedSinceResult
 
 #: Entries kept per root in the change log before the oldest are dropped (a client whose
 #: clock is older than what was dropped gets ``isFreshInstance: true``).
 CHANGE_LOG_LIMIT = 50_000
-
-
-class Changes(TypedDict):
-    """A ``readMany/changedSince`` result: the new ``clock`` and the paths that changed
-    or were deleted after the asked clock; with ``isFreshInstance`` the clock could not
-    be answered for and ``changed`` holds every visible file (Watchman's rule)."""
-
-    clock: str
-    isFreshInstance: bool
-    changed: list[str]
-    deleted: list[str]
 
 
 class ChangeLog:
@@ -114,7 +103,7 @@ class StatLog:
         abspath: Callable[[str], str],
         listing: Callable[[], Iterable[str]],
         max_bytes: int,
-    ) -> Changes:
+    ) -> ChangedSinceResult:
         """``readMany/changedSince`` from snapshots: ``listing()`` gives every visible
         file (workspace-relative; ``abspath`` makes them absolute), each is ``lstat``-ed
         (and hashed when racy, up to ``max_bytes``), and the snapshot is compared with
@@ -163,13 +152,13 @@ class StatLog:
         deleted = sorted((rel for rel in old.files if rel not in snap.files), key=byte_order_key)
         if not changed and not deleted:
             self._snapshots.move_to_end(clock)
-            return {"clock": clock, "isFreshInstance": False, "changed": [], "deleted": []}
+            return ChangedSinceResult(clock, False, [], [])
         return self._keep(f"{base}.{next(self._minted)}", snap, False, changed, deleted)
 
     def _keep(
         self, clock: str, snap: StatSnapshot, fresh: bool, changed: list[str], deleted: list[str]
-    ) -> Changes:
+    ) -> ChangedSinceResult:
         self._snapshots[clock] = snap
         while len(self._snapshots) > self.kept:
             self._snapshots.popitem(last=False)
-        return {"clock": clock, "isFreshInstance": fresh, "changed": changed, "deleted": deleted}
+        return ChangedSinceResult(clock, fresh, changed, deleted)

@@ -59,7 +59,9 @@ class RootEntry:
     #: Per-file stat snapshots behind ``changedSince`` while no watcher vouches.
     statlog: StatLog = field(default_factory=StatLog)
     #: While no watcher runs: the stat stamps of each walked folder's ignore files
-    #: (``freshness.IgnoreStamps``); None until the first request after the index.
+    #: (``freshness.sync_ignore_files`` compares them and takes the first;
+    #: ``freshness.stamp_ignore_files`` adds folders walked since); None until the first
+    #: request after the index.
     ignore_stamps: dict[str, tuple[object, ...]] | None = None
     refs: int = 0
     released_at: float = 0.0

@@ -51,7 +51,6 @@ from readmany_daemon.index.records import CONTENT, ENTRY
 from readmany_daemon.rules.kinds import Filters
 from readmany_daemon.runtime import background
 from readmany_daemon.runtime.background import Maintainer
-from readmany_daemon.runtime.changelog import Changes
 from readmany_daemon.runtime.freshness import Freshness, watcher_vouches
 from readmany_daemon.runtime.overlays import OverlayStore
 from readmany_daemon.runtime.process import raise_open_files_limit, tune_malloc
@@ -62,10 +61,16 @@ from readmany_daemon.runtime.roots import (
     drop_outdated_warnings,
     open_index,
 )
-from readmany_daemon.runtime.status import Status, build_status
+from readmany_daemon.runtime.status import build_status
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.cursor import ReadRequest
-from readmany_daemon.wire.messages import FilesParams, FilesResult, ReadManyResult
+from readmany_daemon.wire.messages import (
+    ChangedSinceResult,
+    FilesParams,
+    FilesResult,
+    ReadManyResult,
+    StatusResult,
+)
 
 log = logging.getLogger(__name__)
 
@@ -327,7 +332,7 @@ class Service:
             return entry.ws.clock()
         return self.refresh_sync(entry, [""])
 
-    def changed_since_sync(self, clock: str, default: RootEntry | None) -> Changes:
+    def changed_since_sync(self, clock: str, default: RootEntry | None) -> ChangedSinceResult:
         """``readMany/changedSince``: ``{clock, isFreshInstance, changed, deleted}``.
 
         ``clock`` names its root: ``instance:generation`` (``Workspace.clock``) or, when
@@ -375,18 +380,13 @@ class Service:
                 elif generation < index.clock:
                     delta = target.changelog.since(generation)
             if delta is not None:
-                return {
-                    "clock": now,
-                    "isFreshInstance": False,
-                    "changed": delta[0],
-                    "deleted": delta[1],
-                }
+                return ChangedSinceResult(now, False, delta[0], delta[1])
             everything = list_paths(target.ws, [], Filters(True, True, True))
-            return {"clock": now, "isFreshInstance": True, "changed": everything, "deleted": []}
+            return ChangedSinceResult(now, True, everything, [])
 
     # -- status and shutdown
 
-    def status(self, primary: RootEntry | None = None) -> Status:
+    def status(self, primary: RootEntry | None = None) -> StatusResult:
         """``readMany/status`` (PROTOCOL §2), see ``status.build_status``; ``primary``
         gives the top-level ``clock``. A root whose lock is free first loses its outdated
         warnings (``roots.drop_outdated_warnings``); a busy one's are left out of the

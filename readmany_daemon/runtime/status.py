@@ -1,14 +1,14 @@
 """``readMany/status`` (PROTOCOL §2): the warm roots, the cache, the watchers, the engine.
 
 Built from the typed attributes of ``RootEntry``, ``Index``, ``Watcher`` and
-``ContentCache``; the result is plain JSON data (``TypedDict``s), sent as is.
+``ContentCache``; the result is the wire's ``StatusResult`` (``wire/messages.py``),
+whose members are left out or sent as ``null`` as the protocol says.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from typing import NotRequired, TypedDict
 
 from readmany_daemon import __version__
 from readmany_daemon.content.cache import ContentCache
@@ -16,6 +16,15 @@ from readmany_daemon.runtime.inotify import watchdog_version
 from readmany_daemon.runtime.requests import Jobs
 from readmany_daemon.runtime.roots import RootEntry, present_warnings
 from readmany_daemon.runtime.watcher import Watcher
+from readmany_daemon.wire.messages import (
+    CacheStatus,
+    EngineStatus,
+    RootStatus,
+    SnapshotStatus,
+    StatusResult,
+    WatchersStatus,
+    WatcherStatus,
+)
 
 #: ``barrierReason`` while a root's folder is deleted (or moved away): its watch is gone.
 ROOT_GONE_REASON = "the workspace folder is gone"
@@ -24,83 +33,6 @@ ROOT_BACK = "the workspace folder was replaced; it is watched again at the next 
 
 #: Index and rule warnings listed per root, at most.
 MAX_ROOT_WARNINGS = 50
-
-
-class WatcherStatus(TypedDict):
-    """One root's watcher in ``readMany/status``: state, watched folders, warnings, and
-    how its freshness barrier works (``barrier``; ``barrierReason`` unless
-    ``"quiet-queue"``)."""
-
-    state: str
-    warnings: list[str]
-    barrier: NotRequired[str]
-    barrierReason: NotRequired[str]
-    watched: NotRequired[int]
-    unwatched: NotRequired[int]
-    batches: NotRequired[int]
-
-
-class SnapshotStatus(TypedDict):
-    """One root's snapshot in ``readMany/status``: path, when saved, size in bytes."""
-
-    path: str
-    loaded: bool
-    saved: bool
-
-
-class RootStatus(TypedDict):
-    """One warm root in ``readMany/status``."""
-
-    root: str
-    name: str
-    files: int | None
-    clock: str
-    indexed: bool
-    connections: int
-    indexMs: NotRequired[float]
-    watcher: WatcherStatus
-    error: NotRequired[str]
-    snapshot: NotRequired[SnapshotStatus]
-    cacheWarmed: NotRequired[int]
-    warnings: NotRequired[list[str]]
-
-
-class CacheStatus(TypedDict):
-    """The shared content cache in ``readMany/status``: bytes used, limit, hit rate."""
-
-    bytes: int
-    hitRate: float
-
-
-class OverallWatcherStatus(TypedDict):
-    """The watchers of every root, summed up in ``readMany/status``."""
-
-    state: str
-    warnings: list[str]
-
-
-class EngineStatus(TypedDict):
-    """Engine jobs in ``readMany/status``: running and cancelled so far."""
-
-    inflight: int
-    cancelled: int
-    workers: int
-
-
-class Status(TypedDict):
-    """The whole ``readMany/status`` answer (PROTOCOL §2)."""
-
-    roots: list[RootStatus]
-    fileCount: int
-    cache: CacheStatus
-    watcher: OverallWatcherStatus
-    clock: str
-    uptime: float
-    pid: int
-    version: str
-    connections: int
-    overlays: int
-    engine: EngineStatus
 
 
 def barrier_route(watcher: Watcher | None) -> tuple[str, str]:
@@ -131,54 +63,52 @@ def watcher_status(watcher: Watcher | None) -> WatcherStatus:
     """A root's watcher: ``off`` when none runs."""
     barrier, reason = barrier_route(watcher)
     if watcher is None:
-        return {"state": "off", "warnings": [], "barrier": barrier, "barrierReason": reason}
-    out: WatcherStatus = {
-        "state": watcher.state,
-        "warnings": list(watcher.warnings),
-        "watched": watcher.watched,
-        "unwatched": watcher.unwatched,
-        "batches": watcher.batches,
-        "barrier": barrier,
-    }
-    if barrier != "quiet-queue":
-        out["barrierReason"] = reason
-    return out
+        return WatcherStatus(state="off", warnings=[], barrier=barrier, barrier_reason=reason)
+    return WatcherStatus(
+        state=watcher.state,
+        warnings=list(watcher.warnings),
+        watched=watcher.watched,
+        unwatched=watcher.unwatched,
+        batches=watcher.batches,
+        barrier=barrier,
+        barrier_reason=reason if barrier != "quiet-queue" else None,
+    )
 
 
 def cache_status(cache: ContentCache) -> CacheStatus:
     """``bytes`` used and ``hitRate`` (0..1, 0 before any lookup) of the shared cache."""
     hits, misses = cache.hits, cache.misses
     rate = hits / (hits + misses) if hits + misses else 0.0
-    return {"bytes": cache.bytes_used, "hitRate": round(rate, 4)}
+    return CacheStatus(cache.bytes_used, round(rate, 4))
 
 
 def root_status(entry: RootEntry) -> RootStatus:
     """One warm root: files, clock, connections, watcher, snapshot, warnings."""
-    item: RootStatus = {
-        "root": entry.ws.root,
-        "name": entry.ws.name,
-        "files": entry.file_count,
-        "clock": entry.ws.clock(),
-        "indexed": entry.indexed,
-        "connections": entry.refs,
-        "watcher": watcher_status(entry.watcher),
-    }
+    item = RootStatus(
+        root=entry.ws.root,
+        name=entry.ws.name,
+        files=entry.file_count,
+        clock=entry.ws.clock(),
+        indexed=entry.indexed,
+        connections=entry.refs,
+        watcher=watcher_status(entry.watcher),
+    )
     if entry.index_ms is not None:
-        item["indexMs"] = round(entry.index_ms, 1)
+        item.index_ms = round(entry.index_ms, 1)
     if entry.index_error:
-        item["error"] = entry.index_error
+        item.error = entry.index_error
     if entry.snapshot_path is not None:
-        item["snapshot"] = {
-            "path": entry.snapshot_path,
-            "loaded": entry.from_snapshot,
-            "saved": entry.saved is not None,
-        }
+        item.snapshot = SnapshotStatus(
+            path=entry.snapshot_path,
+            loaded=entry.from_snapshot,
+            saved=entry.saved is not None,
+        )
     if entry.warmed:
-        item["cacheWarmed"] = entry.warmed
+        item.cache_warmed = entry.warmed
     # What is true now: a warning whose cause has gone is not listed.
     found = present_warnings(entry)
     if found:
-        item["warnings"] = found[:MAX_ROOT_WARNINGS]
+        item.warnings = found[:MAX_ROOT_WARNINGS]
     return item
 
 
@@ -201,26 +131,26 @@ def build_status(
     started: float,
     connections: int,
     overlays: int,
-) -> Status:
+) -> StatusResult:
     """``readMany/status``: every warm root in ``roots``, the shared ``cache``, the
     watchers, ``primary``'s clock, uptime (s, since monotonic ``started``), pid,
     version, how many ``connections`` and ``overlays`` are open, and the engine
     ``jobs``: running (``inflight``) and stopped by ``$/cancelRequest`` (``cancelled``)."""
     items = [root_status(entry) for entry in roots]
-    warnings = [f"{item['root']}: {w}" for item in items for w in item["watcher"]["warnings"]]
-    return {
-        "roots": items,
-        "fileCount": sum(item["files"] or 0 for item in items),
-        "cache": cache_status(cache),
-        "watcher": {
-            "state": overall_state({item["watcher"]["state"] for item in items}),
-            "warnings": warnings,
-        },
-        "clock": primary.ws.clock() if primary is not None else "",
-        "uptime": round(time.monotonic() - started, 3),
-        "pid": os.getpid(),
-        "version": __version__,
-        "connections": connections,
-        "overlays": overlays,
-        "engine": {"inflight": jobs.inflight, "cancelled": jobs.cancelled, "workers": jobs.workers},
-    }
+    warnings = [f"{item.root}: {w}" for item in items for w in item.watcher.warnings]
+    return StatusResult(
+        roots=items,
+        file_count=sum(item.files or 0 for item in items),
+        cache=cache_status(cache),
+        watcher=WatchersStatus(
+            state=overall_state({item.watcher.state for item in items}),
+            warnings=warnings,
+        ),
+        clock=primary.ws.clock() if primary is not None else "",
+        uptime=round(time.monotonic() - started, 3),
+        pid=os.getpid(),
+        version=__version__,
+        connections=connections,
+        overlays=overlays,
+        engine=EngineStatus(jobs.inflight, jobs.cancelled, jobs.workers),
+    )

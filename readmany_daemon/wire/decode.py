@@ -1,9 +1,11 @@
-"""Decoding at the edge: raw ``readMany/read`` and ``readMany/files`` params become the
-Structs of ``wire.messages`` (PROTOCOL §3).
+"""Decoding at the edge: the raw params of every method become the Structs of
+``wire.messages`` (PROTOCOL §2, §3).
 
 ``decode_read_params`` folds the reference tools' aliases and snake_case spellings into
 canonical camelCase names (once, with ``wire.fold``), validates types and ranges, and
-raises ``InvalidParams`` naming the field (``$.files[0].offset``).
+raises ``InvalidParams`` naming the field (``$.files[0].offset``). ``readMany/files``,
+``changedSince``, ``rescan``, ``status`` and ``stopDaemon`` are decoded the same way,
+by the LSP handlers and the MCP tools alike.
 """
 
 from __future__ import annotations
@@ -26,12 +28,18 @@ from readmany_daemon.wire.fold import (
     one_line,
 )
 from readmany_daemon.wire.messages import (
+    ChangedSinceParams,
     FilesParams,
     FileSpec,
     ReadManyParams,
+    RescanParams,
+    StatusParams,
+    StopDaemonParams,
 )
 
 _UNKNOWN = re.compile(r"unknown field `(.*?)`(?: - at `(\$[^`]*)`)?$", re.DOTALL)
+#: A required member missing at the top (one missing deeper ends `` - at `$.…```).
+_MISSING = re.compile(r"^Object missing required field `(.*)`$", re.DOTALL)
 
 
 def _convert(obj: Any, cls: type[msgspec.Struct], spelled: Mapping[str, str] | None = None) -> Any:
@@ -51,6 +59,10 @@ def _convert(obj: Any, cls: type[msgspec.Struct], spelled: Mapping[str, str] | N
                 text = text.replace(f"`{unknown.group(1)}`", f"`{name}`", 1)
             field = member(where, name)
             raise InvalidParams(one_line(f"invalid params: {text}"), field) from None
+        missing = _MISSING.search(text)
+        if missing:
+            field = member("$", missing.group(1))
+            raise InvalidParams(one_line(f"invalid params: {text} - at `$`"), field) from None
         match = re.search(r"at `(\$[^`]*)`", text)
         field = match.group(1) if match else "$"
         raise InvalidParams(one_line(f"invalid params: {text}"), field) from None
@@ -148,13 +160,20 @@ def decode_read_params(raw: Any, defaults: Mapping[str, Any] | None = None) -> R
     return params
 
 
-def decode_files_params(raw: Any) -> FilesParams:
-    """Validate ``readMany/files`` params; raises ``InvalidParams`` naming the field."""
+def as_object(raw: Any) -> dict[str, Any]:
+    """Params that must be a JSON object, as a new dict: ``None`` (a request without
+    params) is ``{}``; anything else but an object raises ``InvalidParams`` naming ``$``
+    (JSON-RPC -32602, ``invalid params: expected an object``)."""
     if raw is None:
-        raw = {}
+        return {}
     if not isinstance(raw, Mapping):
         raise InvalidParams("invalid params: expected an object", "$")
-    params = fold(raw, TOP_ALIASES, "$")
+    return dict(raw)
+
+
+def decode_files_params(raw: Any) -> FilesParams:
+    """Validate ``readMany/files`` params; raises ``InvalidParams`` naming the field."""
+    params = fold(as_object(raw), TOP_ALIASES, "$")
     ffo = params.get("fileFilteringOptions")
     if isinstance(ffo, Mapping):
         params["fileFilteringOptions"] = fold(ffo, FILTER_ALIASES, "$.fileFilteringOptions")
@@ -165,3 +184,44 @@ def decode_files_params(raw: Any) -> FilesParams:
     if result.root is not None:
         _check_root(result.root)
     return result
+
+
+def _given(raw: Any) -> dict[str, Any]:
+    """The members of object ``raw`` that are not ``null``: for these methods a ``null``
+    member is an absent one (``{"clock": null}`` is missing its clock)."""
+    return {k: v for k, v in as_object(raw).items() if v is not None}
+
+
+def decode_changed_since_params(raw: Any) -> ChangedSinceParams:
+    """Validate ``readMany/changedSince`` params (``{clock, root?}``) into
+    ``ChangedSinceParams``. Raises ``InvalidParams`` (JSON-RPC -32602) naming the field:
+    ``$.clock`` when it is missing (``Object missing required field `clock` - at `$```)
+    or not a string, ``$.root`` for a root that is not a string or names no file, the
+    member itself for one the method does not take."""
+    params: ChangedSinceParams = _convert(_given(raw), ChangedSinceParams)
+    if params.root is not None:
+        _check_root(params.root)
+    return params
+
+
+def decode_rescan_params(raw: Any) -> RescanParams:
+    """Validate ``readMany/rescan`` params (``{root?}``) into ``RescanParams``; raises
+    ``InvalidParams`` naming the field (``$.root``, or an unknown member)."""
+    params: RescanParams = _convert(_given(raw), RescanParams)
+    if params.root is not None:
+        _check_root(params.root)
+    return params
+
+
+def decode_status_params(raw: Any) -> StatusParams:
+    """Validate ``readMany/status`` params (none: ``{}`` or no params); raises
+    ``InvalidParams`` naming ``$`` (not an object) or the member it does not take."""
+    params: StatusParams = _convert(as_object(raw), StatusParams)
+    return params
+
+
+def decode_stop_daemon_params(raw: Any) -> StopDaemonParams:
+    """Validate ``readMany/stopDaemon`` params (``{reason?}``) into ``StopDaemonParams``;
+    raises ``InvalidParams`` naming the field (``$.reason``, or an unknown member)."""
+    params: StopDaemonParams = _convert(_given(raw), StopDaemonParams)
+    return params

@@ -133,11 +133,40 @@ class FilesParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw
     )
 
 
+class ChangedSinceParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
+    """``readMany/changedSince`` params (PROTOCOL §2, §6): ``clock``, the opaque clock
+    of an earlier answer (``""`` or one this daemon did not mint: a baseline,
+    ``isFreshInstance: true``), and the ``root`` (as in ``ReadManyParams``) to answer
+    for when the clock names none."""
+
+    clock: str
+    root: str | None = None
+
+
+class RescanParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
+    """``readMany/rescan`` params (PROTOCOL §2): the ``root`` to walk again (as in
+    ``ReadManyParams``; none: the connection's first folder)."""
+
+    root: str | None = None
+
+
+class StatusParams(msgspec.Struct, forbid_unknown_fields=True):
+    """``readMany/status`` params (PROTOCOL §2): none, ``{}``."""
+
+
+class StopDaemonParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
+    """``readMany/stopDaemon`` params (PROTOCOL §1, the shared daemon only): the
+    ``reason`` its exit line in the log names (``"readmany stop"``)."""
+
+    reason: str | None = None
+
+
 #: One short description per request field (canonical camelCase names, every field of
-#: ``FileSpec``, ``FileFilteringOptions``, ``ReadManyParams`` and ``FilesParams``): the
-#: tool schemas (``mcp/schema.py``: MCP ``tools/list`` and the VS Code tool) are generated
-#: from these Structs and take their descriptions from here. ``None``: the name says it
-#: all (every client re-sends the schemas to the model on every turn).
+#: ``FileSpec``, ``FileFilteringOptions``, ``ReadManyParams``, ``FilesParams`` and
+#: ``ChangedSinceParams``): the tool schemas (``mcp/schema.py``: MCP ``tools/list`` and
+#: the VS Code tool) are generated from these Structs and take their descriptions from
+#: here. ``None``: the name says it all (every client re-sends the schemas to the model
+#: on every turn).
 FIELD_DOCS: dict[str, str | None] = {
     "path": None,
     "offset": "1-based first line.",
@@ -173,6 +202,7 @@ FIELD_DOCS: dict[str, str | None] = {
     "known": "sha256 of files you hold whole: not resent.",
     "redactSecrets": "false: show secrets as they are.",
     "patterns": "Globs, folders or paths; none: every file.",
+    "clock": "The clock of an earlier answer; none: a baseline.",
 }
 
 
@@ -323,6 +353,121 @@ class FilesResult(msgspec.Struct, rename="camel"):
     files: list[FileInfo]
     clock: str
     warnings: list[str] = msgspec.field(default_factory=list)
+
+
+class ChangedSinceResult(msgspec.Struct, rename="camel"):
+    """``readMany/changedSince``'s answer (PROTOCOL §2, §6): the new ``clock`` and the
+    workspace-relative paths that changed (created or modified) or were deleted after
+    the asked clock, each list sorted; with ``is_fresh_instance`` the asked clock could
+    not be answered for and ``changed`` holds every visible file (Watchman's rule)."""
+
+    clock: str
+    is_fresh_instance: bool
+    changed: list[str]
+    deleted: list[str]
+
+
+class RescanResult(msgspec.Struct, rename="camel"):
+    """``readMany/rescan``'s answer (PROTOCOL §2): the root's clock after the walk."""
+
+    clock: str
+
+
+class StopDaemonResult(msgspec.Struct, rename="camel"):
+    """``readMany/stopDaemon``'s answer: the daemon's process id (it exits after)."""
+
+    pid: int
+
+
+class WatcherStatus(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
+    """One root's watcher in ``readMany/status`` (PROTOCOL §2): ``state`` (``starting``,
+    ``running``, ``degraded``, ``off``, ``stopped``), its ``warnings``, the folders it
+    watches and could not watch and the change batches it applied (absent without a
+    watcher), and how the root's freshness barrier works (``barrier``:
+    ``"quiet-queue"``, ``"cookie"`` or ``"stat"``; ``barrier_reason``, absent for
+    ``"quiet-queue"``, says why not)."""
+
+    state: str
+    warnings: list[str]
+    watched: int | None = None
+    unwatched: int | None = None
+    batches: int | None = None
+    barrier: str
+    barrier_reason: str | None = None
+
+
+class SnapshotStatus(msgspec.Struct, rename="camel"):
+    """One root's index snapshot in ``readMany/status``: its file ``path``, whether the
+    index was ``loaded`` from it and whether it was ``saved`` since."""
+
+    path: str
+    loaded: bool
+    saved: bool
+
+
+class RootStatus(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
+    """One warm root in ``readMany/status`` (PROTOCOL §2): folder and name, indexed files
+    (``None``, on the wire ``null``, until indexed), clock, open connections, watcher;
+    ``index_ms`` (milliseconds the index took), ``error`` (why it could not be built),
+    ``snapshot``, ``cache_warmed`` (files put in the cache at start) and ``warnings``
+    (the index's and the rules' present ones) only when there is something to say."""
+
+    root: str
+    name: str
+    files: int | None
+    clock: str
+    indexed: bool
+    connections: int
+    watcher: WatcherStatus
+    index_ms: float | None = None
+    error: str | None = None
+    snapshot: SnapshotStatus | None = None
+    cache_warmed: int | None = None
+    warnings: list[str] | None = None
+
+
+class CacheStatus(msgspec.Struct, rename="camel"):
+    """The shared content cache in ``readMany/status``: ``bytes`` used and ``hit_rate``
+    (0..1, rounded to 4 places; 0 before any lookup)."""
+
+    bytes: int
+    hit_rate: float
+
+
+class WatchersStatus(msgspec.Struct, rename="camel"):
+    """Every root's watcher summed up in ``readMany/status``: the one ``state`` they
+    share (``off`` without roots, else ``mixed``) and their warnings, each prefixed
+    with its root (``<root>: <warning>``)."""
+
+    state: str
+    warnings: list[str]
+
+
+class EngineStatus(msgspec.Struct, rename="camel"):
+    """The engine's jobs in ``readMany/status``: running now (``inflight``), stopped by
+    ``$/cancelRequest`` so far (``cancelled``), and the worker threads."""
+
+    inflight: int
+    cancelled: int
+    workers: int
+
+
+class StatusResult(msgspec.Struct, rename="camel"):
+    """``readMany/status``'s answer (PROTOCOL §2): the warm roots, their files in all,
+    the cache, the watchers, the connection's first root's clock (``""`` without one),
+    uptime in seconds, pid, version, open connections and overlays, the engine."""
+
+    roots: list[RootStatus]
+    file_count: int
+    cache: CacheStatus
+    watcher: WatchersStatus
+    clock: str
+    uptime: float
+    pid: int
+    version: str
+    connections: int
+    overlays: int
+    engine: EngineStatus
 
 
 def to_builtins(obj: Any) -> Any:

@@ -26,12 +26,12 @@ import pytest
 
 from readmany_daemon import __version__
 from readmany_daemon.client import (
-    CONTENT_FRAME_TYPE,
     Client,
     ConnectionClosed,
     RpcError,
     connect_pipelined,
 )
+from readmany_daemon.frames import CONTENT_FRAME_TYPE
 from tests.e2e.daemon_helpers import Daemon, cli, fresh_daemon
 
 daemon = fresh_daemon  # the fixture (tests/e2e/daemon_helpers.py)

@@ -167,8 +167,8 @@ def test_status_reports_ignore_file_warnings(repo: Path) -> None:
     try:
         entry = service.acquire(str(repo), Settings())
         service.call(RequestContext(1), service.index_sync, entry)
-        (root,) = service.status(entry)["roots"]
-        warnings = root["warnings"]
+        (root,) = service.status(entry).roots
+        warnings = root.warnings or []
         assert any(w.startswith(".gitignore:2: pattern '[bad'") for w in warnings), warnings
         assert ".gitignore:3: binary content (NUL byte); pattern cut there" in warnings
         assert any(w.startswith("sub/.readmanyignore:1: pattern") for w in warnings), warnings

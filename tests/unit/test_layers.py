@@ -50,6 +50,7 @@ TOP_LEVEL = {
     "racy": "vocabulary",
     "roots": "vocabulary",
     "quickjson": "vocabulary",
+    "frames": "vocabulary",
     "cli": "surfaces",
     "cli_parser": "surfaces",
     "route": "surfaces",

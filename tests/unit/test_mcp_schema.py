@@ -98,6 +98,7 @@ def test_every_request_field_is_described_once() -> None:
         messages.Known,
         messages.ReadManyParams,
         messages.FilesParams,
+        messages.ChangedSinceParams,
     ):
         names |= {f.encode_name for f in msgspec.structs.fields(cls)}
     assert names == set(messages.FIELD_DOCS)

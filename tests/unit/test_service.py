@@ -33,6 +33,7 @@ from readmany_daemon.runtime.watcher import Watcher
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.cursor import decode_read_request
 from readmany_daemon.wire.decode import decode_files_params
+from readmany_daemon.wire.messages import CacheStatus, ChangedSinceResult, to_builtins
 from tests.helpers import write_tree
 
 OLD = time.time() - 3600  # an mtime outside the racy window: whole reads get cached
@@ -376,25 +377,25 @@ def test_changed_since_answers_from_the_change_log(service: Service, tree: Path)
     service.call(RequestContext(1), service.index_sync, entry)
     entry.watcher = FakeWatcher(vouches=True)  # type: ignore[assignment]
     first = service.call(RequestContext(1), service.changed_since_sync, "nope", entry)
-    assert first["isFreshInstance"] is True
-    assert first["changed"] == ["a.txt", "src/b.py"] and first["deleted"] == []
-    clock = first["clock"]
+    assert first.is_fresh_instance is True
+    assert first.changed == ["a.txt", "src/b.py"] and first.deleted == []
+    clock = first.clock
     same = service.changed_since_sync(clock, None)
-    assert same == {"clock": clock, "isFreshInstance": False, "changed": [], "deleted": []}
+    assert same == ChangedSinceResult(clock, False, [], [])
 
     (tree / "src" / "new.py").write_text("new\n")
     (tree / "a.txt").unlink()
     service.rescan_sync(entry)
     delta = service.changed_since_sync(clock, None)
-    assert delta["isFreshInstance"] is False
-    assert (delta["changed"], delta["deleted"]) == (["src/new.py"], ["a.txt"])
-    assert delta["clock"] != clock and delta["clock"] == entry.ws.clock()
+    assert delta.is_fresh_instance is False
+    assert (delta.changed, delta.deleted) == (["src/new.py"], ["a.txt"])
+    assert delta.clock != clock and delta.clock == entry.ws.clock()
     entry.watcher = None
 
 
 def changes(svc: Service, entry: RootEntry, clock: str) -> tuple[bool, list[str], list[str]]:
     got = svc.call(RequestContext(1), svc.changed_since_sync, clock, entry)
-    return got["isFreshInstance"], got["changed"], got["deleted"]
+    return got.is_fresh_instance, got.changed, got.deleted
 
 
 def test_changed_since_without_a_watcher_sees_in_place_edits(service: Service, tree: Path) -> None:
@@ -402,24 +403,20 @@ def test_changed_since_without_a_watcher_sees_in_place_edits(service: Service, t
     size (no folder's mtime moves) is reported, with clocks ``instance:generation.n``."""
     entry = service.acquire(str(tree), Settings())
     first = service.call(RequestContext(1), service.changed_since_sync, "", entry)
-    assert first["isFreshInstance"] is True and first["changed"] == ["a.txt", "src/b.py"]
-    clock = first["clock"]
+    assert first.is_fresh_instance is True and first.changed == ["a.txt", "src/b.py"]
+    clock = first.clock
     assert clock.startswith(entry.ws.clock() + ".")
     same = service.changed_since_sync(clock, None)  # nothing changed: the same clock
-    assert same == {"clock": clock, "isFreshInstance": False, "changed": [], "deleted": []}
+    assert same == ChangedSinceResult(clock, False, [], [])
 
     (tree / "a.txt").write_text("two\n")  # same size, in place
     os.utime(tree / "a.txt", (OLD + 1, OLD + 1))  # out of the racy window: by stat
     delta = service.changed_since_sync(clock, None)
-    assert (delta["isFreshInstance"], delta["changed"], delta["deleted"]) == (
-        False,
-        ["a.txt"],
-        [],
-    )
-    assert delta["clock"] != clock
+    assert (delta.is_fresh_instance, delta.changed, delta.deleted) == (False, ["a.txt"], [])
+    assert delta.clock != clock
     (tree / "src" / "b.py").unlink()
     (tree / "src" / "c.py").write_text("c\n")
-    assert changes(service, entry, delta["clock"]) == (False, ["src/c.py"], ["src/b.py"])
+    assert changes(service, entry, delta.clock) == (False, ["src/c.py"], ["src/b.py"])
     # a clock of the workspace (a read's) names no snapshot: a fresh instance
     assert changes(service, entry, entry.ws.clock())[0] is True
 
@@ -439,12 +436,8 @@ def test_changed_since_without_a_watcher_sees_a_racy_same_second_edit(
     os.utime(path, ns=(mtime, mtime))  # ...and the same mtime: only the hash tells
     st = os.stat(path)
     assert (st.st_size, st.st_mtime_ns) == (4, mtime)
-    delta = service.changed_since_sync(base["clock"], None)
-    assert (delta["isFreshInstance"], delta["changed"], delta["deleted"]) == (
-        False,
-        ["a.txt"],
-        [],
-    )
+    delta = service.changed_since_sync(base.clock, None)
+    assert (delta.is_fresh_instance, delta.changed, delta.deleted) == (False, ["a.txt"], [])
 
 
 def test_a_file_racy_at_the_baseline_is_not_changed_later(
@@ -459,12 +452,12 @@ def test_a_file_racy_at_the_baseline_is_not_changed_later(
     monkeypatch.setattr(changelog, "time", SimpleNamespace(time_ns=lambda: now[0]))
     entry = service.acquire(str(tmp_path), Settings())
     base = service.call(RequestContext(1), service.changed_since_sync, "", entry)
-    assert base["isFreshInstance"] and sorted(base["changed"]) == ["a.py", "b.py"]
+    assert base.is_fresh_instance and sorted(base.changed) == ["a.py", "b.py"]
 
     now[0] = mtime + 3 * RACY_NS
     (tmp_path / "b.py").write_text("B\n")  # same size, maybe the same mtime: hashed
-    delta = service.changed_since_sync(base["clock"], None)
-    assert (delta["isFreshInstance"], delta["changed"], delta["deleted"]) == (False, ["b.py"], [])
+    delta = service.changed_since_sync(base.clock, None)
+    assert (delta.is_fresh_instance, delta.changed, delta.deleted) == (False, ["b.py"], [])
 
 
 def test_stat_snapshots_kept_per_root_are_bounded(service: Service, tree: Path) -> None:
@@ -472,7 +465,7 @@ def test_stat_snapshots_kept_per_root_are_bounded(service: Service, tree: Path) 
     clocks = []
     for i in range(SNAPSHOTS_KEPT + 1):
         (tree / f"n{i}.txt").write_text("n\n")
-        clocks.append(service.changed_since_sync(clocks[-1] if clocks else "", entry)["clock"])
+        clocks.append(service.changed_since_sync(clocks[-1] if clocks else "", entry).clock)
     assert clocks[0] not in entry.statlog and clocks[-1] in entry.statlog
     assert changes(service, entry, clocks[0])[0] is True  # dropped: a fresh instance
 
@@ -558,7 +551,7 @@ def test_jobs_quiet_for() -> None:
 def test_status_reports_roots_cache_and_engine(service: Service, tree: Path) -> None:
     conn = service.connect("stdio")
     entry = service.acquire(str(tree), Settings())
-    status = service.status(entry)
+    status = to_builtins(service.status(entry))
     (root,) = status["roots"]
     assert root["files"] is None and root["indexed"] is False and status["fileCount"] == 0
     assert service.call(RequestContext(conn), service.index_sync, entry) == 2
@@ -566,7 +559,7 @@ def test_status_reports_roots_cache_and_engine(service: Service, tree: Path) -> 
     read(service, entry, paths=["a.txt"])  # a cache hit: the file is not racy
     service.overlays.put(str(tree / "src/b.py"), conn, "x", 1, shared=True)
 
-    status = service.status(entry)
+    status = to_builtins(service.status(entry))
     (root,) = status["roots"]
     assert root["root"] == str(tree) and root["name"] == "ws"
     assert (root["files"], root["indexed"], root["connections"]) == (2, True, 1)
@@ -588,7 +581,7 @@ def test_status_reports_roots_cache_and_engine(service: Service, tree: Path) -> 
     assert status["pid"] == os.getpid() and status["uptime"] >= 0
 
     entry.watcher = FakeWatcher(True)  # type: ignore[assignment]
-    status = service.status(None)
+    status = to_builtins(service.status(None))
     assert status["roots"][0]["watcher"] == {
         "state": "running",
         "warnings": ["w1"],
@@ -603,7 +596,7 @@ def test_status_reports_roots_cache_and_engine(service: Service, tree: Path) -> 
 
 
 def test_status_helpers() -> None:
-    assert watcher_status(None) == {
+    assert to_builtins(watcher_status(None)) == {
         "state": "off",
         "warnings": [],
         "barrier": "stat",
@@ -616,7 +609,7 @@ def test_status_helpers() -> None:
     class Cache:
         bytes_used, hits, misses = 10, 1, 2
 
-    assert cache_status(Cache()) == {"bytes": 10, "hitRate": 0.3333}  # type: ignore[arg-type]
+    assert cache_status(Cache()) == CacheStatus(10, 0.3333)  # type: ignore[arg-type]
 
 
 def test_files_sync_and_rescan_through_a_workspace(service: Service, tree: Path) -> None:

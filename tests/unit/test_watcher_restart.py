@@ -33,6 +33,7 @@ from readmany_daemon.runtime.status import watcher_status
 from readmany_daemon.runtime.watcher import MAX_RESTARTS, Watcher
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.cursor import decode_read_request
+from readmany_daemon.wire.messages import to_builtins
 from tests.helpers import write_tree
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/sys/fs/inotify"), reason="inotify")
@@ -71,7 +72,8 @@ def read(svc: Service, entry: RootEntry, *paths: str) -> str:
 
 
 def changed_since(svc: Service, entry: RootEntry, clock: str) -> dict[str, Any]:
-    return dict(svc.call(RequestContext(1), svc.changed_since_sync, clock, entry))
+    """The ``readMany/changedSince`` answer as it goes on the wire."""
+    return to_builtins(svc.call(RequestContext(1), svc.changed_since_sync, clock, entry))
 
 
 def kill_reader(watcher: Watcher) -> Any:
@@ -114,7 +116,7 @@ def test_a_dead_reader_is_restarted_by_the_next_read_without_a_cookie(
     assert watcher.cookie_round_trips == trips  # no cookie a dead reader cannot deliver
     assert took < watcher_mod.COOKIE_TIMEOUT
     assert watcher._fd is not old and watcher._fd.is_alive()
-    status = watcher_status(watcher)
+    status = to_builtins(watcher_status(watcher))
     assert status["state"] == "running" and status["barrier"] == "quiet-queue"
     assert any("RuntimeError: injected reader fault" in w for w in status["warnings"])
     # a clock from before the restart: what the rescan found is changed, not fresh
@@ -156,7 +158,7 @@ def test_past_the_restart_limit_the_root_stays_correct_by_stat(
     trips = watcher.cookie_round_trips
     assert "last" in read(service, entry, "last.txt")
     assert watcher.cookie_round_trips == trips
-    status = watcher_status(watcher)
+    status = to_builtins(watcher_status(watcher))
     assert status["state"] == "degraded" and status["barrier"] == "stat"
     assert f"restarted {MAX_RESTARTS} times" in status["barrierReason"]
     assert status["barrierReason"].startswith(watchdog_version())
@@ -167,7 +169,7 @@ def test_past_the_restart_limit_the_root_stays_correct_by_stat(
     monkeypatch.setattr(watcher_mod, "RESTART_WINDOW", 0.0)
     (tree / "back.txt").write_text("back\n")
     assert "back" in read(service, entry, "back.txt")
-    status = watcher_status(watcher)
+    status = to_builtins(watcher_status(watcher))
     assert status["state"] == "running" and status["barrier"] == "quiet-queue"
 
 
@@ -265,7 +267,7 @@ def test_a_new_signature_is_not_overridden(
             assert w.barrier()
             assert w.index.contains("b.txt")
         assert w.cookie_round_trips == 1
-        status = watcher_status(w)
+        status = to_builtins(watcher_status(w))
         assert status["barrier"] == "cookie" and status["barrierReason"] == shape.reason
         said = [r for r in caplog.records if shape.reason in r.getMessage()]
         assert len(said) == 1
