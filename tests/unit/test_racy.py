@@ -16,7 +16,8 @@ import pytest
 
 from readmany_daemon.content.reader import read_file
 from readmany_daemon.racy import StatKey, file_sha256, stat_key
-from readmany_daemon.runtime.changelog import Changes, StatLog
+from readmany_daemon.runtime.changelog import StatLog
+from readmany_daemon.wire.messages import ChangedSinceResult
 
 HOUR_NS = 3600 * 10**9
 
@@ -39,7 +40,7 @@ def test_the_reader_and_the_changelog_key_one_stat_alike(tmp_path: Path) -> None
     assert read_file(path, max_file_bytes=1 << 20).stat_key() == key
     log = StatLog()
     got = log.changes("", "1:1", lambda rel: str(tmp_path / rel), lambda: ["a.txt"], 1 << 20)
-    assert log._snapshots[got["clock"]].files["a.txt"] == key
+    assert log._snapshots[got.clock].files["a.txt"] == key
 
 
 def test_the_changelog_finds_racy_files_by_their_mtime(tmp_path: Path) -> None:
@@ -50,14 +51,14 @@ def test_the_changelog_finds_racy_files_by_their_mtime(tmp_path: Path) -> None:
     _file(tmp_path, "old.txt", b"old\n", time.time_ns() - HOUR_NS)
     log = StatLog()
 
-    def changes(clock: str) -> Changes:
+    def changes(clock: str) -> ChangedSinceResult:
         listing = ["fresh.txt", "old.txt"]
         return log.changes(clock, "1:1", lambda rel: str(tmp_path / rel), lambda: listing, 0)
 
     base = changes("")
-    assert base["isFreshInstance"]
-    again = changes(base["clock"])
-    assert (again["isFreshInstance"], again["changed"], again["deleted"]) == (
+    assert base.is_fresh_instance
+    again = changes(base.clock)
+    assert (again.is_fresh_instance, again.changed, again.deleted) == (
         False,
         ["fresh.txt"],
         [],
