@@ -3,8 +3,10 @@
 ``answer(workspace, request)`` is the whole of ``readMany/read`` (PROTOCOL §3-§5); each
 phase below is a named function over the stage modules. Per-file problems are
 ``FileResult`` statuses and codes, never exceptions; only ``InvalidParams`` escapes (a
-bad exclude pattern), naming the field. A cursor is decoded at the edge
-(``wire.cursor.decode_read_request``): the engine receives its ``Continuation``.
+bad exclude pattern, a cursor of another request), naming the field. A cursor is
+decoded at the edge (``wire.cursor.decode_read_request``): the engine receives its
+``Continuation``. The params become each stage's options once (``engine.options``);
+no stage reads them.
 """
 
 from __future__ import annotations

@@ -153,15 +153,23 @@ def kept_tokens(lo: LoadedItem, opts: LoadOptions, cache: ContentCache | None) -
         return lo.tokens
     if not lo.text:
         return tokens_of(lo, opts, cache)
-    w = lo.window
-    if cache is None or w is None or lo.full is None:
-        return None
-    counted: int | None = cache.derived(
-        lo.full, _count_key(lo, opts), lambda _full: None, size=lambda _n: _COUNT_BYTES
-    )
+    counted = _kept_count(lo, opts, cache, lambda: None)
     if counted is not None:
         lo.tokens = counted
     return counted
+
+
+def _kept_count(
+    lo: LoadedItem, opts: LoadOptions, cache: ContentCache | None, count: Callable[[], int | None]
+) -> int | None:
+    """``lo``'s token count kept with its content-cache entry (``ContentCache.derived``
+    under :func:`_count_key`, :data:`_COUNT_BYTES` charged), made by ``count()`` on the
+    first call; None when ``lo`` is no window of a cached text (or ``count`` gives
+    None): the one place counts are kept."""
+    if cache is None or lo.window is None or lo.full is None:
+        return None
+    key = _count_key(lo, opts)
+    return cache.derived(lo.full, key, lambda _full: count(), size=lambda _n: _COUNT_BYTES)
 
 
 def _count_key(lo: LoadedItem, opts: LoadOptions) -> str:
@@ -189,15 +197,7 @@ def tokens_of(lo: LoadedItem, opts: LoadOptions, cache: ContentCache | None) -> 
         lo.tokens = 0
         return 0
     fmt = opts.format
-    counted: int | None = None
-    w = lo.window
-    if cache is not None and w is not None and lo.full is not None:
-        counted = cache.derived(
-            lo.full,
-            _count_key(lo, opts),
-            lambda _full: tokens.count(content_form(fmt, text)),
-            size=lambda _n: _COUNT_BYTES,
-        )
+    counted = _kept_count(lo, opts, cache, lambda: tokens.count(content_form(fmt, text)))
     if counted is None:
         counted = tokens.count_memo(content_form(fmt, text))
     lo.tokens = counted

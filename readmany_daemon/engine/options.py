@@ -11,7 +11,7 @@ stages read plain fields and never the wire params again.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
@@ -25,6 +25,8 @@ from readmany_daemon.rules.kinds import Filters
 from readmany_daemon.rules.patterns import GitPatterns
 from readmany_daemon.wire.cursor import Continuation, CursorStamp, ReadRequest, cursor_stamp
 from readmany_daemon.wire.messages import FilesParams, FileSpec, ReadManyParams
+
+_S = TypeVar("_S", bound=msgspec.Struct)
 
 #: ``packing`` as a stage applies it (PROTOCOL §3; later pages go in request order).
 Packing = Literal["auto", "request-order", "smallest-first", "outlines"]
@@ -194,7 +196,7 @@ def options_for(ws: Workspace, request: ReadRequest) -> Options:
     return Options(
         resolve=resolve,
         load=_load_options(ws, params, known),
-        budget=_budget_options(params, "request-order" if later else params.packing),
+        budget=_taken(BudgetOptions, params, packing="request-order" if later else params.packing),
         page=PageOptions(root=ws.root, continuation=cont, stamp=stamp),
     )
 
@@ -212,28 +214,17 @@ def filters_for(params: ReadManyParams | FilesParams) -> Filters:
 
 def _load_options(ws: Workspace, params: ReadManyParams, known: dict[str, str]) -> LoadOptions:
     redact = params.redact_secrets
-    return LoadOptions(
+    return _taken(
+        LoadOptions,
+        params,
         max_file_bytes=ws.settings.max_file_bytes,
-        prefer_full_read=params.prefer_full_read,
-        per_file_max_lines=params.per_file_max_lines,
-        per_file_max_chars=params.per_file_max_chars,
-        per_file_max_tokens=params.per_file_max_tokens,
-        line_numbers=params.line_numbers,
-        format=params.format,
         redact=ws.settings.redact_secrets if redact is None else redact,
         known=known,
     )
 
 
-def _budget_options(params: ReadManyParams, packing: Packing) -> BudgetOptions:
-    return BudgetOptions(
-        packing=packing,
-        max_total_files=params.max_total_files,
-        max_total_chars=params.max_total_chars,
-        max_total_tokens=params.max_total_tokens,
-        max_answer_chars=params.max_answer_chars,
-        per_file_max_tokens=params.per_file_max_tokens,
-        stop_on_error=params.stop_on_error,
-        format=params.format,
-        line_numbers=params.line_numbers,
-    )
+def _taken(cls: type[_S], params: ReadManyParams, **given: Any) -> _S:
+    """A ``cls`` of the fields ``given``, the others taken as they are from the params'
+    fields of the same name."""
+    names = [f.name for f in msgspec.structs.fields(cls) if f.name not in given]
+    return cls(**{name: getattr(params, name) for name in names}, **given)

@@ -2,8 +2,10 @@
 
 NFC/NFD spellings, the codes of path errors, and ``_Resolver``, which answers errors,
 no-match and ignored entries at resolve time and keeps expansions as plain path lists.
-Path normalising (``to_rel``) and real paths confined to the root (``realpath_of``,
-``resolves_inside``) are ``readmany_daemon.paths``.
+The entries come as ``engine.options.ResolveOptions`` made them: already root-relative
+(``paths.to_rel``) and classified as patterns or not (``rules.glob.has_magic``), with
+the request's filters and exclude matcher. Real paths confined to the root
+(``realpath_of``, ``resolves_inside``) are ``readmany_daemon.paths``.
 """
 
 from __future__ import annotations
@@ -278,9 +280,7 @@ class _Resolver:
                     names_file=True,
                 )
                 return
-        soft = ws.explain(
-            rel, False, Filters(f.respect_gitignore, False, f.use_default_excludes)
-        )
+        soft = ws.explain(rel, False, Filters(f.respect_gitignore, False, f.use_default_excludes))
         if soft is not None and soft.kind == "gitignore" and ws.rules.is_tracked(rel):
             soft = None
         self.add(

@@ -15,7 +15,9 @@ positions in an expansion, do not move when files are created or deleted.
 ``decode_read_request`` turns raw ``readMany/read`` params into a ``ReadRequest``: for a
 cursor request, the params stored in the cursor (validated once, here) and the
 ``Continuation``; the engine answers a ``ReadRequest`` and never opens a cursor itself.
-``encode_cursor`` makes the token of an answer.
+``cursor_stamp`` is made once per request (its non-default params and digest);
+``encode_position`` makes the token of an answer with it (``encode_cursor`` from the
+params).
 """
 
 from __future__ import annotations

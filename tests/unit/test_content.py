@@ -654,7 +654,9 @@ def test_prefix_window_equals_whole_window(
     big_utf8: tuple[str, str], offset: int, limit: int | None, max_chars: int | None
 ) -> None:
     path, text = big_utf8
-    got = read_file(path, ReadOptions(max_file_bytes=MiB, offset=offset, limit=limit, max_chars=max_chars))
+    got = read_file(
+        path, ReadOptions(max_file_bytes=MiB, offset=offset, limit=limit, max_chars=max_chars)
+    )
     assert got.window == window(text, offset, limit, max_chars)
     assert got.text is not None and text.startswith(got.text)
 
@@ -925,11 +927,12 @@ def test_read_beneath_refuses_a_link_anywhere_on_the_path(tmp_path: Path) -> Non
     outside.mkdir()
     (outside / "x.txt").write_text("OUTSIDE\n")
     target = str(root / "sub" / "x.txt")
-    assert read_file(target, ReadOptions(max_file_bytes=1 << 20), beneath=str(root)).text == "inside\n"
+    read = ReadOptions(max_file_bytes=1 << 20)
+    assert read_file(target, read, beneath=str(root)).text == "inside\n"
     (root / "sub").rename(root / "real")
     (root / "sub").symlink_to(outside)  # the swap: same path, now leading out
-    assert read_file(target, ReadOptions(max_file_bytes=1 << 20)).text == "OUTSIDE\n"  # what it prevents
-    got = read_file(target, ReadOptions(max_file_bytes=1 << 20), beneath=str(root))
+    assert read_file(target, read).text == "OUTSIDE\n"  # what it prevents
+    got = read_file(target, read, beneath=str(root))
     assert got.kind == "error" and got.text is None, got
     (root / "deep" / "er").mkdir(parents=True)
     (root / "deep" / "er" / "y.txt").write_text("deep\n")
