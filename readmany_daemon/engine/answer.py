@@ -76,10 +76,10 @@ def answer_parts(
     request and for a bad exclude pattern; every per-file problem is a ``FileResult``
     status instead.
     """
+    since = paging.now()  # before anything looks at the tree (options_for may: realpath)
     opts = options_for(ws, _as_request(req))
     page, limits = opts.page, opts.budget
     cont = page.continuation
-    since = paging.now()
     resolved = resolve(ws, opts.resolve)
     items = resolved.items
     positions = paging.positions(items, cont)
