@@ -226,5 +226,5 @@ def _load_options(ws: Workspace, params: ReadManyParams, known: dict[str, str]) 
 def _taken(cls: type[_S], params: ReadManyParams, **given: Any) -> _S:
     """A ``cls`` of the fields ``given``, the others taken as they are from the params'
     fields of the same name."""
-    names = [f.name for f in msgspec.structs.fields(cls) if f.name not in given]
+    names = [name for name in cls.__struct_fields__ if name not in given]
     return cls(**{name: getattr(params, name) for name in names}, **given)
