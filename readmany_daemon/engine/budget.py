@@ -49,7 +49,8 @@ def finish(
     outline_for: Callable[[], Outline] | None = None,
     outline_chars: int = MAX_OUTLINE_CHARS,
 ) -> LoadedItem:
-    """Fill the line fields and the shown text (line numbers, cut notice) of a window.
+    """Fill the line fields and the shown text (line numbers when ``opts.line_numbers``,
+    cut notice) of a window.
 
     A window that covers all the lines asked for (``limit``) is ``ok`` even when the file
     goes on, and ends with its position notice unless it is the whole file
@@ -114,7 +115,7 @@ def budget_cut(
     outline_chars: int = MAX_OUTLINE_CHARS,
 ) -> LoadedItem:
     """Re-cut the one partial file of an answer to at most ``allowed`` shown characters
-    (line numbers included), status ``partial`` with code ``budget`` (no code when
+    (line numbers included, ``opts.line_numbers``), status ``partial`` with code ``budget`` (no code when
     ``budget`` is False: a per-file cap); its outline block takes at most
     ``outline_chars`` characters."""
     assert lo.window is not None and lo.full is not None
