@@ -115,9 +115,9 @@ def budget_cut(
     outline_chars: int = MAX_OUTLINE_CHARS,
 ) -> LoadedItem:
     """Re-cut the one partial file of an answer to at most ``allowed`` shown characters
-    (line numbers included, ``opts.line_numbers``), status ``partial`` with code ``budget`` (no code when
-    ``budget`` is False: a per-file cap); its outline block takes at most
-    ``outline_chars`` characters."""
+    (line numbers included, ``opts.line_numbers``), status ``partial`` with code
+    ``budget`` (no code when ``budget`` is False: a per-file cap); its outline block
+    takes at most ``outline_chars`` characters."""
     assert lo.window is not None and lo.full is not None
     item = lo.item
     offset = item.offset or 1
