@@ -47,6 +47,7 @@ __all__ = [
     "FileRead",
     "FolderHandles",
     "LoadKind",
+    "ReadOptions",
     "mime_for",
     "open_beneath",
     "read_file",
@@ -315,19 +316,27 @@ class FolderHandles:
         self.close()
 
 
-def read_file_at(
-    dir_fd: int,
-    name: str,
-    pre: os.stat_result,
-    *,
-    max_file_bytes: int,
-    offset: int = 1,
-    limit: int | None = None,
-    max_chars: int | None = None,
-    want_full: bool = False,
-    want_bytes: bool = False,
-    column: int = 1,
-) -> FileRead:
+class ReadOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """How one file is read (:func:`read_file`, :func:`read_file_at`).
+
+    ``max_file_bytes``: files larger (in bytes) are read as a prefix, or refused
+    ``too-large`` when the whole file is wanted (``want_full``, ``want_bytes``).
+    ``offset`` (1-based line), ``limit`` (lines), ``max_chars`` (characters) and
+    ``column`` (1-based character of line ``offset``) are the window asked for, as in
+    :func:`content.lines.window` (None: no cap). ``want_full``: the whole text is
+    wanted (``preferFullRead`` with no window); ``want_bytes``: the raw bytes too (an
+    image or PDF to attach). PROTOCOL §3-§4 give the request fields these come from."""
+
+    max_file_bytes: int
+    offset: int = 1
+    limit: int | None = None
+    max_chars: int | None = None
+    want_full: bool = False
+    want_bytes: bool = False
+    column: int = 1
+
+
+def read_file_at(dir_fd: int, name: str, pre: os.stat_result, read: ReadOptions) -> FileRead:
     """:func:`read_file` for file ``name`` (one component) in the folder open as
     ``dir_fd`` (see :class:`FolderHandles`), whose ``lstat`` (``os.stat(name,
     dir_fd=dir_fd, follow_symlinks=False)``) the caller already holds as ``pre``.
@@ -335,6 +344,7 @@ def read_file_at(
     The same checks as :func:`read_file`: ``pre`` must be a regular file, the open uses
     ``O_NOFOLLOW | O_NONBLOCK`` and the opened descriptor is ``fstat``-ed again. Same
     result and errors."""
+    offset, limit, max_chars, column = read.offset, read.limit, read.max_chars, read.column
     check_window_args(offset, limit, max_chars, column)
     read_at = time.time_ns()
     if not stat.S_ISREG(pre.st_mode):
@@ -344,7 +354,7 @@ def read_file_at(
     except OSError as exc:
         return _os_error(exc)
     window_args = (offset, limit, max_chars, column)
-    return _read_fd(fd, read_at, max_file_bytes, window_args, want_full, want_bytes)
+    return _read_fd(fd, read_at, read.max_file_bytes, window_args, read.want_full, read.want_bytes)
 
 
 #: ``(offset, limit, max_chars, column)`` of the window asked for (see :func:`window`).
@@ -390,18 +400,7 @@ def _read_fd(
         os.close(fd)
 
 
-def read_file(
-    abs_path: str,
-    *,
-    max_file_bytes: int,
-    offset: int = 1,
-    limit: int | None = None,
-    max_chars: int | None = None,
-    want_full: bool = False,
-    want_bytes: bool = False,
-    beneath: str | None = None,
-    column: int = 1,
-) -> FileRead:
+def read_file(abs_path: str, read: ReadOptions, *, beneath: str | None = None) -> FileRead:
     """Read one regular file safely, decode it and cut the asked window.
 
     ``abs_path`` must be absolute and already free of symbolic links in its last
@@ -418,6 +417,7 @@ def read_file(
 
     All reads are consistent with that one ``fstat``: at most ``st_size`` bytes are read
     (a file growing meanwhile is read as it was; one shrinking gives what was there).
+    ``read`` (:class:`ReadOptions`) says how:
 
     * ``size <= max_file_bytes``: the whole file is read and decoded (``complete_text``,
       ``sha256`` set; ``data`` too with ``want_bytes``).
@@ -436,6 +436,7 @@ def read_file(
 
     Raises ``ValueError`` only for invalid ``offset``/``limit``/``max_chars``/``column``.
     """
+    offset, limit, max_chars, column = read.offset, read.limit, read.max_chars, read.column
     check_window_args(offset, limit, max_chars, column)
     read_at = time.time_ns()
     try:
@@ -454,7 +455,7 @@ def read_file(
     except OSError as exc:
         return _os_error(exc)
     window_args = (offset, limit, max_chars, column)
-    return _read_fd(fd, read_at, max_file_bytes, window_args, want_full, want_bytes)
+    return _read_fd(fd, read_at, read.max_file_bytes, window_args, read.want_full, read.want_bytes)
 
 
 def _binary(

@@ -3,8 +3,10 @@
 ``answer(workspace, request)`` is the whole of ``readMany/read`` (PROTOCOL §3-§5); each
 phase below is a named function over the stage modules. Per-file problems are
 ``FileResult`` statuses and codes, never exceptions; only ``InvalidParams`` escapes (a
-bad exclude pattern), naming the field. A cursor is decoded at the edge
-(``wire.cursor.decode_read_request``): the engine receives its ``Continuation``.
+bad exclude pattern, a cursor of another request), naming the field. A cursor is
+decoded at the edge (``wire.cursor.decode_read_request``): the engine receives its
+``Continuation``. The params become each stage's options once (``engine.options``);
+no stage reads them.
 """
 
 from __future__ import annotations
@@ -12,14 +14,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-import msgspec
-
 from readmany_daemon.content import tokens
 from readmany_daemon.engine import paging
 from readmany_daemon.engine.budget import budget_cut, token_cut
 from readmany_daemon.engine.items import Item, Items, LoadedItem, Piece, Resolved
 from readmany_daemon.engine.load import Loads, RequestPaths
 from readmany_daemon.engine.notices import MAX_NAMED_IN_CONTENT, Notices, continuation_request
+from readmany_daemon.engine.options import BudgetOptions, LoadOptions, Options, options_for
 from readmany_daemon.engine.outlines import Outliner
 from readmany_daemon.engine.pack import (
     FRAME_TOKENS,
@@ -37,12 +38,8 @@ from readmany_daemon.engine.pack import (
 from readmany_daemon.engine.render import frame_chars, render_counted, return_display
 from readmany_daemon.engine.resolve import resolve
 from readmany_daemon.engine.workspace import Workspace
-from readmany_daemon.errors import Code, InvalidParams, Status
-from readmany_daemon.wire.cursor import (
-    MAX_CURSOR_CHARS,
-    ReadRequest,
-    cursor_digest,
-)
+from readmany_daemon.errors import Code, Status
+from readmany_daemon.wire.cursor import MAX_CURSOR_CHARS, ReadRequest
 from readmany_daemon.wire.messages import (
     PackingInfo,
     ReadManyParams,
@@ -74,45 +71,38 @@ def answer_parts(
     glob stay a list of paths, and entries after the budget's stop are counted and
     listed (up to ``MAX_LISTED``) without being loaded.
 
-    Raises ``InvalidParams`` for a bad exclude pattern; every per-file problem is a
-    ``FileResult`` status instead.
+    The request's params become each stage's options first, once
+    (``options.options_for``). Raises ``InvalidParams`` for a cursor of another root or
+    request and for a bad exclude pattern; every per-file problem is a ``FileResult``
+    status instead.
     """
-    request = _as_request(req)
-    params = request.params
-    cont = request.continuation
-    if cont is not None and cont.digest != cursor_digest(ws.root, params):
-        raise InvalidParams(
-            "invalid params: $.cursor belongs to another root or another request; "
-            "send it alone, in the root it came from",
-            "$.cursor",
-        )
-    since = paging.now()
-    resolved = resolve(ws, params)
+    since = paging.now()  # before anything looks at the tree (options_for may: realpath)
+    opts = options_for(ws, _as_request(req))
+    page, limits = opts.page, opts.budget
+    cont = page.continuation
+    resolved = resolve(ws, opts.resolve)
     items = resolved.items
     positions = paging.positions(items, cont)
     created = paging.created_files(ws, items, cont) if cont is not None else []
-    # Later pages go in request order, whatever the first one did (outlines go on).
-    later = cont is not None and params.packing != "outlines"
-    packing = msgspec.structs.replace(params, packing="request-order") if later else params
     with RequestPaths(ws) as paths:
-        loads = Loads(ws, items, params, paths)
-        active, stopped_at = _stop_on_error(positions, loads, params)
-        budget = _token_budget(params, loads)
-        outliner = Outliner(loads, loads.outline, params.format, FRAME_TOKENS)
-        answer_budget = _answer_budget(params, items, active)
+        loads = Loads(ws, items, opts.load, paths)
+        active, stopped_at = _stop_on_error(positions, loads, limits)
+        budget = _token_budget(limits, loads)
+        outliner = Outliner(loads, loads.outline, limits.format, FRAME_TOKENS)
+        answer_budget = _answer_budget(limits, items, active)
         done_upto = paging.outlined_upto(items, cont)
         room: int | None = None
         char_steps = 0  # packings with fewer answer characters, for maxAnswerChars
         fitting: tuple[ReadManyResult, list[str]] | None = None  # before a fuller try
         for attempt in itertools.count():
             plan, switched = choose_plan(
-                ws, items, active, loads, packing, budget, outliner, answer_budget, done_upto
+                ws, items, active, loads, limits, budget, outliner, answer_budget, done_upto
             )
-            acc = _account(resolved, positions, len(active), stopped_at, plan, loads, params)
+            acc = _account(resolved, positions, len(active), stopped_at, plan, loads, opts)
             if plan.strategy == "outlines":
                 acc.not_outlined = max(0, acc.omitted_total - acc.outlined - plan.earlier)
                 acc.outlined_upto = max(plan.outlined, default=None)
-            cursor = paging.next_cursor(ws, params, items, positions, cont, since, acc, carry=True)
+            cursor = paging.next_cursor(page, items, positions, since, acc, carry=True)
             if cursor is not None and len(cursor) > MAX_CURSOR_CHARS:
                 # Too many keys delivered beyond the prefix (a smallest-first page of many
                 # small files): leave the last of them for later pages instead. Only a
@@ -121,35 +111,31 @@ def answer_parts(
                 # region move with the files left), so the drop is tried again until
                 # the cursor fits with the request, a few times at most.
                 for _ in range(_OVERFLOW_TRIES):
-                    dropped = paging.overflow(ws, params, items, positions, cont, since, acc)
+                    dropped = paging.overflow(page, items, positions, since, acc)
                     if not dropped:
                         break
                     plan.drop(dropped)
-                    acc = _account(
-                        resolved, positions, len(active), stopped_at, plan, loads, params
-                    )
-                    cursor = paging.next_cursor(
-                        ws, params, items, positions, cont, since, acc, carry=True
-                    )
+                    acc = _account(resolved, positions, len(active), stopped_at, plan, loads, opts)
+                    cursor = paging.next_cursor(page, items, positions, since, acc, carry=True)
                     if cursor is None or len(cursor) <= MAX_CURSOR_CHARS:
                         break
-                cursor = paging.next_cursor(ws, params, items, positions, cont, since, acc)
+                cursor = paging.next_cursor(page, items, positions, since, acc)
             acc.created = [items.label(i) for i in created[:MAX_LISTED]]
-            answered = _assemble(ws, params, resolved, plan, switched, acc, cursor, room)
-            limit = params.max_total_tokens
+            answered = _assemble(ws, limits, resolved, plan, switched, acc, cursor, room)
+            limit = limits.max_total_tokens
             total = answered[0].summary.estimated_tokens
             tokens_over = budget is not None and limit is not None and total > limit
             text_chars = sum(map(len, answered[1]))
-            chars_over = params.max_answer_chars is not None and (
-                text_chars > params.max_answer_chars
+            chars_over = limits.max_answer_chars is not None and (
+                text_chars > limits.max_answer_chars
             )
             if not tokens_over and not chars_over:
-                if fitting is None and _may_fill(answer_budget, acc, params, text_chars):
+                if fitting is None and _may_fill(answer_budget, acc, limits, text_chars):
                     # The notices were reserved at their longest: plan the characters
                     # they left once more (packed fewer again if that passes the
                     # limit, this answer kept in case that cannot fit).
-                    assert answer_budget is not None and params.max_answer_chars is not None
-                    slack = params.max_answer_chars - text_chars - _FILL_MARGIN
+                    assert answer_budget is not None and limits.max_answer_chars is not None
+                    slack = limits.max_answer_chars - text_chars - _FILL_MARGIN
                     answer_budget.limit = max(answer_budget.limit, 0) + slack
                     fitting = answered
                     continue
@@ -159,9 +145,9 @@ def answer_parts(
                 assert budget is not None and limit is not None
                 more, room = _shrink(budget, room, acc, total, limit, attempt)
             if chars_over and answer_budget is not None:
-                assert params.max_answer_chars is not None
+                assert limits.max_answer_chars is not None
                 fewer, room, char_steps = _shrink_answer(
-                    answer_budget, room, acc, text_chars, params.max_answer_chars, char_steps
+                    answer_budget, room, acc, text_chars, limits.max_answer_chars, char_steps
                 )
                 more = more or fewer
             if not more or attempt >= _MAX_ATTEMPTS:
@@ -184,16 +170,16 @@ _MAX_ATTEMPTS = 24
 _OVERFLOW_TRIES = 4
 
 
-def _token_budget(params: ReadManyParams, loads: Loads) -> TokenBudget | None:
+def _token_budget(limits: BudgetOptions, loads: Loads) -> TokenBudget | None:
     """The token budget of the files' contents and framing under ``maxTotalTokens``,
     at first all of it less the answer's end line; None without ``maxTotalTokens``."""
-    if params.max_total_tokens is None:
+    if limits.max_total_tokens is None:
         return None
 
     def cost(lo: LoadedItem) -> int:
         return loads.tokens(lo) + tokens.count_memo(lo.result.path) + FRAME_TOKENS
 
-    return TokenBudget(params.max_total_tokens - FRAME_TOKENS, cost)
+    return TokenBudget(limits.max_total_tokens - FRAME_TOKENS, cost)
 
 
 #: Characters an answer's notices are expected to take beside the framed files, before
@@ -203,24 +189,24 @@ _NOTICE_CHARS = 1400
 
 
 def _answer_budget(
-    params: ReadManyParams, items: Items, active: Sequence[int]
+    limits: BudgetOptions, items: Items, active: Sequence[int]
 ) -> AnswerBudget | None:
     """The answer characters every packing plans its files (and outlines) into
     (``maxAnswerChars`` less the notices expected: :data:`_NOTICE_CHARS` and the names
     of up to 50 omitted files, as long as the first labels, to half of the answer in
     all); None without
     ``maxAnswerChars``."""
-    if params.max_answer_chars is None:
+    if limits.max_answer_chars is None:
         return None
     sample = [len(items.label(i)) + 2 for i in active[:MAX_NAMED_IN_CONTENT]]
     names = sum(sample) if len(sample) < len(active) else 0
     # Long names are named fewer when the notices take over half of the answer
     # (``Notices.room``): at most that half is reserved for them.
-    names = min(names, max(0, params.max_answer_chars // 2 - _NOTICE_CHARS))
+    names = min(names, max(0, limits.max_answer_chars // 2 - _NOTICE_CHARS))
     reserve = _NOTICE_CHARS + names
-    fmt = params.format
+    fmt = limits.format
     return AnswerBudget(
-        params.max_answer_chars - reserve, lambda label, empty: frame_chars(fmt, label, empty)
+        limits.max_answer_chars - reserve, lambda label, empty: frame_chars(fmt, label, empty)
     )
 
 
@@ -271,16 +257,16 @@ _FILL_MARGIN = 64
 
 
 def _may_fill(
-    budget: AnswerBudget | None, acc: Account, params: ReadManyParams, text_chars: int
+    budget: AnswerBudget | None, acc: Account, limits: BudgetOptions, text_chars: int
 ) -> bool:
     """Whether an answer of ``text_chars`` characters, within ``maxAnswerChars``, is
     planned once more with what its notices left of their reserve (:data:`_NOTICE_CHARS`
     and the names of omitted files are reserved at their longest): only when it left
     files out or cut one, and over :data:`_FILL_MARGIN` characters are left."""
-    if budget is None or params.max_answer_chars is None:
+    if budget is None or limits.max_answer_chars is None:
         return False
     cut_or_left = acc.summary.omitted > 0 or acc.summary.truncated > 0
-    return cut_or_left and params.max_answer_chars - text_chars > 2 * _FILL_MARGIN
+    return cut_or_left and limits.max_answer_chars - text_chars > 2 * _FILL_MARGIN
 
 
 #: The first ``room`` tried when the notices take too much of a token budget.
@@ -300,13 +286,13 @@ def _as_request(req: ReadRequest | ReadManyParams) -> ReadRequest:
 
 
 def _stop_on_error(
-    positions: Flat, loads: Loads, params: ReadManyParams
+    positions: Flat, loads: Loads, limits: BudgetOptions
 ) -> tuple[Sequence[int], int]:
     """``stopOnError``: everything after the first error (in request order) is omitted.
     Returns the positions still to pack and how many of ``positions`` that is."""
     active: Sequence[int] = positions
     stopped_at = len(positions)
-    if params.stop_on_error:
+    if limits.stop_on_error:
         for pos, i in enumerate(positions):
             if loads(i).result.status == Status.ERROR:
                 stopped_at = pos + 1
@@ -322,7 +308,7 @@ def _account(
     stopped_at: int,
     plan: PackPlan,
     loads: Loads,
-    params: ReadManyParams,
+    opts: Options,
 ) -> Account:
     """Account for every position in output order: the entries the plan includes (the
     partial one cut to what the budget leaves), then those it leaves unloaded."""
@@ -334,8 +320,7 @@ def _account(
         hidden_folders=dict(resolved.hidden_folders),
     )
     acc = Account(summary)
-    budgeted = params.max_total_tokens is not None or params.per_file_max_tokens is not None
-    acc.tally = tokens.Tally(None if budgeted else EXACT_COUNT_CHARS)
+    acc.tally = tokens.Tally(None if opts.budget.budgeted else EXACT_COUNT_CHARS)
     for pos, i in enumerate(positions):
         if pos >= budget_from:
             break
@@ -349,7 +334,7 @@ def _account(
             continue
         lo = loads(i)
         if plan.partial is not None and plan.partial[0] == i and lo.window is not None:
-            lo = _cut_partial(acc, i, lo, plan.partial[1], plan.partial_tokens, loads, params)
+            lo = _cut_partial(acc, i, lo, plan.partial[1], plan.partial_tokens, loads, opts.load)
         elif plan.partial is not None and plan.partial[0] == i and lo.recut is not None:
             lo = _recut(lo, plan.partial[1], plan.partial_tokens, loads)  # a notebook
         _add_loaded(acc, lo, loads)
@@ -375,15 +360,15 @@ def _cut_partial(
     allowed: int,
     allowed_tokens: int | None,
     loads: Loads,
-    params: ReadManyParams,
+    shown: LoadOptions,
 ) -> LoadedItem:
     """The plan's partial entry cut to ``allowed`` characters (and ``allowed_tokens``
     tokens when set); when it goes on, the cursor resumes it at its next offset (with
     what is left of its ``limit``)."""
     item = lo.item
-    lo = budget_cut(lo, allowed, params)
+    lo = budget_cut(lo, allowed, shown)
     if allowed_tokens is not None:
-        lo = token_cut(lo, allowed_tokens, params, loads.cache)
+        lo = token_cut(lo, allowed_tokens, shown, loads.cache)
     if lo.result.next_offset is not None:
         acc.remaining.append((i, i + 1))
         left = (item.offset or 1) + item.limit - lo.result.next_offset if item.limit else None
@@ -441,7 +426,7 @@ def _add_loaded(acc: Account, lo: LoadedItem, loads: Loads) -> None:
 
 def _assemble(
     ws: Workspace,
-    params: ReadManyParams,
+    limits: BudgetOptions,
     resolved: Resolved,
     plan: PackPlan,
     switched: bool,
@@ -487,7 +472,7 @@ def _assemble(
     if packing.partial_included_path is not None:
         packing.partial_included_path = wire_safe(packing.partial_included_path)
     packing.omitted_paths = [wire_safe(p) for p in packing.omitted_paths]
-    parts, counted = render_counted(params.format, acc.pieces, notices, acc.tally)
+    parts, counted = render_counted(limits.format, acc.pieces, notices, acc.tally)
     acc.summary.estimated_tokens = counted
     answered = ReadManyResult(
         llm_content="",

@@ -20,10 +20,11 @@ from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.content.outline import Outline
 from readmany_daemon.engine.items import Item, LoadedItem
 from readmany_daemon.engine.notices import cut_notice, position_notice
+from readmany_daemon.engine.options import LoadOptions
 from readmany_daemon.engine.outlines import MAX_OUTLINE_CHARS, outline_room, with_cut_block
 from readmany_daemon.engine.render import content_form
 from readmany_daemon.errors import Code, Status
-from readmany_daemon.wire.messages import FileResult, ReadManyParams
+from readmany_daemon.wire.messages import FileResult
 
 
 def _number_lines(text: str, first: int) -> str:
@@ -43,12 +44,13 @@ def finish(
     base: FileResult,
     window: content_lines.Window,
     source_text: str,
-    params: ReadManyParams,
+    opts: LoadOptions,
     budget_cut: bool = False,
     outline_for: Callable[[], Outline] | None = None,
     outline_chars: int = MAX_OUTLINE_CHARS,
 ) -> LoadedItem:
-    """Fill the line fields and the shown text (line numbers, cut notice) of a window.
+    """Fill the line fields and the shown text (line numbers when ``opts.line_numbers``,
+    cut notice) of a window.
 
     A window that covers all the lines asked for (``limit``) is ``ok`` even when the file
     goes on, and ends with its position notice unless it is the whole file
@@ -60,7 +62,7 @@ def finish(
     offset = item.offset or 1
     windowed = item.offset is not None or item.limit is not None or item.column is not None
     shown = window.text
-    if params.line_numbers and shown:
+    if opts.line_numbers and shown:
         shown = _number_lines(shown, window.line_start)
     base.chars = len(shown)
     whole_window = (
@@ -108,14 +110,14 @@ def finish(
 def budget_cut(
     lo: LoadedItem,
     allowed: int,
-    params: ReadManyParams,
+    opts: LoadOptions,
     budget: bool = True,
     outline_chars: int = MAX_OUTLINE_CHARS,
 ) -> LoadedItem:
     """Re-cut the one partial file of an answer to at most ``allowed`` shown characters
-    (line numbers included), status ``partial`` with code ``budget`` (no code when
-    ``budget`` is False: a per-file cap); its outline block takes at most
-    ``outline_chars`` characters."""
+    (line numbers included, ``opts.line_numbers``), status ``partial`` with code
+    ``budget`` (no code when ``budget`` is False: a per-file cap); its outline block
+    takes at most ``outline_chars`` characters."""
     assert lo.window is not None and lo.full is not None
     item = lo.item
     offset = item.offset or 1
@@ -134,7 +136,7 @@ def budget_cut(
         base = msgspec.structs.replace(
             lo.result, status=Status.OK, code=None, next_offset=None, next_column=None
         )
-        cut = finish(item, base, window, lo.full, params, budget, lo.outline_for, outline_chars)
+        cut = finish(item, base, window, lo.full, opts, budget, lo.outline_for, outline_chars)
         excess = cut.result.chars - allowed
         if excess <= 0 or raw_allowed <= 1:
             return cut
@@ -145,38 +147,46 @@ def budget_cut(
 _COUNT_BYTES = 128
 
 
-def kept_tokens(lo: LoadedItem, params: ReadManyParams, cache: ContentCache | None) -> int | None:
+def kept_tokens(lo: LoadedItem, opts: LoadOptions, cache: ContentCache | None) -> int | None:
     """:func:`tokens_of` when it is known without counting (on ``lo``, or kept with the
     cache entry), else None."""
     if lo.tokens is not None:
         return lo.tokens
     if not lo.text:
-        return tokens_of(lo, params, cache)
-    w = lo.window
-    if cache is None or w is None or lo.full is None:
-        return None
-    counted: int | None = cache.derived(
-        lo.full, _count_key(lo, params), lambda _full: None, size=lambda _n: _COUNT_BYTES
-    )
+        return tokens_of(lo, opts, cache)
+    counted = _kept_count(lo, opts, cache, lambda: None)
     if counted is not None:
         lo.tokens = counted
     return counted
 
 
-def _count_key(lo: LoadedItem, params: ReadManyParams) -> str:
+def _kept_count(
+    lo: LoadedItem, opts: LoadOptions, cache: ContentCache | None, count: Callable[[], int | None]
+) -> int | None:
+    """``lo``'s token count kept with its content-cache entry (``ContentCache.derived``
+    under :func:`_count_key`, :data:`_COUNT_BYTES` charged), made by ``count()`` on the
+    first call; None when ``lo`` is no window of a cached text (or ``count`` gives
+    None): the one place counts are kept."""
+    if cache is None or lo.window is None or lo.full is None:
+        return None
+    key = _count_key(lo, opts)
+    return cache.derived(lo.full, key, lambda _full: count(), size=lambda _n: _COUNT_BYTES)
+
+
+def _count_key(lo: LoadedItem, opts: LoadOptions) -> str:
     """The ``ContentCache.derived`` key of ``lo``'s count: what decides its shown text
     (its length too: the same window with a smaller outline block is another text)."""
     w, r = lo.window, lo.result
     assert w is not None
     return (
-        f"tokens {params.format} {w.line_start}:{w.column}+{len(w.text)} "
-        f"{int(params.line_numbers)} {r.status} {r.code} {len(lo.text or '')}"
+        f"tokens {opts.format} {w.line_start}:{w.column}+{len(w.text)} "
+        f"{int(opts.line_numbers)} {r.status} {r.code} {len(lo.text or '')}"
     )
 
 
-def tokens_of(lo: LoadedItem, params: ReadManyParams, cache: ContentCache | None) -> int:
+def tokens_of(lo: LoadedItem, opts: LoadOptions, cache: ContentCache | None) -> int:
     """The o200k tokens of ``lo``'s shown text (line numbers and cut notice included) as
-    ``params.format`` writes it (``render.content_form``); 0 without text. Kept on ``lo``
+    ``opts.format`` writes it (``render.content_form``); 0 without text. Kept on ``lo``
     and, when its text came from the content cache, with the cache entry, keyed by
     what decides the shown text (format, first line and column, length of the window,
     line numbers, status and code): a whole file, or the same window of it, is counted
@@ -187,16 +197,8 @@ def tokens_of(lo: LoadedItem, params: ReadManyParams, cache: ContentCache | None
     if not text:
         lo.tokens = 0
         return 0
-    fmt = params.format
-    counted: int | None = None
-    w = lo.window
-    if cache is not None and w is not None and lo.full is not None:
-        counted = cache.derived(
-            lo.full,
-            _count_key(lo, params),
-            lambda _full: tokens.count(content_form(fmt, text)),
-            size=lambda _n: _COUNT_BYTES,
-        )
+    fmt = opts.format
+    counted = _kept_count(lo, opts, cache, lambda: tokens.count(content_form(fmt, text)))
     if counted is None:
         counted = tokens.count_memo(content_form(fmt, text))
     lo.tokens = counted
@@ -206,7 +208,7 @@ def tokens_of(lo: LoadedItem, params: ReadManyParams, cache: ContentCache | None
 def token_cut(
     lo: LoadedItem,
     allowed: int,
-    params: ReadManyParams,
+    opts: LoadOptions,
     cache: ContentCache | None,
     budget: bool = True,
 ) -> LoadedItem:
@@ -216,18 +218,18 @@ def token_cut(
     returned and the caller decides). Returns ``lo`` itself when it fits already. The
     outline block of the cut takes at most half of ``allowed``
     (:func:`outlines.outline_room`), so that the content keeps the rest."""
-    have = tokens_of(lo, params, cache)
+    have = tokens_of(lo, opts, cache)
     if have <= allowed or lo.window is None or lo.full is None:
         return lo
     room = MAX_OUTLINE_CHARS
     if lo.outline_for is not None:
-        room = outline_room(lo.outline_for(), allowed // 2, params.format)
+        room = outline_room(lo.outline_for(), allowed // 2, opts.format)
     chars = lo.result.chars
     guess = max(chars * allowed // max(have, 1), 1)
     best: LoadedItem | None = None
     for _ in range(40):
-        cut = budget_cut(lo, guess, params, budget, room)
-        got = tokens_of(cut, params, cache)
+        cut = budget_cut(lo, guess, opts, budget, room)
+        got = tokens_of(cut, opts, cache)
         if got <= allowed:
             best = cut
             break
@@ -236,7 +238,7 @@ def token_cut(
         # Shrink in proportion to the excess, and by at least one character.
         guess = min(guess - 1, max(guess * allowed // got - 1, 1))
     if best is None:
-        return budget_cut(lo, 1, params, budget, room)
+        return budget_cut(lo, 1, opts, budget, room)
     # Grow back towards the most that fits (the first guess may leave room unused).
     low = best.result.chars
     high = chars
@@ -244,8 +246,8 @@ def token_cut(
         if high - low <= max(chars // 64, 32):
             break
         mid = (low + high) // 2
-        trial = budget_cut(lo, mid, params, budget, room)
-        if tokens_of(trial, params, cache) <= allowed:
+        trial = budget_cut(lo, mid, opts, budget, room)
+        if tokens_of(trial, opts, cache) <= allowed:
             best, low = trial, max(mid, trial.result.chars)
         else:
             high = mid

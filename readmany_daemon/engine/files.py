@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from readmany_daemon.engine.resolve import filters_for
+from readmany_daemon.engine.options import filters_for
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import InvalidParams
 from readmany_daemon.index.walk import unlisted_warning

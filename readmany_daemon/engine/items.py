@@ -19,8 +19,14 @@ from typing import Any, overload
 from readmany_daemon.content.lines import Window
 from readmany_daemon.content.outline import Outline
 from readmany_daemon.engine.workspace import Workspace
-from readmany_daemon.wire.cursor import Key, key_order
+from readmany_daemon.wire.cursor import Key
 from readmany_daemon.wire.messages import Attachment, FileResult
+
+
+def key_order(key: Key) -> tuple[int, bytes]:
+    """The sort key of ``key``: entry index, then the path's bytes (surrogate escapes
+    back to the bytes they stand for), the order of an expansion's matches."""
+    return key[0], os.fsencode(key[1])
 
 
 @dataclass

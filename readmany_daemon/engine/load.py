@@ -13,6 +13,7 @@ import base64
 import errno
 import os
 import stat as stat_mod
+from dataclasses import dataclass
 
 from readmany_daemon.content import lines as content_lines
 from readmany_daemon.content import reader
@@ -21,6 +22,7 @@ from readmany_daemon.content.outline import Outline
 from readmany_daemon.engine import notebook
 from readmany_daemon.engine.budget import finish, kept_tokens, token_cut, tokens_of
 from readmany_daemon.engine.items import Item, Items, LoadedItem
+from readmany_daemon.engine.options import LoadOptions
 from readmany_daemon.engine.outlines import outline_of
 from readmany_daemon.engine.receipts import Receipts, text_sha256
 from readmany_daemon.engine.redact import redact_cached
@@ -29,7 +31,7 @@ from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.paths import realpath_of
 from readmany_daemon.rules.kinds import Filters
-from readmany_daemon.wire.messages import Attachment, FileResult, ReadManyParams, Redaction
+from readmany_daemon.wire.messages import Attachment, FileResult, Redaction
 
 
 class RequestPaths:
@@ -113,13 +115,11 @@ def _real_path_stat(
 def _read_source(
     ws: Workspace,
     item: Item,
-    want_full: bool,
-    max_lines: int | None,
-    max_chars: int | None,
-    attach: bool,
+    read: reader.ReadOptions,
     paths: RequestPaths | None = None,
 ) -> tuple[reader.FileRead | None, str | None, str]:
-    """The content of ``item`` from the overlay, the cache or the disk, in that order.
+    """The content of ``item`` from the overlay, the cache or the disk, in that order,
+    read as ``read`` says.
 
     Returns ``(loaded, overlay_text, source)``; exactly one of the first two is set.
     ``paths``: see :class:`RequestPaths`. Calls ``ws.checkpoint`` first (once per item
@@ -172,8 +172,6 @@ def _read_source(
         hit = ws.cache.get(real, st)
         if hit is not None:
             return hit, None, "cache"
-    offset, column, want = item.offset or 1, item.column or 1, want_full or attach
-    max_bytes = ws.settings.max_file_bytes
     loaded: reader.FileRead | None = None
     if at is not None and known is not None and paths is not None:
         try:
@@ -181,51 +179,36 @@ def _read_source(
         except OSError:
             pass  # the folder changed since its lstat: the path route below decides
         else:
-            loaded = reader.read_file_at(
-                dir_fd,
-                at[1],
-                known,
-                max_file_bytes=max_bytes,
-                offset=offset,
-                limit=max_lines,
-                max_chars=max_chars,
-                want_full=want,
-                want_bytes=attach,
-                column=column,
-            )
+            loaded = reader.read_file_at(dir_fd, at[1], known, read)
     if loaded is None:
-        loaded = reader.read_file(
-            real,
-            beneath=ws.root,
-            max_file_bytes=max_bytes,
-            offset=offset,
-            limit=max_lines,
-            max_chars=max_chars,
-            want_full=want,
-            want_bytes=attach,
-            column=column,
-        )
+        loaded = reader.read_file(real, read, beneath=ws.root)
     if ws.cache is not None and loaded.kind == "text" and loaded.complete_text:
         ws.cache.put(real, loaded)
     return loaded, None, "disk"
 
 
+@dataclass
+class _Text:
+    """A file's text as the load steps pass it on: ``text`` (all of it when
+    ``complete``, else a prefix of a file over ``maxFileBytes``), what the reader gave
+    (``loaded``: None for an open buffer's text), and whether a step replaced part of
+    it (``changed``: secrets redacted, a notebook's payloads masked)."""
+
+    text: str
+    complete: bool
+    loaded: reader.FileRead | None
+    changed: bool = False
+
+
 def load(
-    ws: Workspace, item: Item, params: ReadManyParams, paths: RequestPaths | None = None
+    ws: Workspace, item: Item, opts: LoadOptions, paths: RequestPaths | None = None
 ) -> LoadedItem:
     """Read one item and cut it to its window and per-file caps (the load and budget
-    stages). Never raises for a per-file problem. ``paths``: see :class:`RequestPaths`."""
+    stages): read → text → redact → notebook → mask → window → finish. Never raises
+    for a per-file problem. ``paths``: see :class:`RequestPaths`."""
     if item.result is not None:
         return LoadedItem(item, item.result)
     assert item.rel is not None
-    full_read = params.prefer_full_read
-    max_lines = (
-        item.limit if item.limit is not None else (None if full_read else params.per_file_max_lines)
-    )
-    max_chars = None if full_read else params.per_file_max_chars
-    want_full = (
-        full_read and item.limit is None and (item.offset or 1) == 1 and (item.column or 1) == 1
-    )
     mime = reader.mime_for(item.rel)
     base = FileResult(
         path=item.label, status=Status.OK, source="disk", chars=0, ignored_by=item.ignored_by
@@ -236,91 +219,143 @@ def load(
         base.status, base.code, base.mime_type = Status.SKIPPED, Code.BINARY, mime
         base.message = f"{item.label} is binary ({mime}); name it explicitly to attach it"
         return LoadedItem(item, base)
-    loaded, overlay_text, source = _read_source(
-        ws, item, want_full, max_lines, max_chars, attach, paths
-    )
-    base.source = source
-    encoding: str | None
+    read = opts.read_options(item, attach)
+    got = _as_text(ws, item, base, mime if attach else None, _read_source(ws, item, read, paths))
+    if isinstance(got, LoadedItem):
+        return got
+    if got.text and opts.redact:
+        _redact(ws, base, got)
+    if item.cells is not None or _raw_notebook(item):
+        done = _notebook(item, base, got, opts)
+        if done is not None:
+            return done
+    if _raw_notebook(item) and got.text:
+        _mask(ws, base, got)
+    window = _window(got, read)
+    return _finish(ws, item, base, window, got.text, opts)
+
+
+def _as_text(
+    ws: Workspace,
+    item: Item,
+    base: FileResult,
+    mime: str | None,
+    source: tuple[reader.FileRead | None, str | None, str],
+) -> _Text | LoadedItem:
+    """The text ``_read_source`` gave, with ``base``'s source, encoding, ``sha256`` and
+    replaced bytes set; or the finished entry when there is no text to show: an error,
+    a binary file, an image or PDF to attach (``mime``: attached when the bytes came)."""
+    loaded, overlay_text, base.source = source
     if overlay_text is not None:
-        text, complete, encoding = overlay_text, True, "utf-8"
+        base.encoding = "utf-8"
         # Of the buffer's UTF-8 bytes; none past maxFileBytes (receipts).
-        base.sha256 = text_sha256(text, ws.settings.max_file_bytes)
-    else:
-        assert loaded is not None
-        if loaded.kind == "error":
-            code = loaded.code or Code.FS_ERROR
-            status = Status.SKIPPED if code == Code.TOO_LARGE else Status.ERROR
-            base.status, base.code, base.message = status, code, loaded.message
-            return LoadedItem(item, base)
-        if attach and mime is not None and loaded.data is not None:
-            base.mime_type = mime
-            base.chars = 0
-            base.sha256 = loaded.sha256
-            data = base64.b64encode(loaded.data).decode()
-            # The model is told in llmContent; the bytes travel as an attachment (seed 001
-            # summarizes images in text). Costs no content characters.
-            note = f"[{mime} attached: {len(loaded.data):,} bytes]\n"
-            attachment = Attachment(path=item.label, mime_type=mime, data=data)
-            return LoadedItem(item, base, text=note, attachment=attachment)
-        if loaded.kind == "binary":
-            base.status, base.code = Status.SKIPPED, Code.BINARY
-            base.mime_type = mime
-            base.message = f"{item.label} is binary"
-            return LoadedItem(item, base)
-        text = loaded.text or ""
-        complete = loaded.complete_text
-        encoding = loaded.encoding
-        if (loaded.size or 0) <= ws.settings.max_file_bytes:
-            base.sha256 = loaded.sha256  # files over maxFileBytes have none (receipts)
-        base.replaced_bytes = loaded.replaced_bytes or None
-    base.encoding = encoding
-    redacted = False
-    if text and redacting(ws, params):
-        # Secrets replaced before any window is cut: windows, caps and budgets count
-        # what is shown; sha256 stays the hash of the bytes on disk.
-        shown = redact_cached(text, ws.cache)
-        if shown.lines:
-            text, redacted = shown.text, True
-            base.redactions = [Redaction(line, kind) for line, kind in shown.lines]
-    raw_notebook = item.cells is None and notebook.is_notebook(item.rel)
-    if item.cells is not None or (
-        raw_notebook and item.offset is None and item.limit is None and item.column is None
-    ):
-        nb = notebook.view(text, item.label, item.explicit, item.cells) if complete else None
-        if nb is not None:
-            return notebook.finish(item, base, nb, params)
-        if item.cells is not None:
-            base.status, base.code, base.sha256 = Status.ERROR, Code.OUT_OF_RANGE, None
-            base.message = f"cells applies to a Jupyter notebook's JSON; {item.label} is not one"
-            return LoadedItem(item, base)
-    if raw_notebook and text:
-        # A notebook's raw JSON lines: each base64 payload becomes a placeholder inside
-        # its string (lines and their count kept; chars and budgets count what is shown).
-        masked = notebook.mask_cached(text, ws.cache)
-        if masked.lines:
-            text, redacted = masked.text, True
-            if base.redactions:
-                base.redactions = _still_redacted(base.redactions, text, masked.lines)
-    if not complete and loaded is not None and loaded.window is not None:
+        base.sha256 = text_sha256(overlay_text, ws.settings.max_file_bytes)
+        return _Text(overlay_text, True, None)
+    assert loaded is not None
+    if loaded.kind == "error":
+        code = loaded.code or Code.FS_ERROR
+        status = Status.SKIPPED if code == Code.TOO_LARGE else Status.ERROR
+        base.status, base.code, base.message = status, code, loaded.message
+        return LoadedItem(item, base)
+    if mime is not None and loaded.data is not None:
+        base.mime_type = mime
+        base.chars = 0
+        base.sha256 = loaded.sha256
+        data = base64.b64encode(loaded.data).decode()
+        # The model is told in llmContent; the bytes travel as an attachment (seed 001
+        # summarizes images in text). Costs no content characters.
+        note = f"[{mime} attached: {len(loaded.data):,} bytes]\n"
+        attachment = Attachment(path=item.label, mime_type=mime, data=data)
+        return LoadedItem(item, base, text=note, attachment=attachment)
+    if loaded.kind == "binary":
+        base.status, base.code = Status.SKIPPED, Code.BINARY
+        base.mime_type = mime
+        base.message = f"{item.label} is binary"
+        return LoadedItem(item, base)
+    if (loaded.size or 0) <= ws.settings.max_file_bytes:
+        base.sha256 = loaded.sha256  # files over maxFileBytes have none (receipts)
+    base.replaced_bytes = loaded.replaced_bytes or None
+    base.encoding = loaded.encoding
+    return _Text(loaded.text or "", loaded.complete_text, loaded)
+
+
+def _redact(ws: Workspace, base: FileResult, got: _Text) -> None:
+    """Replace ``got``'s secrets (``redactSecrets``) before any window is cut: windows,
+    caps and budgets count what is shown; ``sha256`` stays the hash of the bytes on
+    disk. The redacted lines go to ``base.redactions``."""
+    shown = redact_cached(got.text, ws.cache)
+    if shown.lines:
+        got.text, got.changed = shown.text, True
+        base.redactions = [Redaction(line, kind) for line, kind in shown.lines]
+
+
+def _raw_notebook(item: Item) -> bool:
+    """Whether ``item`` is a notebook asked for without ``cells``."""
+    assert item.rel is not None
+    return item.cells is None and notebook.is_notebook(item.rel)
+
+
+def _notebook(item: Item, base: FileResult, got: _Text, opts: LoadOptions) -> LoadedItem | None:
+    """A notebook shown as its cells (``cells`` asked, or the whole notebook without a
+    window: ``engine.notebook``); an ``out-of-range`` error for ``cells`` on a file that
+    is not one; None to show the text as lines."""
+    windowed = item.offset is not None or item.limit is not None or item.column is not None
+    if item.cells is None and windowed:
+        return None
+    nb = notebook.view(got.text, item.label, item.explicit, item.cells) if got.complete else None
+    if nb is not None:
+        return notebook.finish(item, base, nb, opts)
+    if item.cells is not None:
+        base.status, base.code, base.sha256 = Status.ERROR, Code.OUT_OF_RANGE, None
+        base.message = f"cells applies to a Jupyter notebook's JSON; {item.label} is not one"
+        return LoadedItem(item, base)
+    return None
+
+
+def _mask(ws: Workspace, base: FileResult, got: _Text) -> None:
+    """A notebook's raw JSON lines: each base64 payload becomes a placeholder inside
+    its string (lines and their count kept; chars and budgets count what is shown)."""
+    masked = notebook.mask_cached(got.text, ws.cache)
+    if masked.lines:
+        got.text, got.changed = masked.text, True
+        if base.redactions:
+            base.redactions = _still_redacted(base.redactions, got.text, masked.lines)
+
+
+def _window(got: _Text, read: reader.ReadOptions) -> content_lines.Window:
+    """The window of ``got`` that ``read`` asks for."""
+    loaded = got.loaded
+    if not got.complete and loaded is not None and loaded.window is not None:
         # A prefix read of a file over maxFileBytes: the reader's window is exact over
         # the whole file (total lines counted without decoding the rest); cut again
         # from the redacted (or masked) prefix, which holds the same lines.
-        window = loaded.window
-        if redacted:
-            window = content_lines.window_of(
-                text,
-                item.offset or 1,
-                max_lines,
-                max_chars,
-                loaded.total_lines,
-                False,
-                item.column or 1,
-            )
-    else:
-        known = loaded.total_lines if loaded is not None and complete else None
-        window = content_lines.window(
-            text, item.offset or 1, max_lines, max_chars, known, item.column or 1
+        if not got.changed:
+            return loaded.window
+        return content_lines.window_of(
+            got.text,
+            read.offset,
+            read.limit,
+            read.max_chars,
+            loaded.total_lines,
+            False,
+            read.column,
         )
+    known = loaded.total_lines if loaded is not None and got.complete else None
+    return content_lines.window(
+        got.text, read.offset, read.limit, read.max_chars, known, read.column
+    )
+
+
+def _finish(
+    ws: Workspace,
+    item: Item,
+    base: FileResult,
+    window: content_lines.Window,
+    text: str,
+    opts: LoadOptions,
+) -> LoadedItem:
+    """``window`` of ``text`` finished (``budget.finish``, the outline of its rest made
+    on first use) and cut to ``perFileMaxTokens``."""
     memo: list[Outline] = []
 
     def outline_for() -> Outline:
@@ -328,10 +363,10 @@ def load(
             memo.append(outline_of(ws, text, item.label))
         return memo[0]
 
-    done = finish(item, base, window, text, params, outline_for=outline_for)
-    if params.per_file_max_tokens is not None and done.window is not None:
+    done = finish(item, base, window, text, opts, outline_for=outline_for)
+    if opts.per_file_max_tokens is not None and done.window is not None:
         # perFileMaxTokens: a per-file cap like perFileMaxChars (partial, no code).
-        done = token_cut(done, params.per_file_max_tokens, params, ws.cache, budget=False)
+        done = token_cut(done, opts.per_file_max_tokens, opts, ws.cache, budget=False)
     return done
 
 
@@ -352,32 +387,22 @@ def _still_redacted(
     return kept or None
 
 
-def redacting(ws: Workspace, params: ReadManyParams) -> bool:
-    """Whether secrets are redacted in this answer: the request's ``redactSecrets``,
-    else the ``redactSecrets`` setting (PROTOCOL §4 "Secrets")."""
-    if params.redact_secrets is not None:
-        return params.redact_secrets
-    return ws.settings.redact_secrets
-
-
 class Loads:
     """The items of one request, each loaded (``load``) on first use and at most once:
     entries past the budget's stop are never read."""
 
-    def __init__(
-        self, ws: Workspace, items: Items, params: ReadManyParams, paths: RequestPaths
-    ) -> None:
+    def __init__(self, ws: Workspace, items: Items, opts: LoadOptions, paths: RequestPaths) -> None:
         self._ws = ws
         self._items = items
-        self._params = params
+        self._opts = opts
         self._paths = paths
         self._loaded: dict[int, LoadedItem] = {}
-        self._receipts = Receipts(ws, params.known, redacting=redacting(ws, params))
+        self._receipts = Receipts(ws, opts.known, redacting=opts.redact)
 
     def __call__(self, i: int) -> LoadedItem:
         """Item ``i`` loaded (``unchanged`` when the request's receipt for it holds)."""
         if i not in self._loaded:
-            lo = load(self._ws, self._items[i], self._params, self._paths)
+            lo = load(self._ws, self._items[i], self._opts, self._paths)
             if self._receipts:
                 lo = self._receipts.settle(lo)
             self._loaded[i] = lo
@@ -391,11 +416,11 @@ class Loads:
     def tokens(self, lo: LoadedItem) -> int:
         """The o200k tokens of ``lo``'s shown text as the request's format writes it
         (``budget.tokens_of``, kept with the cache entry)."""
-        return tokens_of(lo, self._params, self._ws.cache)
+        return tokens_of(lo, self._opts, self._ws.cache)
 
     def kept_tokens(self, lo: LoadedItem) -> int | None:
         """:meth:`tokens` when known without counting (``budget.kept_tokens``), else None."""
-        return kept_tokens(lo, self._params, self._ws.cache)
+        return kept_tokens(lo, self._opts, self._ws.cache)
 
     def outline(self, lo: LoadedItem) -> Outline:
         """The outline of ``lo``'s whole text (``lo.full``), cached by content."""

@@ -38,8 +38,9 @@ import msgspec
 
 from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.engine.items import Item, LoadedItem
+from readmany_daemon.engine.options import LoadOptions
 from readmany_daemon.errors import Code, Status
-from readmany_daemon.wire.messages import Attachment, FileResult, ReadManyParams
+from readmany_daemon.wire.messages import Attachment, FileResult
 
 __all__ = [
     "OUTPUT_MAX_CHARS",
@@ -388,7 +389,7 @@ def cut(nb: NotebookView, max_chars: int | None) -> NotebookView:
     )
 
 
-def finish(item: Item, base: FileResult, nb: NotebookView, params: ReadManyParams) -> LoadedItem:
+def finish(item: Item, base: FileResult, nb: NotebookView, opts: LoadOptions) -> LoadedItem:
     """The loaded entry of notebook ``item`` shown as ``nb``: cut to ``perFileMaxChars``
     (not with ``preferFullRead``; ``perFileMaxLines`` does not apply to cells),
     ``partial`` when cells were left out, with a ``recut`` for the budget's cut. A
@@ -398,7 +399,7 @@ def finish(item: Item, base: FileResult, nb: NotebookView, params: ReadManyParam
         base.message = f"cells {item.cells} is past the end of {item.label} ({nb.total} cells)"
         base.sha256 = None
         return LoadedItem(item, base)
-    limit = None if params.prefer_full_read else params.per_file_max_chars
+    limit = None if opts.prefer_full_read else opts.per_file_max_chars
     return _loaded(item, base, cut(nb, limit), budget=False)
 
 

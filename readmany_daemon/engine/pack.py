@@ -18,10 +18,11 @@ from readmany_daemon.content import tokens
 from readmany_daemon.engine.items import Item, Items, LoadedItem, Piece
 from readmany_daemon.engine.load import Loads
 from readmany_daemon.engine.notices import MAX_NAMED_IN_CONTENT
+from readmany_daemon.engine.options import BudgetOptions
 from readmany_daemon.engine.outlines import MAX_EXAMINED, MAX_OUTLINE_CHARS, Outlined, Outliner
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, Status
-from readmany_daemon.wire.messages import Attachment, FileResult, ReadManyParams, Summary
+from readmany_daemon.wire.messages import Attachment, FileResult, Summary
 
 #: Expansion matches that were omitted or skipped are listed in ``files`` up to this many
 #: (PROTOCOL §4); ``summary`` always has the full counts.
@@ -119,7 +120,7 @@ def choose_plan(
     items: Items,
     active: Sequence[int],
     loads: Loads,
-    params: ReadManyParams,
+    opts: BudgetOptions,
     tokens: TokenBudget | None = None,
     outliner: Outliner | None = None,
     answer: AnswerBudget | None = None,
@@ -133,19 +134,19 @@ def choose_plan(
     framing included (an empty file its framing alone: PROTOCOL §3 ``maxAnswerChars``).
     ``packing: "outlines"`` is :func:`plan_outlines` (with ``outliner``, ``answer``
     and ``done_upto``)."""
-    if params.packing == "outlines" and outliner is not None:
+    if opts.packing == "outlines" and outliner is not None:
         wide = len(items) > OUTLINES_FIRST_MAX
-        plan = plan_outlines(active, loads, params, tokens, answer, outliner, wide, done_upto)
+        plan = plan_outlines(active, loads, opts, tokens, answer, outliner, wide, done_upto)
         return plan, False
-    totals = (params.max_total_files, params.max_total_chars)
-    least = MIN_PARTIAL_NUMBERED if params.line_numbers else 1
+    totals = (opts.max_total_files, opts.max_total_chars)
+    least = MIN_PARTIAL_NUMBERED if opts.line_numbers else 1
     plan = _pack(active, loads, *totals, "request-order", tokens, least, answer)
     switched = False
-    could_gain = plan.full_success < params.max_total_files and plan.stop < len(active)
-    if params.packing == "smallest-first" or (
-        params.packing == "auto"
+    could_gain = plan.full_success < opts.max_total_files and plan.stop < len(active)
+    if opts.packing == "smallest-first" or (
+        opts.packing == "auto"
         and could_gain
-        and not params.stop_on_error
+        and not opts.stop_on_error
         and len(active) <= AUTO_SMALLEST_FIRST_MAX
     ):
         by_size = tokens.by_size if tokens is not None else None
@@ -154,8 +155,8 @@ def choose_plan(
             if tokens is not None:
                 tokens.by_size = by_size
         alt = _pack(by_size, loads, *totals, "smallest-first", tokens, least, answer)
-        if params.packing == "smallest-first" or alt.full_success > plan.full_success:
-            switched = params.packing == "auto"
+        if opts.packing == "smallest-first" or alt.full_success > plan.full_success:
+            switched = opts.packing == "auto"
             plan = alt
     return plan, switched
 
@@ -352,7 +353,7 @@ class _OutlinesPacker:
 def plan_outlines(
     order: Sequence[int],
     loaded_at: Callable[[int], LoadedItem],
-    params: ReadManyParams,
+    opts: BudgetOptions,
     tokens: TokenBudget | None,
     answer: AnswerBudget | None,
     outliner: Outliner,
@@ -383,15 +384,15 @@ def plan_outlines(
         answer,
         outliner,
         done_upto,
-        MIN_PARTIAL_NUMBERED if params.line_numbers else 1,
+        MIN_PARTIAL_NUMBERED if opts.line_numbers else 1,
     )
 
     def room() -> _Room:
         return _Room(
-            params.max_total_chars,
+            opts.max_total_chars,
             None if tokens is None else tokens.limit,
             None if answer is None else answer.limit,
-            params.max_total_files,
+            opts.max_total_files,
         )
 
     plan = PackPlan("outlines", order, 0, [], None, 0, 0)

@@ -19,7 +19,8 @@ from collections.abc import Iterable, Iterator
 
 import msgspec
 
-from readmany_daemon.engine.items import Expansion, Items
+from readmany_daemon.engine.items import Expansion, Items, key_order
+from readmany_daemon.engine.options import PageOptions
 from readmany_daemon.engine.pack import Account, Flat
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.wire.cursor import (
@@ -27,11 +28,9 @@ from readmany_daemon.wire.cursor import (
     Continuation,
     Key,
     Position,
-    encode_cursor,
+    encode_position,
     key_hash,
-    key_order,
 )
-from readmany_daemon.wire.messages import ReadManyParams
 
 
 def positions(items: Items, continuation: Continuation | None) -> Flat:
@@ -263,33 +262,36 @@ def _position(
 
 
 def next_cursor(
-    ws: Workspace,
-    params: ReadManyParams,
+    page: PageOptions,
     items: Items,
     positions: Flat,
-    cont: Continuation | None,
     since: int,
     acc: Account,
     *,
     carry: bool = False,
 ) -> str | None:
-    """The ``nextCursor`` after this page, or None when no file is left for one."""
-    made = _position(items, positions, cont, since, acc)
-    return None if made is None else encode_cursor(params, ws.root, made[0], carry=carry)
+    """The ``nextCursor`` after this page of ``page``'s request, or None when no file is
+    left for one; ``carry``: see ``wire.cursor.encode_position``."""
+    made = _position(items, positions, page.continuation, since, acc)
+    return None if made is None else _token(page, made[0], carry)
+
+
+def _token(page: PageOptions, position: Position, carry: bool) -> str:
+    """The token of ``position`` for ``page``'s request (``wire.cursor.encode_position``
+    with the request's stamp): the one place a page's cursor is encoded."""
+    return encode_position(page.stamp, position, carry=carry)
 
 
 def overflow(
-    ws: Workspace,
-    params: ReadManyParams,
+    page: PageOptions,
     items: Items,
     positions: Flat,
-    cont: Continuation | None,
     since: int,
     acc: Account,
 ) -> set[int]:
     """The files delivered beyond the prefix, last keys first, to leave for later pages
     so that the cursor fits in ``MAX_CURSOR_CHARS``."""
-    made = _position(items, positions, cont, since, acc)
+    made = _position(items, positions, page.continuation, since, acc)
     if made is None:
         return set()
     position, extra = made
@@ -307,7 +309,7 @@ def overflow(
             if position.resume is not None and position.resume[0] in gone
             else position.resume,
         )
-        return len(encode_cursor(params, ws.root, trial, carry=True)) <= MAX_CURSOR_CHARS
+        return len(_token(page, trial, True)) <= MAX_CURSOR_CHARS
 
     low, high = 0, len(droppable)  # the fewest to leave out is in (low, high]
     if not fits(high):

@@ -28,6 +28,7 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Final
 
 from readmany_daemon.content import reader
@@ -35,8 +36,6 @@ from readmany_daemon.engine.items import LoadedItem
 from readmany_daemon.engine.redact import redact_cached
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Status
-from readmany_daemon.paths import to_rel
-from readmany_daemon.wire.messages import Known
 
 __all__ = ["Receipts", "text_sha256"]
 
@@ -70,19 +69,15 @@ def text_sha256(text: str, max_bytes: int | None = None) -> str | None:
 class Receipts:
     """The receipts of one request, by workspace-relative path.
 
-    ``known`` paths are read as request paths are (relative to the root, absolute inside
-    it, or ``file:`` URIs), lexically normalized; those outside the root are ignored.
-    When one path is given twice, the last receipt counts. ``redacting`` is whether this
-    answer redacts secrets (``engine.load.redacting``)."""
+    ``known`` maps root-relative paths to the ``sha256`` the caller holds, in lower
+    case (``LoadOptions.known``: the request's paths read as request paths are, those
+    outside the root left out, the last receipt of a path kept). ``redacting`` is
+    whether this answer redacts secrets (``LoadOptions.redact``)."""
 
-    def __init__(self, ws: Workspace, known: list[Known], *, redacting: bool = True) -> None:
+    def __init__(self, ws: Workspace, known: Mapping[str, str], *, redacting: bool = True) -> None:
         self._ws = ws
         self._redacting = redacting
-        self._by_rel: dict[str, str] = {}
-        for receipt in known:
-            rel = to_rel(ws.root, receipt.path)
-            if rel:
-                self._by_rel[rel] = receipt.sha256.lower()
+        self._by_rel = known
 
     def __bool__(self) -> bool:
         return bool(self._by_rel)
@@ -134,10 +129,6 @@ class Receipts:
             hit = ws.cache.get(real, st)
             if hit is not None:
                 return hit.sha256
-        got = reader.read_file(
-            real,
-            beneath=ws.root,
-            max_file_bytes=ws.settings.max_file_bytes,
-            want_full=True,
-        )
+        read = reader.ReadOptions(max_file_bytes=ws.settings.max_file_bytes, want_full=True)
+        got = reader.read_file(real, read, beneath=ws.root)
         return got.sha256

@@ -2,8 +2,10 @@
 
 NFC/NFD spellings, the codes of path errors, and ``_Resolver``, which answers errors,
 no-match and ignored entries at resolve time and keeps expansions as plain path lists.
-Path normalising (``to_rel``) and real paths confined to the root (``realpath_of``,
-``resolves_inside``) are ``readmany_daemon.paths``.
+The entries come as ``engine.options.ResolveOptions`` made them: already root-relative
+(``paths.to_rel``) and classified as patterns or not (``rules.glob.has_magic``), with
+the request's filters and exclude matcher. Real paths confined to the root
+(``realpath_of``, ``resolves_inside``) are ``readmany_daemon.paths``.
 """
 
 from __future__ import annotations
@@ -15,15 +17,15 @@ import unicodedata
 from collections import Counter
 
 from readmany_daemon.engine.items import Expansion, Item, Items, Resolved
+from readmany_daemon.engine.options import Entry, ResolveOptions
 from readmany_daemon.engine.suggest import closest, did_you_mean
 from readmany_daemon.engine.workspace import Workspace
-from readmany_daemon.errors import Code, InvalidParams, Status
+from readmany_daemon.errors import Code, Status
 from readmany_daemon.index.model import FOLDER
-from readmany_daemon.paths import realpath_of, resolves_inside, to_rel
+from readmany_daemon.paths import realpath_of, resolves_inside
 from readmany_daemon.rules.glob import has_magic
 from readmany_daemon.rules.kinds import Filters
-from readmany_daemon.rules.patterns import GitPatterns
-from readmany_daemon.wire.messages import FileResult, FilesParams, FileSpec, ReadManyParams
+from readmany_daemon.wire.messages import FileResult
 
 #: Human words for the rule kinds of ``summary.hidden`` and the flag that lifts each.
 _HIDDEN_HINTS = {
@@ -33,17 +35,6 @@ _HIDDEN_HINTS = {
     "exclude": "a narrower exclude list",
     "deny": "",
 }
-
-
-def filters_for(params: ReadManyParams | FilesParams) -> Filters:
-    """The ignore-rule ``Filters`` a request asks for (its ``fileFilteringOptions`` and
-    ``useDefaultExcludes``)."""
-    ffo = params.file_filtering_options
-    return Filters(
-        respect_gitignore=ffo.respect_git_ignore,
-        respect_ignore_files=ffo.respect_ignore_files,
-        use_default_excludes=params.use_default_excludes,
-    )
 
 
 def _lstat(ws: Workspace, rel: str) -> tuple[str, os.stat_result] | None:
@@ -95,22 +86,19 @@ def _glob_scope(pattern: str, recursive: bool) -> tuple[str, bool]:
 class _Resolver:
     """Turns requested entries into ordered, de-duplicated ``Item``s (PROTOCOL §3 order)."""
 
-    def __init__(self, ws: Workspace, params: ReadManyParams) -> None:
+    def __init__(self, ws: Workspace, opts: ResolveOptions) -> None:
         self.ws = ws
-        self.params = params
-        self.filters = filters_for(params)
-        self.out = Resolved(items=Items(ws, params.absolute_paths))
+        self.opts = opts
+        self.filters = opts.filters
+        self.exclude = opts.exclude
+        self.out = Resolved(items=Items(ws, opts.absolute_paths))
         self.seen: set[tuple[str, int | None, int | None, int | None, str | None]] = set()
         self.unseen: list[Expansion] = []  # expansions not yet in ``seen``
         self.entry_no = 0  # the request entry being resolved (its index in the request)
         self.visible: list[str] | None = None  # visible files, listed on a first not-found
-        try:
-            self.exclude = GitPatterns(params.exclude) if params.exclude else None
-        except ValueError as exc:
-            raise InvalidParams(f"invalid params: $.exclude: {exc}", "$.exclude") from None
 
     def label(self, rel: str) -> str:
-        return self.ws.abspath(rel) if self.params.absolute_paths else rel
+        return self.ws.abspath(rel) if self.opts.absolute_paths else rel
 
     def _flush(self) -> None:
         for expansion in self.unseen:
@@ -168,20 +156,15 @@ class _Resolver:
         )
         self.add(Item(label=label, key=key, rel=rel, result=result, names_file=names_file))
 
-    def entry(
-        self,
-        raw: str,
-        offset: int | None,
-        limit: int | None,
-        from_include: bool,
-        column: int | None = None,
-        cells: str | None = None,
-    ) -> None:
+    def entry(self, e: Entry) -> None:
+        """Add requested entry ``e``: a file, a folder's or a glob's matches, or its
+        answer when it has one at resolve time (an error, no match, hidden)."""
+        raw, offset, limit, column, cells = e.raw, e.offset, e.limit, e.column, e.cells
         windowed = offset is not None or limit is not None or column is not None
         key = _window_key(raw, offset, limit, column) if windowed else raw
         if cells is not None:
             key = f"{key}#cells={cells}"
-        rel = to_rel(self.ws.root, raw)
+        rel = e.rel
         if rel is None:
             self.preset(
                 raw,
@@ -198,7 +181,7 @@ class _Resolver:
                 else (rel, os.lstat(self.ws.root))
             )
         except OSError as exc:
-            if has_magic(raw):  # no such literal path: the pattern's own answer
+            if e.magic:  # no such literal path: the pattern's own answer
                 self.expand(raw, key, "glob", rel)
                 return
             code, message = path_error(raw, exc)
@@ -246,7 +229,7 @@ class _Resolver:
                 return
             self.explicit(raw, key, rel, offset, limit, column, cells)
             return
-        if has_magic(raw):
+        if e.magic:
             self.expand(raw, key, "glob", rel)
             return
         message = f"File not found: {raw}" + did_you_mean(self.suggest(rel))
@@ -297,9 +280,7 @@ class _Resolver:
                     names_file=True,
                 )
                 return
-        soft = ws.explain(
-            rel, False, Filters(f.respect_gitignore, False, self.params.use_default_excludes)
-        )
+        soft = ws.explain(rel, False, Filters(f.respect_gitignore, False, f.use_default_excludes))
         if soft is not None and soft.kind == "gitignore" and ws.rules.is_tracked(rel):
             soft = None
         self.add(
@@ -318,7 +299,7 @@ class _Resolver:
 
     def expand(self, raw: str, key: str, kind: str, rel: str) -> None:
         hidden: Counter[str] = Counter()
-        recursive = self.params.recursive
+        recursive = self.opts.recursive
         try:
             matches = self.ws.expand(kind, rel, self.filters, recursive, hidden)
         except ValueError as exc:
@@ -413,27 +394,13 @@ def _window_key(key: str, offset: int | None, limit: int | None, column: int | N
     return f"{key}:{start}{at}-{end}"
 
 
-def _cells(spec: FileSpec) -> str | None:
-    """``spec.cells`` as a range string (a JSON integer ``4`` is ``"4"``)."""
-    return None if spec.cells is None else str(spec.cells)
-
-
-def resolve(ws: Workspace, params: ReadManyParams) -> Resolved:
-    """Ordered items for ``params``: ``paths``, then ``files``, then ``include``, each in
-    request order; a glob or folder contributes its matches sorted by path (byte order);
-    a repeated identical (path, offset, limit, column) keeps its first position (PROTOCOL
-    §3)."""
-    r = _Resolver(ws, params)
-    for p in params.paths:
-        if isinstance(p, FileSpec):
-            r.entry(p.path, p.offset, p.limit, False, p.column, _cells(p))
-        else:
-            r.entry(p, None, None, False)
-        r.entry_no += 1
-    for spec in params.files:
-        r.entry(spec.path, spec.offset, spec.limit, False, spec.column, _cells(spec))
-        r.entry_no += 1
-    for pattern in params.include:
-        r.entry(pattern, None, None, True)
+def resolve(ws: Workspace, opts: ResolveOptions) -> Resolved:
+    """Ordered items for ``opts.entries`` (the request's ``paths``, then ``files``, then
+    ``include``, each in request order); a glob or folder contributes its matches sorted
+    by path (byte order); a repeated identical (path, offset, limit, column) keeps its
+    first position (PROTOCOL §3)."""
+    r = _Resolver(ws, opts)
+    for e in opts.entries:
+        r.entry(e)
         r.entry_no += 1
     return r.out

@@ -115,11 +115,10 @@ def warm_slice(
             if cache.bytes_used + 2 * st.st_size + 1024 > cache.max_bytes:
                 entry.warm_dirs = []
                 return False
-            loaded = reader.read_file(
-                path,
-                max_file_bytes=entry.ws.settings.max_file_bytes,
-                want_full=True,
+            read = reader.ReadOptions(
+                max_file_bytes=entry.ws.settings.max_file_bytes, want_full=True
             )
+            loaded = reader.read_file(path, read)
             if loaded.kind == "text" and loaded.complete_text and cache.put(path, loaded):
                 entry.warmed += 1
     return True

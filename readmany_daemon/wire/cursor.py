@@ -15,7 +15,9 @@ positions in an expansion, do not move when files are created or deleted.
 ``decode_read_request`` turns raw ``readMany/read`` params into a ``ReadRequest``: for a
 cursor request, the params stored in the cursor (validated once, here) and the
 ``Continuation``; the engine answers a ``ReadRequest`` and never opens a cursor itself.
-``encode_cursor`` makes the token of an answer.
+``cursor_stamp`` is made once per request (its non-default params and digest);
+``encode_position`` makes the token of an answer with it (``encode_cursor`` from the
+params).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from readmany_daemon.wire.decode import decode_read_params
 from readmany_daemon.wire.messages import ReadManyParams
 
 #: A place in the request order: (entry index in the request, path; ``""`` for a named
-#: entry). Ordered by entry, then by the path's bytes (``key_order``).
+#: entry). Ordered by entry, then by the path's bytes (``engine.items.key_order``).
 Key = tuple[int, str]
 
 #: The longest token ``encode_cursor`` aims for (PROTOCOL §4: at most 1,000 characters).
@@ -49,12 +51,6 @@ VERSION = 2
 _MAX_PAYLOAD = 1 << 20
 
 _NOT_OURS = "invalid params: cursor is not a cursor readmany issued"
-
-
-def key_order(key: Key) -> tuple[int, bytes]:
-    """The sort key of ``key``: entry index, then the path's bytes (surrogate escapes
-    back to the bytes they stand for), the order of an expansion's matches."""
-    return key[0], os.fsencode(key[1])
 
 
 class Position(msgspec.Struct, frozen=True, kw_only=True):
@@ -124,10 +120,25 @@ def cursor_digest(root: str, params: ReadManyParams) -> str:
     """The digest that binds a cursor to the (real) ``root`` it was answered in and to
     the request (its non-default params, ``root`` aside: the same folder may be named
     by name, path or URI)."""
-    asked = {k: v for k, v in _non_default(params).items() if k != "root"}
-    text = json.dumps([root, asked], sort_keys=True, separators=(",", ":"))
+    return cursor_stamp(root, params).digest
+
+
+class CursorStamp(msgspec.Struct, frozen=True, kw_only=True):
+    """What every cursor of one request carries, made once per request
+    (:func:`cursor_stamp`): ``asked``, the request's non-default params as sent
+    (``cursor`` aside), and ``digest`` (:func:`cursor_digest`)."""
+
+    asked: dict[str, Any]
+    digest: str
+
+
+def cursor_stamp(root: str, params: ReadManyParams) -> CursorStamp:
+    """The :class:`CursorStamp` of ``params`` answered in the (real) ``root``."""
+    asked = _non_default(params)
+    bound = {k: v for k, v in asked.items() if k != "root"}
+    text = json.dumps([root, bound], sort_keys=True, separators=(",", ":"))
     digest = hashlib.blake2b(os.fsencode(text), digest_size=9).digest()
-    return base64.urlsafe_b64encode(digest).decode()
+    return CursorStamp(asked=asked, digest=base64.urlsafe_b64encode(digest).decode())
 
 
 def _pack_keys(keys: list[Key]) -> list[Any]:
@@ -135,7 +146,7 @@ def _pack_keys(keys: list[Key]) -> list[Any]:
     per key, flattened (paths of one expansion share most of their characters)."""
     out: list[Any] = []
     entry, path = 0, ""
-    for e, p in sorted(keys, key=key_order):
+    for e, p in sorted(keys, key=lambda k: (k[0], os.fsencode(k[1]))):  # request order
         shared = 0
         if e == entry:
             limit = min(len(p), len(path))
@@ -174,9 +185,15 @@ def encode_cursor(
     params: ReadManyParams, root: str, position: Position, *, carry: bool = False
 ) -> str:
     """The ``nextCursor`` that continues ``params``, answered in ``root``, from
-    ``position``. The params are left out when the token would pass
-    ``MAX_CURSOR_CHARS`` with them (the request must then be sent beside it), unless
-    ``carry``; the caller keeps ``position`` small enough for the rest."""
+    ``position`` (:func:`encode_position` with their :func:`cursor_stamp`)."""
+    return encode_position(cursor_stamp(root, params), position, carry=carry)
+
+
+def encode_position(stamp: CursorStamp, position: Position, *, carry: bool = False) -> str:
+    """The ``nextCursor`` of the request ``stamp`` was made of, from ``position``. The
+    params are left out when the token would pass ``MAX_CURSOR_CHARS`` with them (the
+    request must then be sent beside it), unless ``carry``; the caller keeps
+    ``position`` small enough for the rest."""
     p = position
     tail: list[Any] = [
         [p.after[0], p.after[1]] if p.after is not None else None,
@@ -188,8 +205,8 @@ def encode_cursor(
     ]
     if p.outlined is not None:  # an optional last field: cursors without it still decode
         tail.append([p.outlined[0], p.outlined[1]])
-    digest = cursor_digest(root, params)
-    token = _token([VERSION, _non_default(params), digest, *tail])
+    digest = stamp.digest
+    token = _token([VERSION, stamp.asked, digest, *tail])
     if len(token) > MAX_CURSOR_CHARS and not carry:
         token = _token([VERSION, None, digest, *tail])
     return token

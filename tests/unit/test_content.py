@@ -30,7 +30,7 @@ from readmany_daemon.content.decode import Decoded, decode
 from readmany_daemon.content.lines import LineCounter, count_lines, split_lines, window
 from readmany_daemon.content.reader import READ_CHUNK_BYTES as CHUNK_BYTES
 from readmany_daemon.content.reader import FileRead as Loaded
-from readmany_daemon.content.reader import mime_for, read_file
+from readmany_daemon.content.reader import ReadOptions, mime_for, read_file
 from readmany_daemon.errors import Code
 
 MiB = 1024 * 1024
@@ -410,7 +410,7 @@ def write(path: Path, data: bytes) -> str:
 def test_read_small_text_file(tmp_path: Path) -> None:
     data = "alpha\nbéta\r\ngamma".encode()
     path = write(tmp_path / "a.txt", data)
-    got = read_file(path, max_file_bytes=MiB, offset=2, limit=1)
+    got = read_file(path, ReadOptions(max_file_bytes=MiB, offset=2, limit=1))
     st_ = os.stat(path)
     assert got.kind == "text" and got.code is None
     assert got.text == "alpha\nbéta\r\ngamma" and got.complete_text
@@ -429,23 +429,23 @@ def test_read_small_text_file(tmp_path: Path) -> None:
 
 def test_read_latin1_file(tmp_path: Path) -> None:
     path = write(tmp_path / "l.txt", b"caf\xe9 na\xefve r\xe9sum\xe9\n")
-    got = read_file(path, max_file_bytes=MiB)
+    got = read_file(path, ReadOptions(max_file_bytes=MiB))
     assert (got.text, got.encoding) == ("café naïve résumé\n", "cp1252")
 
 
 def test_read_empty_file(tmp_path: Path) -> None:
-    got = read_file(write(tmp_path / "e", b""), max_file_bytes=MiB)
+    got = read_file(write(tmp_path / "e", b""), ReadOptions(max_file_bytes=MiB))
     assert (got.kind, got.text, got.total_lines, got.complete_text) == ("text", "", 0, True)
 
 
 def test_read_binary_with_bytes_for_attachment(tmp_path: Path) -> None:
     png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
     path = write(tmp_path / "logo.PNG", png)
-    got = read_file(path, max_file_bytes=MiB, want_bytes=True)
+    got = read_file(path, ReadOptions(max_file_bytes=MiB, want_bytes=True))
     assert (got.kind, got.code, got.text) == ("binary", Code.BINARY, None)
     assert got.data == png and got.sha256 == hashlib.sha256(png).hexdigest()
     assert got.message is not None and "Binary" in got.message
-    assert read_file(path, max_file_bytes=MiB).data is None
+    assert read_file(path, ReadOptions(max_file_bytes=MiB)).data is None
     assert mime_for(path) == "image/png"
 
 
@@ -474,14 +474,14 @@ def test_mime_for(name: str, mime: str | None) -> None:
 
 
 def test_not_found_and_not_a_directory(tmp_path: Path) -> None:
-    got = read_file(str(tmp_path / "missing"), max_file_bytes=MiB)
+    got = read_file(str(tmp_path / "missing"), ReadOptions(max_file_bytes=MiB))
     assert (got.kind, got.code) == ("error", Code.NOT_FOUND)
     afile = write(tmp_path / "f", b"x")
-    assert read_file(afile + "/below", max_file_bytes=MiB).code == Code.NOT_FOUND
+    assert read_file(afile + "/below", ReadOptions(max_file_bytes=MiB)).code == Code.NOT_FOUND
 
 
 def test_directory_is_not_a_file(tmp_path: Path) -> None:
-    got = read_file(str(tmp_path), max_file_bytes=MiB)
+    got = read_file(str(tmp_path), ReadOptions(max_file_bytes=MiB))
     assert (got.kind, got.code) == ("error", Code.NOT_A_FILE)
     assert got.message is not None and "directory" in got.message
 
@@ -490,7 +490,7 @@ def test_fifo_is_not_a_file_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     started = time.monotonic()
-    got = read_file(str(fifo), max_file_bytes=MiB)
+    got = read_file(str(fifo), ReadOptions(max_file_bytes=MiB))
     assert (got.code, time.monotonic() - started < 1) == (Code.NOT_A_FILE, True)
     assert got.message is not None and "FIFO" in got.message
 
@@ -511,7 +511,7 @@ def test_fifo_swapped_in_after_lstat_is_caught_by_fstat(
         return result
 
     monkeypatch.setattr(os, "lstat", lstat_then_swap)
-    got = read_file(str(target), max_file_bytes=MiB)
+    got = read_file(str(target), ReadOptions(max_file_bytes=MiB))
     monkeypatch.undo()
     assert got.code == Code.NOT_A_FILE and got.message is not None and "FIFO" in got.message
 
@@ -520,12 +520,12 @@ def test_unix_socket_is_not_a_file(tmp_path: Path) -> None:
     path = tmp_path / "s.sock"
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
         server.bind(str(path))
-        got = read_file(str(path), max_file_bytes=MiB)
+        got = read_file(str(path), ReadOptions(max_file_bytes=MiB))
     assert got.code == Code.NOT_A_FILE and got.message is not None and "socket" in got.message
 
 
 def test_dev_null_is_not_a_file() -> None:
-    got = read_file("/dev/null", max_file_bytes=MiB)
+    got = read_file("/dev/null", ReadOptions(max_file_bytes=MiB))
     assert (got.kind, got.code) == ("error", Code.NOT_A_FILE)
 
 
@@ -534,10 +534,10 @@ def test_symlink_is_refused_so_callers_resolve_first(tmp_path: Path) -> None:
     target.write_text("content\n")
     link = tmp_path / "link.txt"
     link.symlink_to(target)
-    got = read_file(str(link), max_file_bytes=MiB)
+    got = read_file(str(link), ReadOptions(max_file_bytes=MiB))
     assert got.code == Code.NOT_A_FILE
     assert got.message is not None and "symbolic link" in got.message
-    resolved = read_file(os.path.realpath(link), max_file_bytes=MiB)
+    resolved = read_file(os.path.realpath(link), ReadOptions(max_file_bytes=MiB))
     assert resolved.text == "content\n"
 
 
@@ -548,7 +548,7 @@ def test_permission_denied(tmp_path: Path) -> None:
     path.write_text("x")
     path.chmod(0)
     try:
-        got = read_file(str(path), max_file_bytes=MiB)
+        got = read_file(str(path), ReadOptions(max_file_bytes=MiB))
     finally:
         path.chmod(0o600)
     assert (got.kind, got.code) == ("error", Code.PERMISSION_DENIED)
@@ -556,7 +556,7 @@ def test_permission_denied(tmp_path: Path) -> None:
 
 def test_invalid_window_arguments_raise(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="offset"):
-        read_file(str(tmp_path / "x"), max_file_bytes=1, offset=0)
+        read_file(str(tmp_path / "x"), ReadOptions(max_file_bytes=1, offset=0))
 
 
 def test_growing_file_is_read_as_its_fstat_says(
@@ -573,7 +573,7 @@ def test_growing_file_is_read_as_its_fstat_says(
         return result
 
     monkeypatch.setattr(os, "fstat", fstat_then_append)
-    got = read_file(path, max_file_bytes=MiB)
+    got = read_file(path, ReadOptions(max_file_bytes=MiB))
     monkeypatch.undo()
     # Each fstat sees a longer file: it is read again (at most 3 times), each read as
     # its fstat says, and the last one is answered: one whole version, never more.
@@ -595,7 +595,7 @@ def test_shrinking_file_gives_what_was_there(
         return result
 
     monkeypatch.setattr(os, "fstat", fstat_then_truncate)
-    got = read_file(path, max_file_bytes=MiB)
+    got = read_file(path, ReadOptions(max_file_bytes=MiB))
     monkeypatch.undo()
     # Read again once the change is seen: the answer is the file as it is now.
     assert got.size == 4 and got.bytes_read == 4
@@ -620,7 +620,7 @@ def big_utf8(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
 def test_25_mb_file_window_reads_only_a_prefix(big_utf8: tuple[str, str]) -> None:
     path, text = big_utf8
     started = time.perf_counter()
-    got = read_file(path, max_file_bytes=20 * MiB, offset=1, limit=200)
+    got = read_file(path, ReadOptions(max_file_bytes=20 * MiB, offset=1, limit=200))
     elapsed = time.perf_counter() - started
     assert got.kind == "text" and got.code is None
     assert got.size == os.path.getsize(path) > 20 * MiB
@@ -635,7 +635,7 @@ def test_25_mb_file_window_reads_only_a_prefix(big_utf8: tuple[str, str]) -> Non
 def test_25_mb_file_full_read_is_too_large(big_utf8: tuple[str, str]) -> None:
     path, _ = big_utf8
     for kwargs in ({"want_full": True}, {"want_bytes": True, "limit": 5}, {}):
-        got = read_file(path, max_file_bytes=20 * MiB, **kwargs)
+        got = read_file(path, ReadOptions(max_file_bytes=20 * MiB, **kwargs))
         assert (got.kind, got.code, got.text) == ("error", Code.TOO_LARGE, None)
         assert got.message is not None and str(got.size) in got.message
 
@@ -654,7 +654,9 @@ def test_prefix_window_equals_whole_window(
     big_utf8: tuple[str, str], offset: int, limit: int | None, max_chars: int | None
 ) -> None:
     path, text = big_utf8
-    got = read_file(path, max_file_bytes=MiB, offset=offset, limit=limit, max_chars=max_chars)
+    got = read_file(
+        path, ReadOptions(max_file_bytes=MiB, offset=offset, limit=limit, max_chars=max_chars)
+    )
     assert got.window == window(text, offset, limit, max_chars)
     assert got.text is not None and text.startswith(got.text)
 
@@ -662,7 +664,7 @@ def test_prefix_window_equals_whole_window(
 def test_prefix_read_past_the_end_reads_everything(tmp_path: Path) -> None:
     text = "".join(f"{i}\n" for i in range(300_000))
     path = write(tmp_path / "t", text.encode())
-    got = read_file(path, max_file_bytes=1000, offset=400_000, limit=10)
+    got = read_file(path, ReadOptions(max_file_bytes=1000, offset=400_000, limit=10))
     assert got.complete_text and got.text == text
     assert got.sha256 == hashlib.sha256(text.encode()).hexdigest()
     assert got.window == window(text, 400_000, 10)
@@ -691,7 +693,7 @@ def test_prefix_read_counts_utf16_32_lines_aligned(
     )
     data = (bom if with_bom else b"") + text.encode(codec)
     path = write(tmp_path / "u", data)
-    got = read_file(path, max_file_bytes=1000, offset=3, limit=2)
+    got = read_file(path, ReadOptions(max_file_bytes=1000, offset=3, limit=2))
     assert (got.encoding, got.bom) == (codec, with_bom)
     assert not got.complete_text
     assert got.total_lines == count_lines(text) == 200 + 200_000 + 1
@@ -701,7 +703,7 @@ def test_prefix_read_counts_utf16_32_lines_aligned(
 def test_prefix_read_of_legacy_text(tmp_path: Path) -> None:
     text = "café naïve résumé, déjà vu\n" * 200_000
     path = write(tmp_path / "l", text.encode("cp1252"))
-    got = read_file(path, max_file_bytes=MiB, offset=10, limit=3)
+    got = read_file(path, ReadOptions(max_file_bytes=MiB, offset=10, limit=3))
     assert got.encoding == "cp1252" and not got.complete_text
     assert got.total_lines == 200_000
     assert got.window == window(text, 10, 3)
@@ -709,7 +711,7 @@ def test_prefix_read_of_legacy_text(tmp_path: Path) -> None:
 
 def test_prefix_read_of_binary(tmp_path: Path) -> None:
     path = write(tmp_path / "b", b"\x7fELF" + bytes(3 * MiB))
-    got = read_file(path, max_file_bytes=MiB, limit=10)
+    got = read_file(path, ReadOptions(max_file_bytes=MiB, limit=10))
     assert (got.kind, got.code, got.sha256) == ("binary", Code.BINARY, None)
 
 
@@ -735,7 +737,7 @@ def cached_file(tmp_path: Path, name: str, body: str, age_ns: int = HOUR_NS) -> 
     path = write(tmp_path / name, body.encode())
     past = time.time_ns() - age_ns
     os.utime(path, ns=(past, past))
-    return path, read_file(path, max_file_bytes=MiB)
+    return path, read_file(path, ReadOptions(max_file_bytes=MiB))
 
 
 def test_cache_hit_then_miss_after_change(tmp_path: Path) -> None:
@@ -786,7 +788,7 @@ def test_cache_checks_the_bytes_of_an_entry_racy_by_its_ctime(tmp_path: Path) ->
 def test_cache_refuses_racy_entries(tmp_path: Path) -> None:
     cache = ContentCache(MiB)
     path = write(tmp_path / "fresh", b"just written\n")
-    loaded = read_file(path, max_file_bytes=MiB)  # mtime within 2 s of the read
+    loaded = read_file(path, ReadOptions(max_file_bytes=MiB))  # mtime within 2 s of the read
     assert not cache.put(path, loaded)
     assert cache.get(path, os.stat(path)) is None
     assert path not in cache
@@ -818,9 +820,9 @@ def test_cache_refuses_partial_and_error_results(tmp_path: Path) -> None:
     big = write(tmp_path / "big", b"line\n" * 300_000)  # over one chunk
     old = time.time_ns() - HOUR_NS
     os.utime(big, ns=(old, old))
-    partial = read_file(big, max_file_bytes=1000, limit=5)
+    partial = read_file(big, ReadOptions(max_file_bytes=1000, limit=5))
     assert not partial.complete_text and not cache.put(big, partial)
-    missing = read_file(str(tmp_path / "none"), max_file_bytes=1000)
+    missing = read_file(str(tmp_path / "none"), ReadOptions(max_file_bytes=1000))
     assert not cache.put(str(tmp_path / "none"), missing)
     assert len(cache) == 0 and cache.bytes_used == 0
 
@@ -900,18 +902,18 @@ def test_over_limit_file_is_read_no_further_than_scan_bytes(
     monkeypatch.setattr(reader, "SCAN_BYTES", 2 * reader_mod.READ_CHUNK_BYTES)
     path = tmp_path / "big.log"
     path.write_bytes(b"".join(b"line %07d\n" % i for i in range(1, 600_001)))  # 7.2 MB
-    head = read_file(str(path), max_file_bytes=1000, limit=3)
+    head = read_file(str(path), ReadOptions(max_file_bytes=1000, limit=3))
     assert head.kind == "text" and head.total_lines is None
     assert head.bytes_read == 2 * reader_mod.READ_CHUNK_BYTES
     assert head.window is not None and head.window.text == (
         "line 0000001\nline 0000002\nline 0000003\n"
     )
     assert head.window.next_offset == 4 and head.window.total_lines is None
-    far = read_file(str(path), max_file_bytes=1000, offset=500_000, limit=1)
+    far = read_file(str(path), ReadOptions(max_file_bytes=1000, offset=500_000, limit=1))
     assert (far.kind, far.code) == ("error", Code.TOO_LARGE)
     assert far.bytes_read <= 2 * reader_mod.READ_CHUNK_BYTES + reader_mod.READ_CHUNK_BYTES
     # within the limit everything is as before: exact total
-    small = read_file(str(path), max_file_bytes=1000, offset=2, limit=1)
+    small = read_file(str(path), ReadOptions(max_file_bytes=1000, offset=2, limit=1))
     assert small.window is not None and small.window.text == "line 0000002\n"
 
 
@@ -925,16 +927,17 @@ def test_read_beneath_refuses_a_link_anywhere_on_the_path(tmp_path: Path) -> Non
     outside.mkdir()
     (outside / "x.txt").write_text("OUTSIDE\n")
     target = str(root / "sub" / "x.txt")
-    assert read_file(target, max_file_bytes=1 << 20, beneath=str(root)).text == "inside\n"
+    read = ReadOptions(max_file_bytes=1 << 20)
+    assert read_file(target, read, beneath=str(root)).text == "inside\n"
     (root / "sub").rename(root / "real")
     (root / "sub").symlink_to(outside)  # the swap: same path, now leading out
-    assert read_file(target, max_file_bytes=1 << 20).text == "OUTSIDE\n"  # what it prevents
-    got = read_file(target, max_file_bytes=1 << 20, beneath=str(root))
+    assert read_file(target, read).text == "OUTSIDE\n"  # what it prevents
+    got = read_file(target, read, beneath=str(root))
     assert got.kind == "error" and got.text is None, got
     (root / "deep" / "er").mkdir(parents=True)
     (root / "deep" / "er" / "y.txt").write_text("deep\n")
     deep = str(root / "deep" / "er" / "y.txt")
-    assert read_file(deep, max_file_bytes=1 << 20, beneath=str(root)).text == "deep\n"
+    assert read_file(deep, ReadOptions(max_file_bytes=1 << 20), beneath=str(root)).text == "deep\n"
 
 
 @pytest.mark.parametrize(
@@ -957,7 +960,7 @@ def test_total_lines_counted_on_bytes_match_the_text(tmp_path: Path, data: bytes
     ``count_lines`` over the decoded text."""
     path = tmp_path / "f.txt"
     path.write_bytes(data)
-    loaded = reader_mod.read_file(str(path), max_file_bytes=1 << 20)
+    loaded = reader_mod.read_file(str(path), ReadOptions(max_file_bytes=1 << 20))
     assert loaded.kind == "text"
     assert loaded.text is not None
     assert loaded.total_lines == lines_mod.count_lines(loaded.text)

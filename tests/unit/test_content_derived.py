@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from readmany_daemon.content.cache import ContentCache, _cost
-from readmany_daemon.content.reader import FileRead, read_file
+from readmany_daemon.content.reader import FileRead, ReadOptions, read_file
 from readmany_daemon.lsp.encode import cached_json_body
 from readmany_daemon.racy import RACY_NS, is_racy
 
@@ -29,7 +29,7 @@ def _stored(tmp_path: Path, name: str, text: str) -> tuple[str, FileRead]:
     path.write_text(text)
     old = time.time() - 3600
     os.utime(path, (old, old))
-    got = read_file(str(path), max_file_bytes=MiB)
+    got = read_file(str(path), ReadOptions(max_file_bytes=MiB))
     assert got.text == text
     return str(path), got
 

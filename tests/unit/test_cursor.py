@@ -18,9 +18,11 @@ from readmany_daemon.wire.cursor import (
     Position,
     ReadRequest,
     cursor_digest,
+    cursor_stamp,
     decode_cursor,
     decode_read_request,
     encode_cursor,
+    encode_position,
 )
 from readmany_daemon.wire.decode import decode_read_params
 from readmany_daemon.wire.messages import ReadManyParams
@@ -44,6 +46,17 @@ def _token_of(payload: Any) -> str:
 
 
 # ---------------------------------------------------------------------------- the codec
+
+
+def test_the_stamp_is_what_encode_cursor_carries() -> None:
+    """A request's stamp, made once, gives the tokens and digest made from its params."""
+    params = decode_read_params({"paths": ["a"], "maxTotalFiles": 2, "root": "tree"})
+    stamp = cursor_stamp(ROOT, params)
+    assert stamp.digest == cursor_digest(ROOT, params)
+    assert stamp.asked == {"paths": ["a"], "maxTotalFiles": 2, "root": "tree"}
+    for carry in (False, True):
+        want = encode_cursor(params, ROOT, AT, carry=carry)
+        assert encode_position(stamp, AT, carry=carry) == want
 
 
 def test_round_trip_keeps_the_position() -> None:

@@ -14,11 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from readmany_daemon.engine.files import list_paths
+from readmany_daemon.engine.options import options_for
 from readmany_daemon.engine.resolve import resolve
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.rules.kinds import Filters
 from readmany_daemon.rules.patterns import GitPatterns, PatternList
 from readmany_daemon.settings import Settings
+from readmany_daemon.wire.cursor import ReadRequest
 from readmany_daemon.wire.messages import ReadManyParams
 from tests.helpers import write_tree
 
@@ -132,7 +134,8 @@ def test_260_excludes_judge_only_prefilter_hits(
         return real(self, path, name, is_dir)
 
     monkeypatch.setattr(PatternList, "last_match", counted)
-    resolved = resolve(ws, ReadManyParams(paths=["."], exclude=excludes))
+    params = ReadManyParams(paths=["."], exclude=excludes)
+    resolved = resolve(ws, options_for(ws, ReadRequest(params=params)).resolve)
     got = [item.rel for item in resolved.items]
     assert got == want
     assert resolved.hidden["exclude"] == len(files) - len(want)

@@ -15,7 +15,7 @@ import pytest
 
 from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.content.decode import Decoded, decode
-from readmany_daemon.content.reader import READ_CHUNK_BYTES, read_file
+from readmany_daemon.content.reader import READ_CHUNK_BYTES, ReadOptions, read_file
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.decode import decode_read_params
@@ -116,7 +116,7 @@ def test_prefix_read_replaces_and_counts_each_bad_byte(tmp_path: Path) -> None:
     assert len(data) > READ_CHUNK_BYTES + 100_000
     path = tmp_path / "big.txt"
     path.write_bytes(data)
-    got = read_file(str(path), max_file_bytes=1 << 19, offset=1, limit=700)
+    got = read_file(str(path), ReadOptions(max_file_bytes=1 << 19, offset=1, limit=700))
     assert not got.complete_text and got.window is not None
     assert (got.encoding, got.replaced_bytes) == ("utf-8", 2)
     expected = ["#" + line, *lines[1:700]]
@@ -131,7 +131,7 @@ def test_prefix_read_of_valid_utf8_replaces_nothing(tmp_path: Path) -> None:
     data = b"#" + (line * 1200).encode()
     path = tmp_path / "big.txt"
     path.write_bytes(data)
-    got = read_file(str(path), max_file_bytes=1 << 19, offset=1, limit=700)
+    got = read_file(str(path), ReadOptions(max_file_bytes=1 << 19, offset=1, limit=700))
     assert got.window is not None
     assert (got.encoding, got.replaced_bytes) == ("utf-8", 0)
     assert got.window.text == "#" + line * 700
@@ -243,7 +243,7 @@ def test_prefix_read_of_a_cut_utf16_log_over_max_file_bytes(tmp_path: Path) -> N
     path = tmp_path / "big.log"
     path.write_bytes(codecs.BOM_UTF16_BE + body + b"\x00")
     assert path.stat().st_size > READ_CHUNK_BYTES
-    got = read_file(str(path), max_file_bytes=1 << 19, offset=59_999, limit=5)
+    got = read_file(str(path), ReadOptions(max_file_bytes=1 << 19, offset=59_999, limit=5))
     assert got.window is not None
     assert (got.kind, got.encoding, got.replaced_bytes) == ("text", "utf-16-be", 1)
     assert got.window.text == "line ✓ of a long log\n" * 2 + "last\ufffd"

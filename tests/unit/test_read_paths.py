@@ -35,7 +35,7 @@ from readmany_daemon.content import reader as reader_mod
 from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.content.decode import Decoded, decode
 from readmany_daemon.content.reader import FileRead as Loaded
-from readmany_daemon.content.reader import FolderHandles, read_file, read_file_at
+from readmany_daemon.content.reader import FolderHandles, ReadOptions, read_file, read_file_at
 from readmany_daemon.engine import answer as answer_mod
 from readmany_daemon.engine import load as load_mod
 from readmany_daemon.engine.workspace import Workspace
@@ -352,11 +352,11 @@ def test_read_file_at_answers_as_read_file(
     try:
         before = fd_count()
         pre = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-        at = read_file_at(dir_fd, name, pre, **kw)
+        at = read_file_at(dir_fd, name, pre, ReadOptions(**kw))
         assert fd_count() == before  # the file's descriptor is closed again
     finally:
         os.close(dir_fd)
-    by_path = read_file(str(path), **kw)
+    by_path = read_file(str(path), ReadOptions(**kw))
     assert loaded_equal(at, by_path)
     assert (at.kind, at.code) == (kind, code)
     st_ = path.stat()
@@ -383,7 +383,7 @@ def test_read_file_at_refuses_a_fifo_without_opening_it(
     try:
         pre = os.stat("pipe", dir_fd=dir_fd, follow_symlinks=False)
         spy = OpenSpy(monkeypatch)
-        got = read_file_at(dir_fd, "pipe", pre, max_file_bytes=MiB)
+        got = read_file_at(dir_fd, "pipe", pre, ReadOptions(max_file_bytes=MiB))
         monkeypatch.undo()
     finally:
         os.close(dir_fd)
@@ -397,7 +397,7 @@ def test_read_file_at_refuses_a_folder_from_its_pre_stat(tmp_path: Path) -> None
     dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         pre = os.stat("sub", dir_fd=dir_fd, follow_symlinks=False)
-        got = read_file_at(dir_fd, "sub", pre, max_file_bytes=MiB)
+        got = read_file_at(dir_fd, "sub", pre, ReadOptions(max_file_bytes=MiB))
     finally:
         os.close(dir_fd)
     assert got.code == Code.NOT_A_FILE and got.message is not None and "directory" in got.message
@@ -432,7 +432,7 @@ def test_a_file_swapped_for_a_fifo_after_its_stat_is_refused_without_blocking(
         before = fd_count()
         started = time.monotonic()
         got = _run_bounded(
-            lambda: read_file_at(dir_fd, "racy.txt", pre, max_file_bytes=MiB), target
+            lambda: read_file_at(dir_fd, "racy.txt", pre, ReadOptions(max_file_bytes=MiB)), target
         )
         assert time.monotonic() - started < 2
         assert fd_count() == before
@@ -455,7 +455,7 @@ def test_a_name_that_became_a_symlink_after_its_stat_is_not_followed(
         pre = os.stat("f.txt", dir_fd=dir_fd, follow_symlinks=False)
         (root / "d" / "f.txt").unlink()
         (root / "d" / "f.txt").symlink_to(secret)
-        got = read_file_at(dir_fd, "f.txt", pre, max_file_bytes=MiB)
+        got = read_file_at(dir_fd, "f.txt", pre, ReadOptions(max_file_bytes=MiB))
     finally:
         os.close(dir_fd)
     assert (got.kind, got.code, got.text) == ("error", Code.NOT_A_FILE, None)
@@ -469,10 +469,10 @@ def test_the_stat_returned_is_of_the_file_opened_not_the_pre_stat(tmp_path: Path
         pre = os.stat("f.txt", dir_fd=dir_fd, follow_symlinks=False)
         (tmp_path / "new.txt").write_text("a new, longer file\n")
         os.replace(tmp_path / "new.txt", tmp_path / "f.txt")
-        got = read_file_at(dir_fd, "f.txt", pre, max_file_bytes=MiB)
+        got = read_file_at(dir_fd, "f.txt", pre, ReadOptions(max_file_bytes=MiB))
         gone = pre
         (tmp_path / "f.txt").unlink()
-        missing = read_file_at(dir_fd, "f.txt", gone, max_file_bytes=MiB)
+        missing = read_file_at(dir_fd, "f.txt", gone, ReadOptions(max_file_bytes=MiB))
     finally:
         os.close(dir_fd)
     assert got.text == "a new, longer file\n"
@@ -484,7 +484,7 @@ def test_read_file_at_checks_window_arguments(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("x\n")
     pre = os.lstat(tmp_path / "f")
     with pytest.raises(ValueError, match="offset"):
-        read_file_at(-1, "f", pre, max_file_bytes=MiB, offset=0)
+        read_file_at(-1, "f", pre, ReadOptions(max_file_bytes=MiB, offset=0))
 
 
 # ---------------------------------------------------------- lsp.encode.cached_json_body
@@ -493,7 +493,7 @@ def test_read_file_at_checks_window_arguments(tmp_path: Path) -> None:
 def loaded_for(tmp_path: Path, name: str, text: str) -> tuple[str, Loaded]:
     path = tmp_path / name
     put_files(tmp_path, {name: text})
-    got = read_file(str(path), max_file_bytes=16 * MiB)
+    got = read_file(str(path), ReadOptions(max_file_bytes=16 * MiB))
     assert got.kind == "text" and got.complete_text and got.text == text
     return str(path), got
 
@@ -546,7 +546,7 @@ def test_json_body_goes_with_its_entry(tmp_path: Path, how: str) -> None:
     elif how == "clear":
         cache.clear()
     elif how == "put-again":
-        again = read_file(path, max_file_bytes=MiB)
+        again = read_file(path, ReadOptions(max_file_bytes=MiB))
         assert again.text == lo.text and again.text is not lo.text
         assert cache.put(path, again) and again.text is not None
         assert cached_json_body(cache, again.text) == b"a" * 5000
@@ -609,7 +609,7 @@ def test_json_body_of_text_json_cannot_carry_is_none() -> None:
 
 def test_racy_entries_are_not_stored_so_have_no_json_body(tmp_path: Path) -> None:
     (tmp_path / "fresh.txt").write_text("y" * 5000)
-    lo = read_file(str(tmp_path / "fresh.txt"), max_file_bytes=MiB)
+    lo = read_file(str(tmp_path / "fresh.txt"), ReadOptions(max_file_bytes=MiB))
     cache = ContentCache(MiB)
     assert not cache.put(str(tmp_path / "fresh.txt"), lo)
     assert lo.text is not None and cached_json_body(cache, lo.text) is None
