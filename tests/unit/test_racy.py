@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from readmany_daemon.content.reader import read_file
+from readmany_daemon.content.reader import ReadOptions, read_file
 from readmany_daemon.racy import StatKey, file_sha256, stat_key
 from readmany_daemon.runtime.changelog import StatLog
 from readmany_daemon.wire.messages import ChangedSinceResult
@@ -37,7 +37,7 @@ def test_the_reader_and_the_changelog_key_one_stat_alike(tmp_path: Path) -> None
     st = os.stat(path)
     key = stat_key(st)
     assert key == StatKey(size=6, mtime_ns=mtime, ino=st.st_ino, ctime_ns=st.st_ctime_ns)
-    assert read_file(path, max_file_bytes=1 << 20).stat_key() == key
+    assert read_file(path, ReadOptions(max_file_bytes=1 << 20)).stat_key() == key
     log = StatLog()
     got = log.changes("", "1:1", lambda rel: str(tmp_path / rel), lambda: ["a.txt"], 1 << 20)
     assert log._snapshots[got.clock].files["a.txt"] == key
