@@ -21,10 +21,10 @@ import watchdog. One ``Watcher`` per warm root:
 * **Events are hints.** Each event becomes ``(rel, kinds)`` (``index.ENTRY`` for a
   created/deleted/renamed entry, ``CONTENT`` for a write, ``FOLDER`` when a watched
   folder itself went away, ``GIT_INDEX``, ``RULES``); ``Index.apply`` confirms with
-  ``lstat``/``scandir``. Hints queue up on the reader thread and one applier thread
-  applies whatever is queued as one batch (after ``BATCH_DELAY`` to merge a burst),
-  holding the root's lock, so a ``git checkout`` of thousands of files costs one re-list
-  per touched folder.
+  ``lstat``/``scandir``. Hints queue up on the reader thread (``runtime/hints.py``) and
+  one applier thread applies whatever is queued as one batch (after ``BATCH_DELAY`` to
+  merge a burst), holding the root's lock, so a ``git checkout`` of thousands of files
+  costs one re-list per touched folder.
 * **Freshness barrier** (PROTOCOL §6, ``barrier``): a cookie file
   ``.watchman-cookie-<pid>-<n>`` is created in the cookie folder and its ``IN_CREATE``
   awaited. One inotify instance keeps one queue in event order across all its watches,
@@ -37,8 +37,8 @@ import watchdog. One ``Watcher`` per warm root:
   has handled every batch it read (``inotify.queue_quiet``: the usual case between two
   edits), the same holds without a cookie, and none is written: two reader wake-ups and
   two thread hand-offs fewer per request.
-* **Trouble.** Queue overflow (``IN_Q_OVERFLOW``, or more than ``MAX_PENDING`` hints
-  queued) → the root is walked again, ``on_reset`` is called (changes were lost: the
+* **Trouble.** Queue overflow (``IN_Q_OVERFLOW``, or more than ``hints.MAX_PENDING``
+  hints queued) → the root is walked again, ``on_reset`` is called (changes were lost: the
   service starts a new clock instance) and a warning is kept. A watch that cannot be added
   (``ENOSPC``: ``fs.inotify.max_user_watches``; ``max_watches`` for tests) leaves that
   folder unwatched: state ``degraded`` with a warning, and barriers also stat the
@@ -82,6 +82,7 @@ from typing import Any
 from readmany_daemon.index.model import Index
 from readmany_daemon.index.records import CONTENT, ENTRY, FOLDER, GIT_INDEX, RULES
 from readmany_daemon.racy import RACY_NS
+from readmany_daemon.runtime.hints import HintQueue
 from readmany_daemon.runtime.inotify import (
     Shape,
     barrier_shape,
@@ -112,8 +113,6 @@ LIVENESS_STEP = 0.05
 #: Restarts of one root's watcher allowed within RESTART_WINDOW s; then stat checks.
 MAX_RESTARTS = 3
 RESTART_WINDOW = 600.0
-#: Hints queued beyond this count are dropped for one rescan (bounded memory).
-MAX_PENDING = 200_000
 MAX_WARNINGS = 20
 COOKIE_PREFIX = ".watchman-cookie-"
 
@@ -189,11 +188,8 @@ class Watcher:
         self._batch_delay = batch_delay
         self._reconcile_interval = reconcile_interval
         self._root_slash = root.rstrip("/") + "/"
-        self._plock = threading.Lock()  # pending hints, cookies, flags
-        self._cond = threading.Condition(self._plock)
-        self._pending: list[tuple[str, int]] = []
-        self._verify_all = False
-        self._overflow = False
+        self._hints = HintQueue(root)
+        self._plock = threading.Lock()  # cookies
         self._cookies: dict[str, threading.Event] = {}
         self._cookie_seq = itertools.count(1)
         self._cookie_ok = False
@@ -241,8 +237,7 @@ class Watcher:
         if self._stopping.is_set():
             return
         self._stopping.set()
-        with self._cond:
-            self._cond.notify_all()
+        self._hints.wake()
         with self._fdlock:
             fd, self._fd = self._fd, None
         if fd is not None:
@@ -363,7 +358,7 @@ class Watcher:
         """The end of a barrier: apply the queue, stat the unwatched folders; False when
         an overflow (or a state change) means the watcher cannot vouch."""
         self._drain_locked()
-        if self._overflow or self.state not in ("running", "degraded"):
+        if self._hints.overflow or self.state not in ("running", "degraded"):
             return False
         if self._unwatched:
             self.index.verify([d for d in self._unwatched if self.index.walks(d)])
@@ -372,8 +367,7 @@ class Watcher:
 
     def push(self, hints: list[tuple[str, int]]) -> None:
         """Queue change hints from elsewhere (editor notifications, tests)."""
-        with self._cond:
-            self._queue(hints)
+        self._hints.push(hints)
 
     # ------------------------------------------------------- watchdog callbacks (reader thread)
 
@@ -385,10 +379,7 @@ class Watcher:
             # Thread boundary: an exception here would end watchdog's reader thread and
             # silently stop every later event; log it and rescan as for a lost event.
             log.exception("watcher %s: handling an inotify event failed", self.root)
-            with self._cond:
-                self._overflow = True
-                self._pending.clear()
-                self._cond.notify()
+            self._hints.overflowed()
             self._set_degraded("an event could not be handled (see the log); rescanning the root")
 
     def _on_event(self, wd: int, mask: int, raw: bytes) -> None:
@@ -397,37 +388,37 @@ class Watcher:
         if table is None:
             return
         rel, special = table.lookup(wd)  # a watch being added publishes under its lock
-        with self._cond:
-            if rel is None:
-                if special == COOKIE:
+        if rel is None:
+            if special == COOKIE:
+                with self._plock:
                     got = self._cookies.get(name)
-                    if got is not None and mask & _IN_CREATE:
-                        got.set()
-                elif special == GIT:
-                    if name == "index" and mask & (_ENTRY_BITS | _IN_MODIFY | _IN_CLOSE_WRITE):
-                        self._queue([("", GIT_INDEX)])
-                    elif name == "info" and mask & (_IN_CREATE | _IN_MOVED_TO):
-                        self._queue([("", RULES)])
-                        self._want_info = True
-                elif (
-                    special == INFO
-                    and name == "exclude"
-                    and mask & (_ENTRY_BITS | _IN_MODIFY | _IN_CLOSE_WRITE)
-                ):
-                    self._queue([("", RULES)])
-                return
-            if not raw:  # the watched folder itself
-                if mask & (_SELF_BITS | _IN_ATTRIB):
-                    self._queue([(rel, FOLDER)])
-                return
-            path = f"{rel}/{name}" if rel else name
-            kinds = 0
-            if mask & _ENTRY_BITS:
-                kinds |= ENTRY
-            if mask & _CONTENT_BITS:
-                kinds |= FOLDER if mask & _IN_ISDIR else CONTENT
-            if kinds:
-                self._queue([(path, kinds)])
+                if got is not None and mask & _IN_CREATE:
+                    got.set()
+            elif special == GIT:
+                if name == "index" and mask & (_ENTRY_BITS | _IN_MODIFY | _IN_CLOSE_WRITE):
+                    self._hints.push([("", GIT_INDEX)])
+                elif name == "info" and mask & (_IN_CREATE | _IN_MOVED_TO):
+                    self._hints.push([("", RULES)])
+                    self._want_info = True
+            elif (
+                special == INFO
+                and name == "exclude"
+                and mask & (_ENTRY_BITS | _IN_MODIFY | _IN_CLOSE_WRITE)
+            ):
+                self._hints.push([("", RULES)])
+            return
+        if not raw:  # the watched folder itself
+            if mask & (_SELF_BITS | _IN_ATTRIB):
+                self._hints.push([(rel, FOLDER)])
+            return
+        path = f"{rel}/{name}" if rel else name
+        kinds = 0
+        if mask & _ENTRY_BITS:
+            kinds |= ENTRY
+        if mask & _CONTENT_BITS:
+            kinds |= FOLDER if mask & _IN_ISDIR else CONTENT
+        if kinds:
+            self._hints.push([(path, kinds)])
 
     def on_watch_deleted(self, wd: int) -> None:
         """The kernel dropped a watch (its folder was deleted or unmounted)."""
@@ -455,27 +446,10 @@ class Watcher:
 
     def on_queue_overflow(self) -> None:
         """The kernel queue overflowed: events were lost (watchdog logs it too)."""
-        with self._cond:
-            self._overflow = True
-            self._pending.clear()
-            self._cond.notify()
+        self._hints.overflowed()
         self._set_degraded("inotify queue overflowed: events were lost; rescanning the root")
 
     # ---------------------------------------------------------------------- internals
-
-    def _queue(self, hints: list[tuple[str, int]]) -> None:
-        """Append hints (holding ``_plock``); past ``MAX_PENDING`` keep one rescan."""
-        if self._overflow:
-            return
-        if len(self._pending) + len(hints) > MAX_PENDING:
-            self._overflow = True
-            self._pending.clear()
-            log.warning(
-                "watcher %s: more than %d changes queued; rescanning", self.root, MAX_PENDING
-            )
-        else:
-            self._pending.extend(hints)
-        self._cond.notify()
 
     def _warn(self, message: str) -> None:
         log.warning("watcher %s: %s", self.root, message)
@@ -493,7 +467,7 @@ class Watcher:
         if (
             self.state == "degraded"
             and not self._unwatched
-            and not self._overflow
+            and not self._hints.overflow
             and (self._cookie_ok or self._cookie_dir is None)
         ):
             self.state = "running"
@@ -573,9 +547,7 @@ class Watcher:
             if self._stopping.is_set():
                 return
             table.add(rel)
-        with self._cond:
-            self._verify_all = True  # changes between the walk and the watches
-            self._cond.notify()
+        self._hints.verify()  # changes between the walk and the watches
 
     # ------------------------------------------------------------- dead threads, restarts
 
@@ -709,13 +681,10 @@ class Watcher:
 
     def _loop(self) -> None:
         while not self._stopping.is_set():
-            with self._cond:
-                if not self._pending and not self._verify_all and not self._overflow:
-                    wait = max(0.0, self._next_reconcile - time.monotonic())
-                    self._cond.wait(timeout=min(wait, 5.0))
+            self._hints.wait(min(max(0.0, self._next_reconcile - time.monotonic()), 5.0))
             if self._stopping.is_set():
                 return
-            busy = self._pending or self._verify_all or self._overflow
+            busy = self._hints.busy
             reconcile = time.monotonic() >= self._next_reconcile
             if not busy and not reconcile:
                 continue
@@ -740,10 +709,7 @@ class Watcher:
             if repo is not None:
                 table.add_special(os.path.join(repo.commondir, "info"), INFO)
         for _ in range(100):  # each round only follows up on folders the last one added
-            with self._cond:
-                batch, self._pending = self._pending, []
-                verify, self._verify_all = self._verify_all, False
-                overflow, self._overflow = self._overflow, False
+            batch, verify, overflow = self._hints.take()
             if overflow:
                 self.index.apply([("", RULES), ("", GIT_INDEX)])
                 if self._on_reset is not None:
@@ -780,9 +746,7 @@ class Watcher:
     def _setup_observer(self) -> None:
         """Off Linux: a recursive watchdog ``Observer`` (``runtime/observer.py``); no cookies."""
         self._observer = start_observer(self.root, self.index, self.push)
-        with self._cond:
-            self._verify_all = True
-            self._cond.notify()
+        self._hints.verify()
         self.state = "running"
 
 
