@@ -115,6 +115,16 @@ def _resolve(target: str, names: Mapping[str, Path]) -> str | None:
     return None
 
 
+def from_module(node: ast.ImportFrom, name: str, is_pkg: bool) -> str:
+    """The dotted module a ``from … import`` in module ``name`` (a package's
+    ``__init__`` when ``is_pkg``) imports from, relative imports resolved."""
+    if not node.level:
+        return node.module or ""
+    base = name.split(".") if is_pkg else name.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
 def imports(path: Path, name: str, names: Mapping[str, Path]) -> tuple[set[str], set[str]]:
     """``(package modules, third-party top-level names)`` that file ``path`` imports."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
@@ -126,12 +136,7 @@ def imports(path: Path, name: str, names: Mapping[str, Path]) -> tuple[set[str],
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = name.split(".") if is_pkg else name.split(".")[:-1]
-                base = base[: len(base) - (node.level - 1)]
-                mod = ".".join([*base, node.module] if node.module else base)
-            else:
-                mod = node.module or ""
+            mod = from_module(node, name, is_pkg)
             # ``from pkg import sub``: the submodule when there is one, else pkg itself
             targets = [f"{mod}.{alias.name}" for alias in node.names] or [mod]
             if not mod.startswith(NAME):
@@ -410,12 +415,7 @@ def _bindings(tree: ast.Module, name: str, is_pkg: bool) -> dict[str, str]:
                 if alias.asname and alias.name.startswith(NAME + "."):
                     bound[alias.asname] = alias.name
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = name.split(".") if is_pkg else name.split(".")[:-1]
-                base = base[: len(base) - (node.level - 1)]
-                mod = ".".join([*base, node.module] if node.module else base)
-            else:
-                mod = node.module or ""
+            mod = from_module(node, name, is_pkg)
             if mod == NAME or mod.startswith(NAME + "."):
                 for alias in node.names:
                     bound.setdefault(alias.asname or alias.name, f"{mod}.{alias.name}")
