@@ -32,13 +32,12 @@ import watchdog. One ``Watcher`` per warm root:
   syscall returns; so once the cookie comes through, every write that finished before
   the request has been read, and the queued hints are applied before the answer
   (~0.05 ms round trip measured on a 6k-folder tree, against ~17 ms to stat every
-  folder).
-  The cookie folder is private (under ``$XDG_RUNTIME_DIR`` or the temp dir): nothing
-  is written into the workspace, and roots without ``.git`` get the same barrier. When
-  the kernel queue is empty and the reader has handled every batch it read
-  (``inotify.queue_quiet``: the usual case between two edits), the same holds without
-  a cookie, and none is written: two reader wake-ups and two thread hand-offs fewer
-  per request.
+  folder). The cookie folder is private (under ``$XDG_RUNTIME_DIR`` or the temp dir):
+  nothing is written into the workspace, and roots without ``.git`` get the same
+  barrier. When the kernel queue is empty and the reader has handled every batch it
+  read (``inotify.queue_quiet``: the usual case between two edits), the same holds
+  without a cookie, and none is written: two reader wake-ups and two thread hand-offs
+  fewer per request.
 * **Trouble.** Queue overflow (``IN_Q_OVERFLOW``, or more than ``hints.MAX_PENDING``
   hints queued) → the root is walked again, ``on_reset`` is called (changes were lost: the
   service starts a new clock instance) and a warning is kept. A watch that cannot be added
