@@ -21,24 +21,25 @@ import watchdog. One ``Watcher`` per warm root:
 * **Events are hints.** Each event becomes ``(rel, kinds)`` (``index.ENTRY`` for a
   created/deleted/renamed entry, ``CONTENT`` for a write, ``FOLDER`` when a watched
   folder itself went away, ``GIT_INDEX``, ``RULES``); ``Index.apply`` confirms with
-  ``lstat``/``scandir``. Hints queue up on the reader thread and one applier thread
-  applies whatever is queued as one batch (after ``BATCH_DELAY`` to merge a burst),
-  holding the root's lock, so a ``git checkout`` of thousands of files costs one re-list
-  per touched folder.
+  ``lstat``/``scandir``. Hints queue up on the reader thread (``runtime/hints.py``) and
+  one applier thread applies whatever is queued as one batch (after ``BATCH_DELAY`` to
+  merge a burst), holding the root's lock, so a ``git checkout`` of thousands of files
+  costs one re-list per touched folder.
 * **Freshness barrier** (PROTOCOL §6, ``barrier``): a cookie file
   ``.watchman-cookie-<pid>-<n>`` is created in the cookie folder and its ``IN_CREATE``
-  awaited. One inotify instance keeps one queue in event order across all its watches,
-  and the kernel queues an event before the writing syscall returns; so once the cookie
-  comes through, every write that finished before the request has been read, and the
-  queued hints are applied before the answer (~0.05 ms round trip measured on a 6k-folder
-  tree, against ~17 ms to stat every folder). The cookie folder is private (under
-  ``$XDG_RUNTIME_DIR`` or the temp dir): nothing is written into the workspace, and roots
-  without ``.git`` get the same barrier. When the kernel queue is empty and the reader
-  has handled every batch it read (``inotify.queue_quiet``: the usual case between two
-  edits), the same holds without a cookie, and none is written: two reader wake-ups and
-  two thread hand-offs fewer per request.
-* **Trouble.** Queue overflow (``IN_Q_OVERFLOW``, or more than ``MAX_PENDING`` hints
-  queued) → the root is walked again, ``on_reset`` is called (changes were lost: the
+  awaited (``runtime/cookies.py``). One inotify instance keeps one queue in event
+  order across all its watches, and the kernel queues an event before the writing
+  syscall returns; so once the cookie comes through, every write that finished before
+  the request has been read, and the queued hints are applied before the answer
+  (~0.05 ms round trip measured on a 6k-folder tree, against ~17 ms to stat every
+  folder). The cookie folder is private (under ``$XDG_RUNTIME_DIR`` or the temp dir):
+  nothing is written into the workspace, and roots without ``.git`` get the same
+  barrier. When the kernel queue is empty and the reader has handled every batch it
+  read (``inotify.queue_quiet``: the usual case between two edits), the same holds
+  without a cookie, and none is written: two reader wake-ups and two thread hand-offs
+  fewer per request.
+* **Trouble.** Queue overflow (``IN_Q_OVERFLOW``, or more than ``hints.MAX_PENDING``
+  hints queued) → the root is walked again, ``on_reset`` is called (changes were lost: the
   service starts a new clock instance) and a warning is kept. A watch that cannot be added
   (``ENOSPC``: ``fs.inotify.max_user_watches``; ``max_watches`` for tests) leaves that
   folder unwatched: state ``degraded`` with a warning, and barriers also stat the
@@ -47,14 +48,14 @@ import watchdog. One ``Watcher`` per warm root:
   folders (``Index.recheck_markers``: those folders are not watched), retries unwatched
   folders and drops stray watches.
   Nothing here raises into callers; a bug on a watchdog thread is logged and degrades.
-* **Dead threads.** Each barrier (and each wait for a cookie, every ``LIVENESS_STEP`` s)
-  checks watchdog's reader and dispatcher threads and the applier; one gone restarts the
-  watcher in place: a new inotify instance and watch table (``runtime/watches.py``), the
-  watches added again, the root rescanned (``_rescan_locked``), logged at WARNING with
-  the cause, which is also kept in ``warnings``. So no barrier waits for a cookie a dead
-  thread cannot deliver. At most ``MAX_RESTARTS`` restarts in ``RESTART_WINDOW`` s; past
-  that, or when a restart fails, barriers use stat checks and the state is ``degraded``
-  (docs/reliability.md).
+* **Dead threads.** Each barrier (and each wait for a cookie, every
+  ``cookies.LIVENESS_STEP`` s) checks watchdog's reader and dispatcher threads and the
+  applier; one gone restarts the watcher in place: a new inotify instance and watch
+  table (``runtime/watches.py``), the watches added again, the root rescanned
+  (``_rescan_locked``), logged at WARNING with the cause, which is also kept in
+  ``warnings``. So no barrier waits for a cookie a dead thread cannot deliver. At most
+  ``MAX_RESTARTS`` restarts in ``RESTART_WINDOW`` s; past that, or when a restart
+  fails, barriers use stat checks and the state is ``degraded`` (docs/reliability.md).
 * **watchdog's shape** (``inotify.barrier_shape``): checked once a process; when its
   private API does not fit, plain ``InotifyFD`` and cookies (``barrier_kind``
   ``"cookie"``, ``barrier_reason`` saying why; shown by ``readMany/status``).
@@ -67,12 +68,9 @@ holds the last ``MAX_WARNINGS`` problems. Logs never hold file contents.
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import logging
 import math
 import os
-import shutil
 import threading
 import time
 from collections import deque
@@ -82,6 +80,8 @@ from typing import Any
 from readmany_daemon.index.model import Index
 from readmany_daemon.index.records import CONTENT, ENTRY, FOLDER, GIT_INDEX, RULES
 from readmany_daemon.racy import RACY_NS
+from readmany_daemon.runtime.cookies import COOKIE_PREFIX, COOKIE_TIMEOUT, CookieSync
+from readmany_daemon.runtime.hints import HintQueue
 from readmany_daemon.runtime.inotify import (
     Shape,
     barrier_shape,
@@ -103,19 +103,10 @@ log = logging.getLogger(__name__)
 BATCH_DELAY = 0.003
 #: Seconds between two reconciles (every walked folder stat'ed, watches re-checked).
 RECONCILE_INTERVAL = 60.0
-#: Seconds a barrier waits for its cookie before it falls back to stat checks.
-COOKIE_TIMEOUT = 2.0
-#: Seconds barriers use stat checks after a cookie did not arrive, before trying again.
-COOKIE_RETRY = 5.0
-#: Seconds between two looks at the watcher's threads while a barrier waits for a cookie.
-LIVENESS_STEP = 0.05
 #: Restarts of one root's watcher allowed within RESTART_WINDOW s; then stat checks.
 MAX_RESTARTS = 3
 RESTART_WINDOW = 600.0
-#: Hints queued beyond this count are dropped for one rescan (bounded memory).
-MAX_PENDING = 200_000
 MAX_WARNINGS = 20
-COOKIE_PREFIX = ".watchman-cookie-"
 
 # inotify(7) bits (linux/inotify.h); the same values as watchdog's InotifyConstants.
 _IN_MODIFY = 0x2
@@ -180,8 +171,6 @@ class Watcher:
         self.state = "starting"
         self.warnings: list[str] = []
         self.batches = 0  # batches applied so far (status, tests)
-        #: barriers that waited for a cookie (the others found the queue quiet: tests)
-        self.cookie_round_trips = 0
         self._cookie_dir = cookie_dir
         self._on_reset = on_reset
         self._backend = backend
@@ -189,15 +178,8 @@ class Watcher:
         self._batch_delay = batch_delay
         self._reconcile_interval = reconcile_interval
         self._root_slash = root.rstrip("/") + "/"
-        self._plock = threading.Lock()  # pending hints, cookies, flags
-        self._cond = threading.Condition(self._plock)
-        self._pending: list[tuple[str, int]] = []
-        self._verify_all = False
-        self._overflow = False
-        self._cookies: dict[str, threading.Event] = {}
-        self._cookie_seq = itertools.count(1)
-        self._cookie_ok = False
-        self._cookie_retry_at = 0.0  # after a cookie timed out: when to try again
+        self._hints = HintQueue(root)
+        self._cookies = CookieSync(cookie_dir)
         self._want_info = False  # $GIT_COMMON_DIR/info appeared: watch it
         self._shape = shape
         self._table: WatchTable | None = None  # the watches of the current instance
@@ -241,8 +223,7 @@ class Watcher:
         if self._stopping.is_set():
             return
         self._stopping.set()
-        with self._cond:
-            self._cond.notify_all()
+        self._hints.wake()
         with self._fdlock:
             fd, self._fd = self._fd, None
         if fd is not None:
@@ -255,9 +236,13 @@ class Watcher:
             observer.join(timeout=5)
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
-        if self._cookie_dir is not None:
-            shutil.rmtree(self._cookie_dir, ignore_errors=True)
+        self._cookies.remove()
         self.state = "stopped"
+
+    @property
+    def cookie_round_trips(self) -> int:
+        """Barriers that waited for a cookie (the others found the queue quiet: tests)."""
+        return self._cookies.round_trips
 
     @property
     def watched(self) -> int:
@@ -294,9 +279,10 @@ class Watcher:
         if dead is not None and not self._restart_locked(dead):
             self._drain_locked()
             return False
-        if not self._cookie_ok and time.monotonic() >= self._cookie_retry_at:
-            self._cookie_ok = self._cookie_watched()
-        if self.state not in ("running", "degraded") or not self._cookie_ok or self.root_lost:
+        cookies = self._cookies
+        if not cookies.ok and time.monotonic() >= cookies.retry_at:
+            cookies.ok = self._cookie_watched()
+        if self.state not in ("running", "degraded") or not cookies.ok or self.root_lost:
             self._drain_locked()
             return False
         if since is not None and self._barrier_started > since:
@@ -307,39 +293,19 @@ class Watcher:
             # that finished before now is in the hint queue (runtime/inotify.py).
             self._barrier_started, self._synced_ns = started, started_ns
             return self._settle()
-        assert self._cookie_dir is not None
-        name = f"{COOKIE_PREFIX}{os.getpid()}-{next(self._cookie_seq)}"
-        self.cookie_round_trips += 1
-        got = threading.Event()
-        with self._plock:
-            self._cookies[name] = got
-        path = os.path.join(self._cookie_dir, name)
         try:
-            try:
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
-            except OSError as exc:
-                self._cookie_ok = False
-                self._warn(f"cannot create barrier cookies in {self._cookie_dir}: {exc.strerror}")
-                self._drain_locked()
-                return False
-            arrived = self._await_cookie(got, timeout)
-            # removed already by someone cleaning the temp dir: nothing to undo
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-        finally:
-            with self._plock:
-                self._cookies.pop(name, None)
+            arrived = cookies.round_trip(timeout, lambda: self._dead_thread() is not None)
+        except OSError as exc:
+            self._warn(f"cannot create barrier cookies in {self._cookie_dir}: {exc.strerror}")
+            self._drain_locked()
+            return False
         if arrived is None:  # a thread died meanwhile: no cookie can come
             dead = self._dead_thread()
             if dead is None or not self._restart_locked(dead):
                 self._drain_locked()
                 return False
             return self._settle()
-        if not arrived:
-            # Retried after COOKIE_RETRY s: a stuck queue must not cost every request the
-            # whole timeout.
-            self._cookie_ok = False
-            self._cookie_retry_at = time.monotonic() + COOKIE_RETRY
+        if not arrived:  # cookies are tried again after COOKIE_RETRY s
             self._set_degraded(
                 f"a barrier cookie did not arrive within {timeout:g} s; using stat checks"
             )
@@ -348,22 +314,11 @@ class Watcher:
         self._barrier_started, self._synced_ns = started, started_ns
         return self._settle()
 
-    def _await_cookie(self, got: threading.Event, timeout: float) -> bool | None:
-        """Wait up to ``timeout`` s for cookie event ``got``, looking at the watcher's
-        threads every ``LIVENESS_STEP`` s: None as soon as one is dead."""
-        deadline = time.monotonic() + timeout
-        while not got.wait(min(LIVENESS_STEP, max(0.0, deadline - time.monotonic()))):
-            if self._dead_thread() is not None:
-                return None
-            if time.monotonic() >= deadline:
-                return False
-        return True
-
     def _settle(self) -> bool:
         """The end of a barrier: apply the queue, stat the unwatched folders; False when
         an overflow (or a state change) means the watcher cannot vouch."""
         self._drain_locked()
-        if self._overflow or self.state not in ("running", "degraded"):
+        if self._hints.overflow or self.state not in ("running", "degraded"):
             return False
         if self._unwatched:
             self.index.verify([d for d in self._unwatched if self.index.walks(d)])
@@ -372,8 +327,7 @@ class Watcher:
 
     def push(self, hints: list[tuple[str, int]]) -> None:
         """Queue change hints from elsewhere (editor notifications, tests)."""
-        with self._cond:
-            self._queue(hints)
+        self._hints.push(hints)
 
     # ------------------------------------------------------- watchdog callbacks (reader thread)
 
@@ -385,10 +339,7 @@ class Watcher:
             # Thread boundary: an exception here would end watchdog's reader thread and
             # silently stop every later event; log it and rescan as for a lost event.
             log.exception("watcher %s: handling an inotify event failed", self.root)
-            with self._cond:
-                self._overflow = True
-                self._pending.clear()
-                self._cond.notify()
+            self._hints.overflowed()
             self._set_degraded("an event could not be handled (see the log); rescanning the root")
 
     def _on_event(self, wd: int, mask: int, raw: bytes) -> None:
@@ -397,37 +348,35 @@ class Watcher:
         if table is None:
             return
         rel, special = table.lookup(wd)  # a watch being added publishes under its lock
-        with self._cond:
-            if rel is None:
-                if special == COOKIE:
-                    got = self._cookies.get(name)
-                    if got is not None and mask & _IN_CREATE:
-                        got.set()
-                elif special == GIT:
-                    if name == "index" and mask & (_ENTRY_BITS | _IN_MODIFY | _IN_CLOSE_WRITE):
-                        self._queue([("", GIT_INDEX)])
-                    elif name == "info" and mask & (_IN_CREATE | _IN_MOVED_TO):
-                        self._queue([("", RULES)])
-                        self._want_info = True
-                elif (
-                    special == INFO
-                    and name == "exclude"
-                    and mask & (_ENTRY_BITS | _IN_MODIFY | _IN_CLOSE_WRITE)
-                ):
-                    self._queue([("", RULES)])
-                return
-            if not raw:  # the watched folder itself
-                if mask & (_SELF_BITS | _IN_ATTRIB):
-                    self._queue([(rel, FOLDER)])
-                return
-            path = f"{rel}/{name}" if rel else name
-            kinds = 0
-            if mask & _ENTRY_BITS:
-                kinds |= ENTRY
-            if mask & _CONTENT_BITS:
-                kinds |= FOLDER if mask & _IN_ISDIR else CONTENT
-            if kinds:
-                self._queue([(path, kinds)])
+        if rel is None:
+            if special == COOKIE:
+                if mask & _IN_CREATE:
+                    self._cookies.arrived(name)
+            elif special == GIT:
+                if name == "index" and mask & (_ENTRY_BITS | _IN_MODIFY | _IN_CLOSE_WRITE):
+                    self._hints.push([("", GIT_INDEX)])
+                elif name == "info" and mask & (_IN_CREATE | _IN_MOVED_TO):
+                    self._hints.push([("", RULES)])
+                    self._want_info = True
+            elif (
+                special == INFO
+                and name == "exclude"
+                and mask & (_ENTRY_BITS | _IN_MODIFY | _IN_CLOSE_WRITE)
+            ):
+                self._hints.push([("", RULES)])
+            return
+        if not raw:  # the watched folder itself
+            if mask & (_SELF_BITS | _IN_ATTRIB):
+                self._hints.push([(rel, FOLDER)])
+            return
+        path = f"{rel}/{name}" if rel else name
+        kinds = 0
+        if mask & _ENTRY_BITS:
+            kinds |= ENTRY
+        if mask & _CONTENT_BITS:
+            kinds |= FOLDER if mask & _IN_ISDIR else CONTENT
+        if kinds:
+            self._hints.push([(path, kinds)])
 
     def on_watch_deleted(self, wd: int) -> None:
         """The kernel dropped a watch (its folder was deleted or unmounted)."""
@@ -450,32 +399,15 @@ class Watcher:
         elif special == INFO:
             self.push([("", RULES)])
         elif special == COOKIE:
-            self._cookie_ok = False
+            self._cookies.ok = False
             self._warn("the barrier cookie folder was removed; using stat checks")
 
     def on_queue_overflow(self) -> None:
         """The kernel queue overflowed: events were lost (watchdog logs it too)."""
-        with self._cond:
-            self._overflow = True
-            self._pending.clear()
-            self._cond.notify()
+        self._hints.overflowed()
         self._set_degraded("inotify queue overflowed: events were lost; rescanning the root")
 
     # ---------------------------------------------------------------------- internals
-
-    def _queue(self, hints: list[tuple[str, int]]) -> None:
-        """Append hints (holding ``_plock``); past ``MAX_PENDING`` keep one rescan."""
-        if self._overflow:
-            return
-        if len(self._pending) + len(hints) > MAX_PENDING:
-            self._overflow = True
-            self._pending.clear()
-            log.warning(
-                "watcher %s: more than %d changes queued; rescanning", self.root, MAX_PENDING
-            )
-        else:
-            self._pending.extend(hints)
-        self._cond.notify()
 
     def _warn(self, message: str) -> None:
         log.warning("watcher %s: %s", self.root, message)
@@ -493,8 +425,8 @@ class Watcher:
         if (
             self.state == "degraded"
             and not self._unwatched
-            and not self._overflow
-            and (self._cookie_ok or self._cookie_dir is None)
+            and not self._hints.overflow
+            and (self._cookies.ok or self._cookie_dir is None)
         ):
             self.state = "running"
 
@@ -565,7 +497,7 @@ class Watcher:
         walked folder once (changes between its listing and its watch)."""
         table = self._table
         assert table is not None
-        self._cookie_ok = table.add_specials(self._cookie_dir, self.index.rules.repo)
+        self._cookies.ok = table.add_specials(self._cookie_dir, self.index.rules.repo)
         limit = max_user_watches()
         if limit is not None and len(dirs) > limit:
             self._warn(f"{len(dirs)} folders to watch but fs.inotify.max_user_watches is {limit}")
@@ -573,9 +505,7 @@ class Watcher:
             if self._stopping.is_set():
                 return
             table.add(rel)
-        with self._cond:
-            self._verify_all = True  # changes between the walk and the watches
-            self._cond.notify()
+        self._hints.verify()  # changes between the walk and the watches
 
     # ------------------------------------------------------------- dead threads, restarts
 
@@ -682,7 +612,7 @@ class Watcher:
     @property
     def cookies_ready(self) -> bool:
         """Whether barriers can use the cookie folder now (status)."""
-        return self._fd is not None and self._cookie_ok
+        return self._fd is not None and self._cookies.ok
 
     def _cookie_watched(self) -> bool:
         """Whether the cookie folder has its watch (barriers can use cookies)."""
@@ -709,13 +639,10 @@ class Watcher:
 
     def _loop(self) -> None:
         while not self._stopping.is_set():
-            with self._cond:
-                if not self._pending and not self._verify_all and not self._overflow:
-                    wait = max(0.0, self._next_reconcile - time.monotonic())
-                    self._cond.wait(timeout=min(wait, 5.0))
+            self._hints.wait(min(max(0.0, self._next_reconcile - time.monotonic()), 5.0))
             if self._stopping.is_set():
                 return
-            busy = self._pending or self._verify_all or self._overflow
+            busy = self._hints.busy
             reconcile = time.monotonic() >= self._next_reconcile
             if not busy and not reconcile:
                 continue
@@ -740,15 +667,12 @@ class Watcher:
             if repo is not None:
                 table.add_special(os.path.join(repo.commondir, "info"), INFO)
         for _ in range(100):  # each round only follows up on folders the last one added
-            with self._cond:
-                batch, self._pending = self._pending, []
-                verify, self._verify_all = self._verify_all, False
-                overflow, self._overflow = self._overflow, False
+            batch, verify, overflow = self._hints.take()
             if overflow:
                 self.index.apply([("", RULES), ("", GIT_INDEX)])
                 if self._on_reset is not None:
                     self._on_reset()
-                self._cookie_retry_at = 0.0  # a cookie lost in the overflow: try again
+                self._cookies.retry_at = 0.0  # a cookie lost in the overflow: try again
                 self.batches += 1
                 self._healthy_state()
                 continue
@@ -772,17 +696,15 @@ class Watcher:
         table = self._table
         if table is None:
             return
-        if not self._cookie_ok:
-            self._cookie_ok = self._cookie_watched()
+        if not self._cookies.ok:
+            self._cookies.ok = self._cookie_watched()
         table.reconcile(set(self.index.walked_dirs()))
         self._healthy_state()
 
     def _setup_observer(self) -> None:
         """Off Linux: a recursive watchdog ``Observer`` (``runtime/observer.py``); no cookies."""
         self._observer = start_observer(self.root, self.index, self.push)
-        with self._cond:
-            self._verify_all = True
-            self._cond.notify()
+        self._hints.verify()
         self.state = "running"
 
 

@@ -10,7 +10,9 @@ inside functions and ``TYPE_CHECKING`` blocks too), nothing imported:
 3. third-party seams: pygls/lsprotocol only in lsp/, watchdog only in the runtime's
    watcher, inotify and observer modules, re2/wcmatch only in rules/, charset_normalizer only in
    content's decoder, tree_sitter only in content's outline module, mcp only in mcp/;
-4. subpackage ``__init__.py`` files hold no code (the top one: ``__version__`` only).
+4. subpackage ``__init__.py`` files hold no code (the top one: ``__version__`` only);
+5. no class is over ``MAX_CLASS_LINES`` (650) lines, counting the lines of the package
+   classes it inherits from (``class_sizes``).
 
 An exception would be listed in ``ALLOWED`` with its reason; there is none, and the
 lists are not to grow.
@@ -114,6 +116,16 @@ def _resolve(target: str, names: Mapping[str, Path]) -> str | None:
     return None
 
 
+def from_module(node: ast.ImportFrom, name: str, is_pkg: bool) -> str:
+    """The dotted module a ``from … import`` in module ``name`` (a package's
+    ``__init__`` when ``is_pkg``) imports from, relative imports resolved."""
+    if not node.level:
+        return node.module or ""
+    base = name.split(".") if is_pkg else name.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
 def imports(path: Path, name: str, names: Mapping[str, Path]) -> tuple[set[str], set[str]]:
     """``(package modules, third-party top-level names)`` that file ``path`` imports."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
@@ -125,12 +137,7 @@ def imports(path: Path, name: str, names: Mapping[str, Path]) -> tuple[set[str],
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = name.split(".") if is_pkg else name.split(".")[:-1]
-                base = base[: len(base) - (node.level - 1)]
-                mod = ".".join([*base, node.module] if node.module else base)
-            else:
-                mod = node.module or ""
+            mod = from_module(node, name, is_pkg)
             # ``from pkg import sub``: the submodule when there is one, else pkg itself
             targets = [f"{mod}.{alias.name}" for alias in node.names] or [mod]
             if not mod.startswith(NAME):
@@ -389,64 +396,106 @@ def test_the_architecture_map_names_every_module() -> None:
     assert len(named) == len(set(named))
 
 
-# ------------------------------------------------------------------------ the index's classes
+# ------------------------------------------------------------------------------ class sizes
 
-#: The most lines an index class may span, with the lines of the package classes it
-#: inherits from (issue 24: the index is composed of parts, not a ladder of bases).
-INDEX_CLASS_LINES = 650
+#: House rule (issue 24): no class is over this many lines, counting the lines of the
+#: package classes it inherits from.
+MAX_CLASS_LINES = 650
 
 
-def class_lines(package: Path = PACKAGE) -> dict[str, int]:
-    """``{"module.Class": lines}`` for every class of the package: its own lines (from
-    ``class`` to its last line) plus, through ``from … import`` and its own module, those
-    of the package classes it inherits from (each once)."""
-    own: dict[str, int] = {}
-    bases: dict[str, list[str]] = {}
+def _bindings(tree: ast.Module, name: str, is_pkg: bool) -> dict[str, str]:
+    """What each name bound at the top of module ``name`` refers to, as a dotted name in
+    the package: its own classes, and what ``import``/``from … import`` bring in."""
+    bound: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            bound[node.name] = f"{name}.{node.name}"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name.startswith(NAME + "."):
+                    bound[alias.asname] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            mod = from_module(node, name, is_pkg)
+            if mod == NAME or mod.startswith(NAME + "."):
+                for alias in node.names:
+                    bound.setdefault(alias.asname or alias.name, f"{mod}.{alias.name}")
+    return bound
+
+
+def class_sizes(package: Path = PACKAGE) -> dict[str, int]:
+    """``module.Class`` -> its lines (its ``class`` line to its last, by ``ast``) plus
+    those of every class of the package it inherits from, recursively, each base once.
+    A base is found by what its name refers to in its module (a class of that module,
+    or one imported from the package, re-exports followed); other bases count nothing."""
+    top: dict[str, tuple[int, list[ast.expr], str]] = {}  # dotted class -> (lines, bases, module)
+    every: list[tuple[str, ast.ClassDef]] = []
+    scopes: dict[str, dict[str, str]] = {}
     for name, path in modules(package).items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        local = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
-        imported = {
-            alias.asname or alias.name: f"{node.module}.{alias.name}"
-            for node in tree.body
-            if isinstance(node, ast.ImportFrom) and node.module and not node.level
-            for alias in node.names
-        }
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        scopes[name] = _bindings(tree, name, path.name == "__init__.py")
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
-                key = f"{name}.{node.name}"
-                own[key] = (node.end_lineno or node.lineno) - node.lineno + 1
-                found = [b.id for b in node.bases if isinstance(b, ast.Name)]
-                bases[key] = [f"{name}.{b}" if b in local else imported.get(b, b) for b in found]
+                every.append((name, node))
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                assert node.end_lineno is not None
+                lines = node.end_lineno - node.lineno + 1
+                top[f"{name}.{node.name}"] = (lines, node.bases, name)
 
-    def ancestors(key: str) -> set[str]:
-        out: set[str] = set()
-        for b in bases.get(key, []):
-            if b in own and b not in out:
-                out |= {b} | ancestors(b)
-        return out
+    def resolve(expr: ast.expr, module: str) -> str | None:
+        head, _, rest = ast.unparse(expr).partition(".")
+        target = scopes.get(module, {}).get(head)
+        if target is None:
+            return None
+        dotted = f"{target}.{rest}" if rest else target
+        for _ in range(10):  # follow re-exports: ``from a import X`` where a imported X
+            if dotted in top:
+                return dotted
+            mod, _, attr = dotted.rpartition(".")
+            dotted = scopes.get(mod, {}).get(attr, "")
+            if not dotted:
+                return None
+        return None
 
-    return {key: n + sum(own[a] for a in ancestors(key)) for key, n in own.items()}
+    def bases(bases_of: list[ast.expr], module: str, seen: set[str]) -> None:
+        for expr in bases_of:
+            got = resolve(expr, module)
+            if got is not None and got not in seen:
+                seen.add(got)
+                bases(top[got][1], top[got][2], seen)
+
+    sizes: dict[str, int] = {}
+    for module, node in every:
+        assert node.end_lineno is not None
+        seen: set[str] = set()
+        bases(node.bases, module, seen)
+        key = f"{module}.{node.name}"
+        size = node.end_lineno - node.lineno + 1 + sum(top[b][0] for b in seen)
+        sizes[key] = max(size, sizes.get(key, 0))
+    return sizes
 
 
-def test_index_classes_compose() -> None:
-    sizes = class_lines()
-    index = {k: n for k, n in sizes.items() if k.startswith(f"{NAME}.index.")}
-    assert f"{NAME}.index.model.Index" in index
-    big = {k: n for k, n in index.items() if n > INDEX_CLASS_LINES}
-    assert not big, f"index classes over {INDEX_CLASS_LINES} lines with their bases: {big}"
+@pytest.mark.xfail(strict=True, reason="IgnoreRules is split in this step")
+def test_no_class_is_over_650_lines_with_its_bases() -> None:
+    big = {name: n for name, n in class_sizes().items() if n > MAX_CLASS_LINES}
+    assert not big, f"classes over {MAX_CLASS_LINES} lines with their bases: {big}"
 
 
-def test_class_lines_count_the_bases(tmp_path: Path) -> None:
+def test_class_sizes_count_the_package_bases(tmp_path: Path) -> None:
     pkg = tmp_path / NAME
     (pkg / "index").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "index" / "__init__.py").write_text("")
-    (pkg / "index" / "a.py").write_text("class A:\n    x = 1\n    y = 2\n\n\nclass B(A): ...\n")
-    (pkg / "index" / "c.py").write_text(
-        f"from {NAME}.index.a import B\n\n\nclass C(B, Exception):\n    pass\n"
+    (pkg / "index" / "walk.py").write_text("class Walk:\n    a = 1\n    b = 2\n")
+    (pkg / "index" / "changes.py").write_text(
+        f"from {NAME}.index.walk import Walk\nclass Changes(Walk):\n    c = 3\n"
     )
-    assert class_lines(pkg) == {
-        f"{NAME}.index.a.A": 3,
-        f"{NAME}.index.a.B": 1 + 3,
-        f"{NAME}.index.c.C": 2 + 1 + 3,
-    }
+    (pkg / "index" / "model.py").write_text(
+        "from . import changes\nfrom .walk import Walk\nimport json\n"
+        "class Index(changes.Changes, Walk, json.JSONDecoder):\n    pass\n"
+    )
+    sizes = class_sizes(pkg)
+    assert sizes[f"{NAME}.index.walk.Walk"] == 3
+    assert sizes[f"{NAME}.index.changes.Changes"] == 2 + 3
+    assert sizes[f"{NAME}.index.model.Index"] == 2 + 2 + 3  # Walk once; json's counts 0
