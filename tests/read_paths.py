@@ -1,7 +1,11 @@
 """Helpers of the fast read paths' tests (``content/test_reader_folders.py``,
 ``lsp/test_encode_json_body.py``, ``engine/test_load_paths.py`` under tests/unit/):
-descriptor counts from ``/proc/self/fd`` (Linux), files dated back so no cache finds
-them racy, and a tree one file deep below a chain of folders made without recursion.
+descriptor counts, files dated back so no cache finds them racy, and a tree one file deep
+below a chain of folders made without recursion.
+
+Descriptor counts come from ``/proc/self/fd`` (Linux): a descriptor of ours is one whose
+link names a folder below the test's tree, so other descriptors of the process (pytest's,
+the interpreter's) never disturb a count.
 """
 
 from __future__ import annotations
@@ -12,6 +16,13 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import pytest
+
+MiB = 1 << 20
+#: Marks a module whose tests count descriptors: skipped where ``/proc/self/fd`` is missing.
+NEEDS_PROC_FD = pytest.mark.skipif(
+    not os.path.isdir("/proc/self/fd"), reason="descriptor counts need /proc/self/fd"
+)
 #: How far back ``put_files`` dates the files it writes, in seconds.
 HOUR = 3600
 

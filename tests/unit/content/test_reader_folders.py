@@ -1,9 +1,7 @@
 """The fast read paths of ``content.reader``: folder descriptors (``FolderHandles``) and
 reads by name in an open folder (``read_file_at``).
 
-Descriptor counts come from ``/proc/self/fd`` (Linux): a descriptor of ours is one whose
-link names a folder below the test's tree, so other descriptors of the process (pytest's,
-the interpreter's) never disturb a count.
+Descriptor counts come from ``/proc/self/fd`` (``tests/read_paths.py``).
 """
 
 from __future__ import annotations
@@ -24,13 +22,9 @@ from msgspec.structs import replace
 from readmany_daemon.content.reader import FileRead as Loaded
 from readmany_daemon.content.reader import FolderHandles, read_file, read_file_at
 from readmany_daemon.errors import Code
-from tests.read_paths import deep_root, fd_count, fds_below
+from tests.read_paths import NEEDS_PROC_FD, MiB, deep_root, fd_count, fds_below
 
-MiB = 1 << 20
-
-pytestmark = pytest.mark.skipif(
-    not os.path.isdir("/proc/self/fd"), reason="descriptor counts need /proc/self/fd"
-)
+pytestmark = NEEDS_PROC_FD
 
 
 # ------------------------------------------------------------------------------ helpers

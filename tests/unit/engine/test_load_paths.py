@@ -3,9 +3,7 @@ folder descriptors the same with and without the cache, symlinked folders inside
 outside, a folder swapped for a link, no descriptor left open, a file deeper than the
 recursion limit.
 
-Descriptor counts come from ``/proc/self/fd`` (Linux): a descriptor of ours is one whose
-link names a folder below the test's tree, so other descriptors of the process (pytest's,
-the interpreter's) never disturb a count.
+Descriptor counts come from ``/proc/self/fd`` (``tests/read_paths.py``).
 """
 
 from __future__ import annotations
@@ -29,13 +27,9 @@ from readmany_daemon.errors import Code
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.decode import decode_read_params
 from tests.helpers import answer
-from tests.read_paths import deep_root, fd_count, fds_below, put_files
+from tests.read_paths import NEEDS_PROC_FD, MiB, deep_root, fd_count, fds_below, put_files
 
-MiB = 1 << 20
-
-pytestmark = pytest.mark.skipif(
-    not os.path.isdir("/proc/self/fd"), reason="descriptor counts need /proc/self/fd"
-)
+pytestmark = NEEDS_PROC_FD
 
 
 # ---------------------------------------------------------------------- the request stage

@@ -18,10 +18,7 @@ from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.content.reader import FileRead as Loaded
 from readmany_daemon.content.reader import read_file
 from readmany_daemon.lsp.encode import cached_json_body
-from tests.read_paths import HOUR, put_files
-
-MiB = 1 << 20
-
+from tests.read_paths import HOUR, MiB, put_files
 
 # ---------------------------------------------------------- lsp.encode.cached_json_body
 
