@@ -21,7 +21,7 @@ defaults (``mcp.schema.tool_budgets``: ``maxTotalTokens`` 20,000, ``maxTotalChar
 (calls, and :func:`walk_violations` of the outlines walk), then page 1 of both for every
 ``maxTotalChars`` and ``maxAnswerChars`` pair of :data:`CHARS_GRID` x :data:`ANSWER_GRID`
 (:func:`page_one_shortfall`). Prints the figures and every violation; exits 1 when a
-target is missed. ``tests/unit/test_outlines_packing_real.py`` (slow) runs the same
+target is missed. ``tests/unit/engine/test_outlines_packing_real.py`` (slow) runs the same
 checks.
 
 Writes ``bench/results/outlines-packing-latest.json`` (or ``outlines-walk-latest.json``).

@@ -2,8 +2,8 @@
 
 ``Index.build(root, settings).files(filters)`` walks the whole tree and evaluates every
 rule in Python; for the ``gitignore`` kind git computes the same answer in C (the index
-is checked against git by tests/unit/test_git_differential.py). So ``start``, called
-before any heavy import (this module imports only ``os`` and ``rules/git.py``),
+is checked against git by tests/unit/rules/test_ignore_differential.py). So ``start``,
+called before any heavy import (this module imports only ``os`` and ``rules/git.py``),
 launches two git processes whose output goes to anonymous files (``memfd``), so git
 works while Python imports:
 

@@ -1,5 +1,5 @@
 """``ReadManyProtocol``: every pygls override, and the only module that touches pygls'
-private names (listed in ``PYGLS_PRIVATE_NAMES``; ``tests/unit/test_pygls_contract.py``
+private names (listed in ``PYGLS_PRIVATE_NAMES``; ``tests/unit/lsp/test_protocol.py``
 checks them against the installed pygls, so an upgrade that drops one fails naming it).
 
 pygls 2.1 facts this module works around (DESIGN.md):
@@ -55,7 +55,7 @@ JOINED_WRITE_BYTES = 1 << 20
 #: The pygls private names this module relies on, as (owner, name): ``protocol`` is a
 #: ``LanguageServerProtocol``, ``server`` a ``LanguageServer``, ``fm`` the protocol's
 #: ``FeatureManager``. Checked against the installed pygls by
-#: ``tests/unit/test_pygls_contract.py``.
+#: ``tests/unit/lsp/test_protocol.py``.
 PYGLS_PRIVATE_NAMES: Final[tuple[tuple[str, str], ...]] = (
     ("protocol", "_server"),
     ("protocol", "_request_futures"),

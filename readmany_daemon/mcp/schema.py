@@ -14,7 +14,7 @@ field described once (``messages.FIELD_DOCS``); each surface's own defaults (the
 budgets: ``Settings.tool_max_total_tokens`` / ``tool_max_total_chars``). Only canonical
 camelCase names are advertised; the decoder accepts every alias (PROTOCOL §3). Output
 schemas type the top-level members; nested objects name only their required members.
-``tests/unit/test_mcp_schema.py`` pins the result against a golden file and its sizes.
+``tests/unit/mcp/test_schema.py`` pins the result against a golden file and its sizes.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Why not pathspec: pathspec 1.1.1's ``GitIgnoreSpec`` matches a whole path string
 one file's lines and approximates folders with prefix matches; git instead evaluates each
 folder on the way down with its type known, per ignore file, with the precedence of
 ``rules/ignore.py``. Its pattern translation also differs from git's ``wildmatch.c``
-wherever tests/unit/test_git_differential.py probed (each case is pinned in test_ignore.py
+wherever tests/unit/rules/test_ignore_differential.py probed (each case is pinned in test_ignore.py
 ``GIT_VERDICTS``): ``[[:alpha:]]``-style classes and reversed ranges ``[c-a]`` make it
 raise (re2 backend), a trailing escaped space ``foo\\  ``, a trailing ``\\`` and an
 escaped slash ``a\\/b`` make it raise, a trailing TAB is stripped (git keeps it), a class

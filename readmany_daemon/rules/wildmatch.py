@@ -184,7 +184,7 @@ def translate(pat: str, pathname: bool, blob: bool, fold: bool = False) -> str |
     as wildmatch compares it with the lowered text byte. Not a regex engine's
     case-insensitive flag: that folds Latin-1 letters of the byte view too, and misses
     git's bracket rules. Where git differs from pathspec 1.1.1's
-    ``GitIgnoreSpecPattern`` (found by tests/unit/test_git_differential.py):
+    ``GitIgnoreSpecPattern`` (found by tests/unit/rules/test_ignore_differential.py):
 
     * ``[...]`` follows wildmatch: ``[!x]`` and ``[^x]``, ``]`` first is a member,
       ``[:alpha:]``-style classes, ``\\`` escapes, reversed ranges keep their first

@@ -33,7 +33,7 @@ Private names relied on: ``_check_inotify_fd`` (called by watchdog's reader with
 (a probe instance must see an event, count its read, and catch up). When one does not
 fit, nothing of watchdog is overridden: plain ``InotifyFD`` is used and barriers use
 cookies (``Shape.barrier == "cookie"``, ``Shape.reason`` says what did not fit).
-``tests/unit/test_watchdog_contract.py`` checks the same against the installed watchdog.
+``tests/unit/runtime/test_inotify.py`` checks the same against the installed watchdog.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 PROTOCOL §1: exit 0 when answered, 2 for usage errors and invalid params, 1 when the
 answer could not be produced; an error is one line on stderr. Each example is a real
 ``python -m readmany_daemon`` process in a small tree (the strategies are the in-process
-property tests', ``tests/unit/test_params_property.py``), so the count stays modest.
+property tests', ``tests/unit/lsp/test_handlers_params.py``), so the count stays modest.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.unit.test_params_property import TREE, json_values, near_valid
+from tests.unit.lsp.test_handlers_params import TREE, json_values, near_valid
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -92,7 +92,7 @@ def test_ordinary_code_is_shown_as_it_is_and_the_misses_are_not(
     """Issue 23 item 6 through the real CLI: the lines real packages hold that are
     ordinary code come back verbatim, with no redaction notice; Django's startproject key,
     a URL password without a user and an Authorization header do not."""
-    from tests.unit.test_redact_rules import ORDINARY, SECRETS
+    from tests.unit.engine.test_redact_rules import ORDINARY, SECRETS
 
     root = tmp_path / "ws"
     write_tree(root, {"lib/code.py": "\n".join(ORDINARY) + "\n"})

@@ -2,7 +2,7 @@
 ``exclude`` typed in one Unicode normalization form matches a name stored in the other
 (macOS writes names decomposed, NFD; keyboards and most tools type them composed, NFC).
 A file keeps the name it has on disk as its label. Ignore files keep git's byte-for-byte
-matching (tests/unit/test_git_differential.py)."""
+matching (tests/unit/rules/test_ignore_differential.py)."""
 
 from __future__ import annotations
 

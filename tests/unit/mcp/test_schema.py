@@ -3,7 +3,7 @@
 ``golden/mcp_tools_list.json`` holds every tool's name, title, description, input and
 output schema, annotations and ``_meta``, plus the server's instructions, as
 ``tools/list`` shows them with the default settings. Regenerate it after a deliberate
-change with ``python -m tests.unit.test_mcp_schema`` and review the diff.
+change with ``python -m tests.unit.mcp.test_schema`` and review the diff.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from readmany_daemon.settings import Settings
 from readmany_daemon.wire import messages
 
 GOLDEN = Path(__file__).parent / "golden" / "mcp_tools_list.json"
-PACKAGE_JSON = Path(__file__).resolve().parents[2] / "editors" / "vscode" / "package.json"
+PACKAGE_JSON = Path(__file__).resolve().parents[3] / "editors" / "vscode" / "package.json"
 
 #: Issue targets (compact JSON): the whole ``tools/list`` result, and the read tool's
 #: description plus input schema. Measured with the next issue's fields added (receipts,

@@ -24,7 +24,7 @@ from readmany_daemon.settings import Settings
 from readmany_daemon.wire.decode import decode_read_params
 from readmany_daemon.wire.messages import ReadManyResult
 from tests.helpers import answer, write_tree
-from tests.unit.test_cursor_moving import follow, once
+from tests.unit.engine.test_paging import follow, once
 
 FORMATS = ("separator", "heredoc", "xml", "json")
 

@@ -23,7 +23,7 @@ over outer-tracked files), symlinks to files and folders, non-ASCII names,
 ``info/exclude``, ``core.excludesFile`` and roots below the top. Targeted cases pin each
 of those alone, plus unmerged paths, undecodable names, custom settings, the fallbacks
 and the CLI. A failure prints the seed and the case; rerun one with
-``READMANY_FASTLIST_SEED=<seed> pytest tests/unit/test_fastlist.py -k one``.
+``READMANY_FASTLIST_SEED=<seed> pytest tests/unit/index/test_gitlist.py -k one``.
 """
 
 from __future__ import annotations

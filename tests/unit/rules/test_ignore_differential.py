@@ -16,7 +16,7 @@ except for a root inside a folder git ignores, which readmany reads as a named p
 
 The index walks the tree itself with its own rules (git is asked only for the tracked set
 and core.excludesFile). A failure prints the seed and the case; rerun one case with
-``READMANY_DIFF_SEED=<seed> pytest tests/unit/test_git_differential.py -k one``.
+``READMANY_DIFF_SEED=<seed> pytest tests/unit/rules/test_ignore_differential.py -k one``.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from readmany_daemon.settings import Settings
 from readmany_daemon.wire.decode import decode_read_params
 from tests.helpers import answer, seeded_secrets, write_tree
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 FORMATS = ("separator", "heredoc", "xml", "json")
 
 

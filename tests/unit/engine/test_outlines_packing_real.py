@@ -22,7 +22,7 @@ import pytest
 
 from tests.sdists import django_tree
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+BENCH = Path(__file__).resolve().parents[3] / "bench"
 
 pytestmark = pytest.mark.slow
 
