@@ -512,25 +512,27 @@ class _Plan:
         ``by_dir`` names (``untracked``: per folder, the names git does not track; None:
         all tracked) and enter the folders ``children`` names, cutting hidden ones and
         handing ``repos`` to the engine. Frames of visible folders go to ``frames``."""
-        from readmany_daemon.rules.wildmatch import byte_view as bv
+        from readmany_daemon.rules.batch import level_candidates
 
         rules = self.rules
         classify = rules.classify_soft
         enter = rules.enter
         has_tracked_under = rules.has_tracked_under
-        rp = rules.root_prefix_str
         special = self.special
         frames = self.frames
         drop = self.drop
         no_special: tuple[list[str], list[str]] = ([], [])
         empty: set[str] = set()
+        none: tuple[str, ...] = ()
         for rel, fr in level:
             frames[rel] = fr
         while level:
-            cand = self._candidates(level, by_dir, children, bv)
+            cands = level_candidates(
+                rules,
+                [(rel, fr, by_dir.get(rel, none), children.get(rel, none)) for rel, fr in level],
+            )
             nxt: _Level = []
-            for rel, fr in level:
-                hf, hd, fpaths, dpaths = cand[id(fr)]
+            for (rel, fr), (cf, cd) in zip(level, cands, strict=True):
                 prefix = rel + "/" if rel else ""
                 excl = bool(fr.excl_mask)  # default-exclude hides every untracked path here
                 names = by_dir.get(rel)
@@ -538,12 +540,7 @@ class _Plan:
                     u = untracked.get(rel, empty) if untracked is not None else empty
                     if excl and u:
                         drop.update(prefix + n for n in u)
-                    need = hf.intersection(names) if hf else set()
-                    if fpaths is not None:
-                        for n in names:
-                            if "\n" in n or "f:" + bv(rp + prefix + n) in fpaths:
-                                need.add(n)
-                    for n in need:
+                    for n in cf or ():
                         hard, soft = classify(fr, prefix + n, n, False)
                         if hard or (soft and n in u):
                             drop.add(prefix + n)
@@ -557,11 +554,7 @@ class _Plan:
                         self.engine.add(sub)
                         continue
                     bits = 0
-                    if (
-                        excl
-                        or n in hd
-                        or (dpaths is not None and ("\n" in n or "d:" + bv(rp + sub) in dpaths))
-                    ):
+                    if excl or (cd is not None and n in cd):
                         hard, soft = classify(fr, sub, n, True)
                         if hard:
                             self._cut(sub)
@@ -579,51 +572,6 @@ class _Plan:
                     frames[sub] = frame
                     nxt.append((sub, frame))
             level = nxt
-
-    def _candidates(
-        self,
-        level: _Level,
-        by_dir: dict[str, list[str]],
-        children: dict[str, list[str]],
-        bv: Any,
-    ) -> dict[int, tuple[set[str], set[str], set[str] | None, set[str] | None]]:
-        """Per frame of the level: the file and folder basenames some positive pattern
-        may match (``IgnoreRules.name_matcher``), and the top-relative byte-view paths
-        (``"f:"``/``"d:"`` + path) its path patterns may match, or None if it has none.
-        Only these are evaluated precisely."""
-        rules = self.rules
-        rp = rules.root_prefix_str
-        groups: dict[int, tuple[Frame, list[str]]] = {}
-        for rel, fr in level:
-            g = groups.get(id(fr))
-            if g is None:
-                groups[id(fr)] = (fr, [rel])
-            else:
-                g[1].append(rel)
-        out: dict[int, tuple[set[str], set[str], set[str] | None, set[str] | None]] = {}
-        for key, (fr, rels) in groups.items():
-            names_f: set[str] = set()
-            names_d: set[str] = set()
-            for rel in rels:
-                names_f.update(by_dir.get(rel, ()))
-                names_d.update(children.get(rel, ()))
-            m = rules.name_matcher(frozenset(fr.lists))
-            hf = m.hits(names_f, False) if names_f else set()
-            hd = m.hits(names_d, True) if names_d else set()
-            found: list[set[str] | None] = [None, None]
-            pf, pd = rules.quick(fr)
-            for slot, rx in ((0, pf), (1, pd)):
-                if rx is None:
-                    continue
-                lines: list[str] = []
-                for rel in rels:
-                    prefix = rp + rel + "/" if rel else rp
-                    src = children.get(rel, ()) if slot else by_dir.get(rel, ())
-                    lines.extend(bv(prefix + n) for n in src if "\n" not in n)
-                tag = "d:" if slot else "f:"
-                found[slot] = {tag + x for x in rx.findall("\n".join(lines))} if lines else set()
-            out[key] = (hf, hd, found[0], found[1])
-        return out
 
     # ---- the answer ------------------------------------------------------------------------
 
