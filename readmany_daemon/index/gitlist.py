@@ -42,9 +42,8 @@ says why) when ``--no-gitignore`` is given (git's answer would be wrong), git is
 or fails, the root is not in a work tree (``rules.git.repo_location``, checked before git is
 started: no git process runs for such a root), rules above a root
 below the repository's top exclude it (the index reads such a root as named explicitly;
-git lists nothing untracked there), or ``--no-ignore-files`` is given (see
-``_FAST_WITHOUT_IGNORE_FILES``: the index then hides tracked paths an ignore file also
-hides). ``--no-default-excludes`` only drops a kind.
+git lists nothing untracked there). ``--no-ignore-files`` and ``--no-default-excludes``
+only drop a kind.
 
 Known gap: a ``.git`` entry git does not take for a repository (an empty ``.git``
 folder, a broken ``.git`` file) in a folder with no tracked path and no path git lists
@@ -99,18 +98,10 @@ def _trace(what: str) -> None:
     print(f"fastlist {1000 * (now - _T0):7.1f} ms  {what}", file=sys.stderr)
 
 
-#: ``Index.files`` with ignore files off hides a tracked path that an ignore file hides too
-#: (``index/walk.py`` ``_walk`` records soft kinds without the tracked rescue when a hard kind hides
-#: an entry; ``IgnoreRules.check`` and a walk without ignore files say it is visible). The
-#: git-seeded listing gives the ``check`` answer, so until the index walk is fixed such requests
-#: take the index walk and the answer stays the index's byte for byte.
-_FAST_WITHOUT_IGNORE_FILES = False
-
-
-def start(root: str, gitignore: bool = True, ignore_files: bool = True) -> FastListing | None:
-    """Start listing folder ``root`` with or without the ``gitignore`` and ``ignore-file``
-    kinds: git starts now when it can help. ``None`` when ``root`` is not an existing
-    folder (the caller reports it)."""
+def start(root: str, gitignore: bool = True) -> FastListing | None:
+    """Start listing folder ``root`` with or without the ``gitignore`` kind: git starts
+    now when it can help (the other kinds are applied by ``files``, whatever their
+    filters). ``None`` when ``root`` is not an existing folder (the caller reports it)."""
     if _TRACE:
         _trace("start")
     real = os.path.realpath(root)
@@ -118,8 +109,6 @@ def start(root: str, gitignore: bool = True, ignore_files: bool = True) -> FastL
         return None
     if not gitignore:
         return FastListing(real, "--no-gitignore")
-    if not ignore_files and not _FAST_WITHOUT_IGNORE_FILES:
-        return FastListing(real, "--no-ignore-files (the index walk hides tracked paths then)")
     if repo_location(real) is None:
         # no git to ask: starting it would only cost a fork, an exec and a failure
         return FastListing(real, NO_REPOSITORY)
@@ -189,9 +178,6 @@ class FastListing:
     def _fast(self, settings: Settings, filters: Filters) -> list[str] | None:
         if not filters.respect_gitignore:
             self.fallback = "--no-gitignore"
-            return None
-        if not filters.respect_ignore_files and not _FAST_WITHOUT_IGNORE_FILES:
-            self.fallback = "--no-ignore-files (the index walk hides tracked paths then)"
             return None
         assert self._others is not None and self._tracked is not None
         from readmany_daemon.rules.ignore import Frame, IgnoreRules

@@ -180,7 +180,7 @@ class IndexWalk:
                         hidden.append((name, DENY))
                     elif every or (cf is not None and byte_view(name) in cf):
                         h, soft = classify(frame, prefix + name, name, False)
-                        if soft and not h:
+                        if soft:
                             if not ready:
                                 pending.append((rel, name, soft, frame, 0))
                             elif rules.tracked_in(frame, prefix + name, False):
@@ -199,7 +199,7 @@ class IndexWalk:
                         continue
                     if every or (cd is not None and byte_view(name) in cd):
                         h, soft = classify(frame, prefix + name, name, True)
-                        if soft and not h:
+                        if soft:
                             if not ready:
                                 pending.append((rel, name, soft, frame, -1))
                             elif rules.tracked_in(frame, prefix + name, True):
@@ -239,9 +239,11 @@ class IndexWalk:
     def _settle(
         self, pending: list[tuple[str, str, int, Frame, int]], records: dict[str, DirRecord]
     ) -> None:
-        """Apply git's tracked set to entries the walk hid only by soft kinds: a tracked
+        """Apply git's tracked set to entries the walk hid by soft kinds: a tracked
         file becomes visible, a folder holding tracked paths is walked (those kinds then
-        hide everything untracked below it)."""
+        hide everything untracked below it); one a hard kind hides too stays hidden by
+        that kind alone, so a request that turns the hard kind off sees it, as
+        ``IgnoreRules.check`` does."""
         rules = self.rules
         for rel, name, soft, frame, kind in pending:
             rec = records.get(rel)
@@ -249,6 +251,15 @@ class IndexWalk:
                 continue
             path = (rel + "/" if rel else "") + name
             if not rules.tracked_in(frame, path, kind < 0):
+                continue
+            marks = rec.pruned if kind < 0 else rec.hidden
+            hard = next((m for n, m in marks if n == name), 0) & ~soft
+            if hard:  # a kind that hides tracked paths too still hides it: only drop ``soft``
+                kept = tuple((n, hard if n == name else m) for n, m in marks)
+                if kind < 0:
+                    rec.pruned = kept
+                else:
+                    rec.hidden = kept
                 continue
             if kind < 0:
                 rec.pruned = tuple(x for x in rec.pruned if x[0] != name)
