@@ -14,7 +14,7 @@ works while Python imports:
 * ``git -C ROOT ls-files -z --cached``: the tracked set (~20 ms), handed to
   ``IgnoreRules`` so that it starts no git of its own for it.
 
-``FastListing.files`` then applies the other kinds (``deny``, ``ignore-file``,
+``GitSeededListing.files`` then applies the other kinds (``deny``, ``ignore-file``,
 ``default-exclude``) with the ``IgnoreRules`` machinery, level by level over folders: one
 frame per folder (``enter``, given what it looks for in the folder: ignore files,
 ``.git``, and above untracked paths, the only ones they can hide, ``pyvenv.cfg`` and
@@ -37,7 +37,7 @@ the tracked extras and the engine's parts. Kinds are independent (each hides by 
 lists and the tracked set), so a path is visible iff gitignore keeps it and no other
 enabled kind hides it.
 
-Falls back to ``Index.build(root, settings).files(filters)`` (``FastListing.fallback``
+Falls back to ``Index.build(root, settings).files(filters)`` (``GitSeededListing.fallback``
 says why) when ``--no-gitignore`` is given (git's answer would be wrong), git is absent
 or fails, the root is not in a work tree (``rules.git.repo_location``, checked before git is
 started: no git process runs for such a root), rules above a root
@@ -49,7 +49,7 @@ Known gap: a ``.git`` entry git does not take for a repository (an empty ``.git`
 folder, a broken ``.git`` file) in a folder with no tracked path and no path git lists
 below it: the index treats the folder as a nested repository (the outer ``.gitignore``
 files stop applying there), this listing never looks inside.
-``READMANY_FASTLIST_TRACE=1`` prints phase times to stderr.
+``READMANY_GITLIST_TRACE=1`` prints phase times to stderr.
 """
 
 from __future__ import annotations
@@ -66,13 +66,13 @@ if TYPE_CHECKING:
     from readmany_daemon.rules.kinds import Filters
     from readmany_daemon.settings import Settings
 
-__all__ = ["NO_REPOSITORY", "FastListing", "start"]
+__all__ = ["NO_REPOSITORY", "GitSeededListing", "start"]
 
-#: ``FastListing.fallback`` for a root in no git work tree (found as git would, upward)
+#: ``GitSeededListing.fallback`` for a root in no git work tree (found as git would, upward)
 NO_REPOSITORY = "not in a repository"
 
 #: an index file that cannot exist (its folder does not): git reads an empty index
-_NO_INDEX = "/nonexistent-readmany-fastlist/index"
+_NO_INDEX = "/nonexistent-readmany-gitlist/index"
 #: fsmonitor off: the answer comes from the disk, as the index's does. ``core.ignoreCase``
 #: is left to the repository's configuration, which the rule engine reads too
 #: (``IgnoreRules.ignore_case``): both fold the gitignore patterns' case or neither does.
@@ -83,7 +83,7 @@ _S_IFDIR = 0o040000
 _S_IFREG = 0o100000
 _S_IFLNK = 0o120000
 
-_TRACE = os.environ.get("READMANY_FASTLIST_TRACE", "") not in ("", "0")
+_TRACE = os.environ.get("READMANY_GITLIST_TRACE", "") not in ("", "0")
 _T0 = 0.0
 
 
@@ -95,10 +95,10 @@ def _trace(what: str) -> None:
     now = time.perf_counter()
     if not _T0:
         _T0 = now
-    print(f"fastlist {1000 * (now - _T0):7.1f} ms  {what}", file=sys.stderr)
+    print(f"gitlist {1000 * (now - _T0):7.1f} ms  {what}", file=sys.stderr)
 
 
-def start(root: str, gitignore: bool = True) -> FastListing | None:
+def start(root: str, gitignore: bool = True) -> GitSeededListing | None:
     """Start listing folder ``root`` with or without the ``gitignore`` kind: git starts
     now when it can help (the other kinds are applied by ``files``, whatever their
     filters). ``None`` when ``root`` is not an existing folder (the caller reports it)."""
@@ -108,14 +108,14 @@ def start(root: str, gitignore: bool = True) -> FastListing | None:
     if not os.path.isdir(real):
         return None
     if not gitignore:
-        return FastListing(real, "--no-gitignore")
+        return GitSeededListing(real, "--no-gitignore")
     if repo_location(real) is None:
         # no git to ask: starting it would only cost a fork, an exec and a failure
-        return FastListing(real, NO_REPOSITORY)
-    return FastListing(real, None)
+        return GitSeededListing(real, NO_REPOSITORY)
+    return GitSeededListing(real, None)
 
 
-class FastListing:
+class GitSeededListing:
     """A listing in progress for ``root`` (absolute, real). Call ``files`` once."""
 
     def __init__(self, root: str, fallback: str | None) -> None:

@@ -22,7 +22,7 @@ over outer-tracked files), symlinks to files and folders, non-ASCII names,
 ``info/exclude``, ``core.excludesFile`` and roots below the top. Targeted cases pin each
 of those alone, plus unmerged paths, undecodable names, custom settings, the fallbacks
 and the CLI. A failure prints the seed and the case; rerun one with
-``READMANY_FASTLIST_SEED=<seed> pytest tests/unit/test_fastlist.py -k one``.
+``READMANY_GITLIST_SEED=<seed> pytest tests/unit/test_fastlist.py -k one``.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def _same(got: list[str], want: list[str], what: str) -> None:
         )
 
 
-#: how often the git-seeded runs of ``compare`` took each branch (see FastListing.counts)
+#: how often the git-seeded runs of ``compare`` took each branch (see GitSeededListing.counts)
 SEEN: dict[str, int] = {}
 
 
@@ -302,8 +302,8 @@ def test_differential_2k(git_env: Path, tmp_path: Path) -> None:
 
 
 def test_differential_one(git_env: Path, tmp_path: Path) -> None:
-    """One case, chosen with READMANY_FASTLIST_SEED (default 7), to reproduce a failure."""
-    seed = int(os.environ.get("READMANY_FASTLIST_SEED", "7"))
+    """One case, chosen with READMANY_GITLIST_SEED (default 7), to reproduce a failure."""
+    seed = int(os.environ.get("READMANY_GITLIST_SEED", "7"))
     _run_cases(range(seed, seed + 1), tmp_path)
 
 
