@@ -18,8 +18,9 @@ works while Python imports:
 ``default-exclude``) with the ``IgnoreRules`` machinery, level by level over folders: one
 frame per folder (``enter``, given what it looks for in the folder: ignore files,
 ``.git``, and above untracked paths, the only ones they can hide, ``pyvenv.cfg`` and
-``conda-meta``; probed with ``access``, never a listing), a basename prefilter per frame
-(``name_matcher``), path regexes (``quick``), and ``classify_soft`` for prefilter hits.
+``conda-meta``; probed with ``access``, never a listing), the per-level classifier the
+index walk uses too (``rules/batch.py`` ``level_candidates``: a basename prefilter and path
+regexes), and ``classify_soft`` for its candidates.
 ``default-exclude`` never hides a tracked path; a folder it excludes that holds tracked
 paths hides the untracked ones below (git's ``prep_exclude``). In two passes:
 
