@@ -270,15 +270,11 @@ def cmd_files(args: argparse.Namespace) -> int:
     root = cli_root(args.root)
     fast = None
     if not args.patterns:
-        # The whole listing: git starts walking now (fastlist imports only os), while
+        # The whole listing: git starts walking now (gitlist imports only os), while
         # the imports below run.
         from readmany_daemon.index import gitlist
 
-        fast = gitlist.start(
-            root,
-            gitignore=not args.no_gitignore,
-            ignore_files=not args.no_ignore_files,
-        )
+        fast = gitlist.start(root, gitignore=not args.no_gitignore)
 
     from readmany_daemon.rules.kinds import Filters
 

@@ -14,12 +14,13 @@ works while Python imports:
 * ``git -C ROOT ls-files -z --cached``: the tracked set (~20 ms), handed to
   ``IgnoreRules`` so that it starts no git of its own for it.
 
-``FastListing.files`` then applies the other kinds (``deny``, ``ignore-file``,
+``GitSeededListing.files`` then applies the other kinds (``deny``, ``ignore-file``,
 ``default-exclude``) with the ``IgnoreRules`` machinery, level by level over folders: one
 frame per folder (``enter``, given what it looks for in the folder: ignore files,
 ``.git``, and above untracked paths, the only ones they can hide, ``pyvenv.cfg`` and
-``conda-meta``; probed with ``access``, never a listing), a basename prefilter per frame
-(``name_matcher``), path regexes (``quick``), and ``classify_soft`` for prefilter hits.
+``conda-meta``; probed with ``access``, never a listing), the per-level classifier the
+index walk uses too (``rules/batch.py`` ``level_candidates``: a basename prefilter and path
+regexes), and ``classify_soft`` for its candidates.
 ``default-exclude`` never hides a tracked path; a folder it excludes that holds tracked
 paths hides the untracked ones below (git's ``prep_exclude``). In two passes:
 
@@ -37,20 +38,19 @@ the tracked extras and the engine's parts. Kinds are independent (each hides by 
 lists and the tracked set), so a path is visible iff gitignore keeps it and no other
 enabled kind hides it.
 
-Falls back to ``Index.build(root, settings).files(filters)`` (``FastListing.fallback``
+Falls back to ``Index.build(root, settings).files(filters)`` (``GitSeededListing.fallback``
 says why) when ``--no-gitignore`` is given (git's answer would be wrong), git is absent
 or fails, the root is not in a work tree (``rules.git.repo_location``, checked before git is
 started: no git process runs for such a root), rules above a root
 below the repository's top exclude it (the index reads such a root as named explicitly;
-git lists nothing untracked there), or ``--no-ignore-files`` is given (see
-``_FAST_WITHOUT_IGNORE_FILES``: the index then hides tracked paths an ignore file also
-hides). ``--no-default-excludes`` only drops a kind.
+git lists nothing untracked there). ``--no-ignore-files`` and ``--no-default-excludes``
+only drop a kind.
 
 Known gap: a ``.git`` entry git does not take for a repository (an empty ``.git``
 folder, a broken ``.git`` file) in a folder with no tracked path and no path git lists
 below it: the index treats the folder as a nested repository (the outer ``.gitignore``
 files stop applying there), this listing never looks inside.
-``READMANY_FASTLIST_TRACE=1`` prints phase times to stderr.
+``READMANY_GITLIST_TRACE=1`` prints phase times to stderr.
 """
 
 from __future__ import annotations
@@ -67,13 +67,13 @@ if TYPE_CHECKING:
     from readmany_daemon.rules.kinds import Filters
     from readmany_daemon.settings import Settings
 
-__all__ = ["NO_REPOSITORY", "FastListing", "start"]
+__all__ = ["NO_REPOSITORY", "GitSeededListing", "start"]
 
-#: ``FastListing.fallback`` for a root in no git work tree (found as git would, upward)
+#: ``GitSeededListing.fallback`` for a root in no git work tree (found as git would, upward)
 NO_REPOSITORY = "not in a repository"
 
 #: an index file that cannot exist (its folder does not): git reads an empty index
-_NO_INDEX = "/nonexistent-readmany-fastlist/index"
+_NO_INDEX = "/nonexistent-readmany-gitlist/index"
 #: fsmonitor off: the answer comes from the disk, as the index's does. ``core.ignoreCase``
 #: is left to the repository's configuration, which the rule engine reads too
 #: (``IgnoreRules.ignore_case``): both fold the gitignore patterns' case or neither does.
@@ -84,7 +84,7 @@ _S_IFDIR = 0o040000
 _S_IFREG = 0o100000
 _S_IFLNK = 0o120000
 
-_TRACE = os.environ.get("READMANY_FASTLIST_TRACE", "") not in ("", "0")
+_TRACE = os.environ.get("READMANY_GITLIST_TRACE", "") not in ("", "0")
 _T0 = 0.0
 
 
@@ -96,37 +96,27 @@ def _trace(what: str) -> None:
     now = time.perf_counter()
     if not _T0:
         _T0 = now
-    print(f"fastlist {1000 * (now - _T0):7.1f} ms  {what}", file=sys.stderr)
+    print(f"gitlist {1000 * (now - _T0):7.1f} ms  {what}", file=sys.stderr)
 
 
-#: ``Index.files`` with ignore files off hides a tracked path that an ignore file hides too
-#: (``index/walk.py`` ``_walk`` records soft kinds without the tracked rescue when a hard kind hides
-#: an entry; ``IgnoreRules.check`` and a walk without ignore files say it is visible). The
-#: git-seeded listing gives the ``check`` answer, so until the index walk is fixed such requests
-#: take the index walk and the answer stays the index's byte for byte.
-_FAST_WITHOUT_IGNORE_FILES = False
-
-
-def start(root: str, gitignore: bool = True, ignore_files: bool = True) -> FastListing | None:
-    """Start listing folder ``root`` with or without the ``gitignore`` and ``ignore-file``
-    kinds: git starts now when it can help. ``None`` when ``root`` is not an existing
-    folder (the caller reports it)."""
+def start(root: str, gitignore: bool = True) -> GitSeededListing | None:
+    """Start listing folder ``root`` with or without the ``gitignore`` kind: git starts
+    now when it can help (the other kinds are applied by ``files``, whatever their
+    filters). ``None`` when ``root`` is not an existing folder (the caller reports it)."""
     if _TRACE:
         _trace("start")
     real = os.path.realpath(root)
     if not os.path.isdir(real):
         return None
     if not gitignore:
-        return FastListing(real, "--no-gitignore")
-    if not ignore_files and not _FAST_WITHOUT_IGNORE_FILES:
-        return FastListing(real, "--no-ignore-files (the index walk hides tracked paths then)")
+        return GitSeededListing(real, "--no-gitignore")
     if repo_location(real) is None:
         # no git to ask: starting it would only cost a fork, an exec and a failure
-        return FastListing(real, NO_REPOSITORY)
-    return FastListing(real, None)
+        return GitSeededListing(real, NO_REPOSITORY)
+    return GitSeededListing(real, None)
 
 
-class FastListing:
+class GitSeededListing:
     """A listing in progress for ``root`` (absolute, real). Call ``files`` once."""
 
     def __init__(self, root: str, fallback: str | None) -> None:
@@ -189,9 +179,6 @@ class FastListing:
     def _fast(self, settings: Settings, filters: Filters) -> list[str] | None:
         if not filters.respect_gitignore:
             self.fallback = "--no-gitignore"
-            return None
-        if not filters.respect_ignore_files and not _FAST_WITHOUT_IGNORE_FILES:
-            self.fallback = "--no-ignore-files (the index walk hides tracked paths then)"
             return None
         assert self._others is not None and self._tracked is not None
         from readmany_daemon.rules.ignore import Frame, IgnoreRules
@@ -512,25 +499,27 @@ class _Plan:
         ``by_dir`` names (``untracked``: per folder, the names git does not track; None:
         all tracked) and enter the folders ``children`` names, cutting hidden ones and
         handing ``repos`` to the engine. Frames of visible folders go to ``frames``."""
-        from readmany_daemon.rules.wildmatch import byte_view as bv
+        from readmany_daemon.rules.batch import level_candidates
 
         rules = self.rules
         classify = rules.classify_soft
         enter = rules.enter
         has_tracked_under = rules.has_tracked_under
-        rp = rules.root_prefix_str
         special = self.special
         frames = self.frames
         drop = self.drop
         no_special: tuple[list[str], list[str]] = ([], [])
         empty: set[str] = set()
+        none: tuple[str, ...] = ()
         for rel, fr in level:
             frames[rel] = fr
         while level:
-            cand = self._candidates(level, by_dir, children, bv)
+            cands = level_candidates(
+                rules,
+                [(rel, fr, by_dir.get(rel, none), children.get(rel, none)) for rel, fr in level],
+            )
             nxt: _Level = []
-            for rel, fr in level:
-                hf, hd, fpaths, dpaths = cand[id(fr)]
+            for (rel, fr), (cf, cd) in zip(level, cands, strict=True):
                 prefix = rel + "/" if rel else ""
                 excl = bool(fr.excl_mask)  # default-exclude hides every untracked path here
                 names = by_dir.get(rel)
@@ -538,12 +527,7 @@ class _Plan:
                     u = untracked.get(rel, empty) if untracked is not None else empty
                     if excl and u:
                         drop.update(prefix + n for n in u)
-                    need = hf.intersection(names) if hf else set()
-                    if fpaths is not None:
-                        for n in names:
-                            if "\n" in n or "f:" + bv(rp + prefix + n) in fpaths:
-                                need.add(n)
-                    for n in need:
+                    for n in cf or ():
                         hard, soft = classify(fr, prefix + n, n, False)
                         if hard or (soft and n in u):
                             drop.add(prefix + n)
@@ -557,11 +541,7 @@ class _Plan:
                         self.engine.add(sub)
                         continue
                     bits = 0
-                    if (
-                        excl
-                        or n in hd
-                        or (dpaths is not None and ("\n" in n or "d:" + bv(rp + sub) in dpaths))
-                    ):
+                    if excl or (cd is not None and n in cd):
                         hard, soft = classify(fr, sub, n, True)
                         if hard:
                             self._cut(sub)
@@ -579,51 +559,6 @@ class _Plan:
                     frames[sub] = frame
                     nxt.append((sub, frame))
             level = nxt
-
-    def _candidates(
-        self,
-        level: _Level,
-        by_dir: dict[str, list[str]],
-        children: dict[str, list[str]],
-        bv: Any,
-    ) -> dict[int, tuple[set[str], set[str], set[str] | None, set[str] | None]]:
-        """Per frame of the level: the file and folder basenames some positive pattern
-        may match (``IgnoreRules.name_matcher``), and the top-relative byte-view paths
-        (``"f:"``/``"d:"`` + path) its path patterns may match, or None if it has none.
-        Only these are evaluated precisely."""
-        rules = self.rules
-        rp = rules.root_prefix_str
-        groups: dict[int, tuple[Frame, list[str]]] = {}
-        for rel, fr in level:
-            g = groups.get(id(fr))
-            if g is None:
-                groups[id(fr)] = (fr, [rel])
-            else:
-                g[1].append(rel)
-        out: dict[int, tuple[set[str], set[str], set[str] | None, set[str] | None]] = {}
-        for key, (fr, rels) in groups.items():
-            names_f: set[str] = set()
-            names_d: set[str] = set()
-            for rel in rels:
-                names_f.update(by_dir.get(rel, ()))
-                names_d.update(children.get(rel, ()))
-            m = rules.name_matcher(frozenset(fr.lists))
-            hf = m.hits(names_f, False) if names_f else set()
-            hd = m.hits(names_d, True) if names_d else set()
-            found: list[set[str] | None] = [None, None]
-            pf, pd = rules.quick(fr)
-            for slot, rx in ((0, pf), (1, pd)):
-                if rx is None:
-                    continue
-                lines: list[str] = []
-                for rel in rels:
-                    prefix = rp + rel + "/" if rel else rp
-                    src = children.get(rel, ()) if slot else by_dir.get(rel, ())
-                    lines.extend(bv(prefix + n) for n in src if "\n" not in n)
-                tag = "d:" if slot else "f:"
-                found[slot] = {tag + x for x in rx.findall("\n".join(lines))} if lines else set()
-            out[key] = (hf, hd, found[0], found[1])
-        return out
 
     # ---- the answer ------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ from typing import Final
 
 from readmany_daemon.index.records import DirRecord, prune_child, sort_keys
 from readmany_daemon.index.store import FolderRecords
+from readmany_daemon.rules.batch import LevelItem, level_candidates
 from readmany_daemon.rules.ignore import Frame, IgnoreRules
 from readmany_daemon.rules.kinds import DENY
 from readmany_daemon.rules.wildmatch import byte_view
@@ -172,7 +173,7 @@ class IndexWalk:
                         hidden.append((name, DENY))
                     elif every or (cf is not None and byte_view(name) in cf):
                         h, soft = classify(frame, prefix + name, name, False)
-                        if soft and not h:
+                        if soft:
                             if not ready:
                                 pending.append((rel, name, soft, frame, 0))
                             elif rules.tracked_in(frame, prefix + name, False):
@@ -191,7 +192,7 @@ class IndexWalk:
                         continue
                     if every or (cd is not None and byte_view(name) in cd):
                         h, soft = classify(frame, prefix + name, name, True)
-                        if soft and not h:
+                        if soft:
                             if not ready:
                                 pending.append((rel, name, soft, frame, -1))
                             elif rules.tracked_in(frame, prefix + name, True):
@@ -231,9 +232,11 @@ class IndexWalk:
     def _settle(
         self, pending: list[tuple[str, str, int, Frame, int]], records: dict[str, DirRecord]
     ) -> None:
-        """Apply git's tracked set to entries the walk hid only by soft kinds: a tracked
+        """Apply git's tracked set to entries the walk hid by soft kinds: a tracked
         file becomes visible, a folder holding tracked paths is walked (those kinds then
-        hide everything untracked below it)."""
+        hide everything untracked below it); one a hard kind hides too stays hidden by
+        that kind alone, so a request that turns the hard kind off sees it, as
+        ``IgnoreRules.check`` does."""
         rules = self.rules
         for rel, name, soft, frame, kind in pending:
             rec = records.get(rel)
@@ -241,6 +244,15 @@ class IndexWalk:
                 continue
             path = (rel + "/" if rel else "") + name
             if not rules.tracked_in(frame, path, kind < 0):
+                continue
+            marks = rec.pruned if kind < 0 else rec.hidden
+            hard = next((m for n, m in marks if n == name), 0) & ~soft
+            if hard:  # a kind that hides tracked paths too still hides it: only drop ``soft``
+                kept = tuple((n, hard if n == name else m) for n, m in marks)
+                if kind < 0:
+                    rec.pruned = kept
+                else:
+                    rec.hidden = kept
                 continue
             if kind < 0:
                 rec.pruned = tuple(x for x in rec.pruned if x[0] != name)
@@ -265,98 +277,23 @@ class IndexWalk:
     ) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
         """For one level: ``{top-relative folder prefix (byte view): byte-view names}``
         that some positive pattern of the folder's frame may match, for files and for
-        folders. Basenames are matched per pattern list, each distinct name once
-        (``NameMatcher.hits``); path patterns that need the whole path run as one
-        regex pass per frame over the level's paths."""
+        folders (``rules.batch.level_candidates``, the classifier the cold listing uses
+        too). Folders whose frame excludes a kind are left out: all their entries are
+        evaluated."""
         rules = self.rules
-        rp = rules.root_prefix_str
-        groups: dict[int, tuple[Frame, list[int]]] = {}
-        for i, item in enumerate(scanned):
-            fr = item[1]
-            if fr.excl_mask:
-                continue
-            g = groups.get(id(fr))
-            if g is None:
-                groups[id(fr)] = (fr, [i])
-            else:
-                g[1].append(i)
+        level: list[LevelItem] = [
+            (item[0], item[1], item[2], item[4]) for item in scanned if not item[1].excl_mask
+        ]
         cand_f: dict[str, set[str]] = {}
         cand_d: dict[str, set[str]] = {}
-        if not groups:
-            return cand_f, cand_d
-        # distinct names per frame, and per pattern list (all frames share the root lists)
-        per_group: list[tuple[Frame, list[int], set[str], set[str]]] = []
-        all_f: set[str] = set()
-        all_d: set[str] = set()
-        for fr, idxs in groups.values():
-            gf: set[str] = set()
-            gd: set[str] = set()
-            for i in idxs:
-                gf.update(scanned[i][2])
-                gd.update(scanned[i][4])
-            all_f |= gf
-            all_d |= gd
-            per_group.append((fr, idxs, gf, gd))
-        # lists active in every frame of the level (the root's, mostly) are matched once
-        # over all the level's names; the others over their frames' names
-        common = frozenset(per_group[0][0].lists).intersection(*(g[0].lists for g in per_group[1:]))
-        cm = rules.name_matcher(common)
-        common_f = cm.hits(all_f, False)
-        common_d = cm.hits(all_d, True)
-        for fr, idxs, gf, gd in per_group:
-            hf, hd = common_f, common_d
-            for lst in fr.lists:
-                if lst in common:
-                    continue
-                m = rules.name_matcher(frozenset((lst,)))
-                xf = m.hits(gf, False)
-                xd = m.hits(gd, True)
-                if xf:
-                    hf = hf | xf
-                if xd:
-                    hd = hd | xd
-            for i in idxs:
-                item = scanned[i]
-                files, dirnames = item[2], item[4]
-                cf = hf.intersection(files) if hf and files and not hf.isdisjoint(files) else None
-                cd = (
-                    hd.intersection(dirnames)
-                    if hd and dirnames and not hd.isdisjoint(dirnames)
-                    else None
-                )
-                if cf or cd:
-                    rel = item[0]
-                    key2 = rules.root_prefix + byte_view(rel + "/" if rel else "")
-                    if cf:
-                        cand_f.setdefault(key2, set()).update(byte_view(n) for n in cf)
-                    if cd:
-                        cand_d.setdefault(key2, set()).update(byte_view(n) for n in cd)
-            pf, pd = rules.quick(fr)
-            for path_rx, slot, out in ((pf, 2, cand_f), (pd, 4, cand_d)):
-                if path_rx is None:
-                    continue
-                parts: list[str] = []
-                count = 0
-                for i in idxs:
-                    item = scanned[i]
-                    names: list[str] = item[2] if slot == 2 else item[4]
-                    if not names:
-                        continue
-                    rel = item[0]
-                    top = rp + (rel + "/" if rel else "")
-                    parts.append(top + ("\n" + top).join(names))
-                    count += len(names)
-                if not parts:
-                    continue
-                blob = "\n".join(parts)
-                if not blob.isascii():
-                    blob = byte_view(blob)
-                lines = path_rx.findall(blob)
-                if blob.count("\n") != count - 1:
-                    lines.extend(_newline_names(scanned, idxs, slot, rules.root_prefix))
-                for line in lines:
-                    d, _, n = line.rpartition("/")
-                    out.setdefault(d + "/" if d else "", set()).add(n)
+        for (rel, _, _, _), (cf, cd) in zip(level, level_candidates(rules, level), strict=True):
+            if cf is None and cd is None:
+                continue
+            key = rules.root_prefix + byte_view(rel + "/" if rel else "")
+            if cf:
+                cand_f[key] = {byte_view(n) for n in cf}
+            if cd:
+                cand_d[key] = {byte_view(n) for n in cd}
         return cand_f, cand_d
 
     def walk_into_records(
@@ -395,21 +332,3 @@ class IndexWalk:
             message = unlisted_warning(rel, got[1])
             if message in warnings:
                 warnings.remove(message)
-
-
-def _newline_names(
-    scanned: list[tuple[str, Frame, list[str], list[os.DirEntry[str]], list[str], int]],
-    idxs: list[int],
-    slot: int,
-    root_prefix: str,
-) -> list[str]:
-    """Top-relative byte-view paths of names containing a newline (always candidates)."""
-    out: list[str] = []
-    for i in idxs:
-        item = scanned[i]
-        rel = item[0]
-        names: list[str] = item[2] if slot == 2 else item[4]
-        for n in names:
-            if "\n" in n:
-                out.append(root_prefix + byte_view((rel + "/" if rel else "") + n))
-    return out

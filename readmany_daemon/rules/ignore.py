@@ -48,18 +48,11 @@ port of git and not pathspec: ``rules/patterns.py``.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Collection, Iterable
 from typing import Any, Final
 
-from readmany_daemon.rules.git import (
-    GitCall,
-    RepoLocation,
-    TrackedSet,
-    common_dir,
-    repo_location,
-    resolve_gitdir,
-)
+from readmany_daemon.rules.files import MAX_PATTERN_FILE_BYTES, MAX_WARNINGS_PER_FILE, RuleFiles
+from readmany_daemon.rules.git import RepoLocation, TrackedSet
 from readmany_daemon.rules.kinds import (
     ALL,
     DEFAULT_EXCLUDE,
@@ -71,9 +64,9 @@ from readmany_daemon.rules.kinds import (
     Filters,
     Verdict,
 )
-from readmany_daemon.rules.outside import FileStamps, config_files
 from readmany_daemon.rules.patterns import NameMatcher, Pattern, PatternList
 from readmany_daemon.rules.regex import compile_quick
+from readmany_daemon.rules.repo import RepoFacts
 from readmany_daemon.rules.wildmatch import byte_view, from_byte_view
 from readmany_daemon.settings import Settings
 
@@ -81,14 +74,6 @@ __all__ = ["MAX_PATTERN_FILE_BYTES", "MAX_WARNINGS_PER_FILE", "Frame", "IgnoreRu
 
 _RESCUABLE: Final = GITIGNORE | DEFAULT_EXCLUDE  # kinds that never hide a tracked path
 _K_DENY, _K_IGNORE_FILE, _K_GIT, _K_DEFAULT = 0, 1, 2, 3  # indexes into a state tuple
-
-#: The configuration keys read from git (``git config --get-regexp``: lower-case names).
-_CONFIG_KEYS: Final = r"^core\.(excludesfile|ignorecase)$"
-#: git's ``PATTERN_MAX_FILE_SIZE`` (dir.c): larger pattern files are skipped whole.
-MAX_PATTERN_FILE_BYTES: Final = 100 * 1024 * 1024
-#: Problem lines listed per ignore file (``file:line: reason``); the rest are counted in
-#: one more warning, so that a broken or generated file cannot flood ``readMany/status``.
-MAX_WARNINGS_PER_FILE: Final = 20
 
 
 # --------------------------------------------------------------------------------------
@@ -148,18 +133,17 @@ class IgnoreRules:
     ``root``: absolute real path of the workspace folder. Paths given to methods are
     root-relative POSIX strings (``"pkg/a.py"``; never ``""`` for ``check``). Nothing here
     raises for bad ignore files; problems are appended to ``warnings`` (``"file:line:
-    reason"`` strings, plus a line if git failed). Git is asked for two things only, in
-    subprocesses started at construction: ``git config -z --path --get-regexp`` for
-    ``core.excludesFile`` and ``core.ignoreCase`` (the root repository's, applied to nested
-    ones too, as git applies one setting per process), and ``git ls-files -z --cached``
-    (per nested repository too). The configuration is asked again when one of git's
-    configuration files changed (``outside_changed``, called at the freshness barrier).
-    The rule engine itself never asks git for a verdict.
+    reason"`` strings, plus a line if git failed). Git is asked for two things only, the
+    configuration and the tracked set (``facts``, a ``RepoFacts``: ``rules/repo.py``);
+    the configuration is asked again when one of git's configuration files changed
+    (``outside_changed``, called at the freshness barrier). The rule files are read and
+    cached by ``files`` (a ``RuleFiles``: ``rules/files.py``). The rule engine itself
+    never asks git for a verdict.
 
     Attributes: ``repo`` (``RepoLocation`` or ``None``), ``repo_top`` (its working tree
     top or ``None``), ``root_prefix`` (the root relative to ``repo_top``, byte view,
     ``""`` or ``"a/b/"``), ``warnings``, ``deny_list`` and ``default_list`` (the settings'
-    pattern lists).
+    pattern lists), ``facts`` and ``files``.
     """
 
     def __init__(self, root: str, settings: Settings, tracked: list[str] | None = None) -> None:
@@ -168,8 +152,9 @@ class IgnoreRules:
         self.root = root
         self.settings = settings
         self.warnings: list[str] = []
-        self._file_warnings: set[str] = set()  # what ``_read_list`` added (re-reads: once)
-        loc = repo_location(root)
+        #: what git says: the repository, the tracked sets, the configuration
+        self.facts = RepoFacts(root, self.warnings, tracked)
+        loc = self.facts.repo
         self.repo: RepoLocation | None = loc
         self.repo_top: str | None = loc.top if loc else None
         top = loc.top if loc else root
@@ -178,32 +163,14 @@ class IgnoreRules:
         self.root_prefix = "" if rel_top == "." else byte_view(rel_top) + "/"
         #: the same as a plain ``str`` (surrogate escapes, not byte view)
         self.root_prefix_str = "" if rel_top == "." else rel_top + "/"
-        self._top = top
-        #: git's configuration files, stamped before git reads them (``outside_changed``)
-        self._config_stamps = FileStamps(config_files(loc))
-        #: the pattern files read from outside the walked tree (``outside_changed``)
-        self._outside = FileStamps()
-        #: ``core.excludesFile`` and ``core.ignoreCase`` in one process (``_config``)
-        self._config_call = GitCall(["config", "-z", "--path", "--get-regexp", _CONFIG_KEYS], root)
-        self._config_values: dict[str, str] | None = None
-        #: the root repository's tracked set (``None`` outside a repository); its
-        #: ``stamp`` is git's index file when it was read (see ``tracked_changed``)
-        self.tracked: TrackedSet | None = (
-            TrackedSet(root, "", self.warnings, tracked, self._git_index_stamp()) if loc else None
-        )
         self._ignore_names: tuple[str, ...] = tuple(
             n for n in dict.fromkeys(settings.ignore_file_names) if n and "/" not in n
         )
         self._names_in_dir = frozenset((".gitignore", *self._ignore_names))
         self._special_files = frozenset((*self._names_in_dir, ".git", "pyvenv.cfg"))
         self._special_dirs = frozenset((".git", "conda-meta"))
-        self._lists: dict[tuple[int, str], tuple[PatternList, ...]] = {}
-        self._nested: dict[str, tuple[PatternList, ...]] = {}  # root-rel dir -> its info/exclude
-        self._nested_tracked: dict[str, TrackedSet] = {}
         self._quick_cache: dict[tuple[PatternList, ...], tuple[Any, Any]] = {}
         self._matchers: dict[frozenset[PatternList], NameMatcher] = {}
-        self._global_lists: tuple[PatternList, ...] | None = None
-        self._excludes_list: PatternList | None = None
         self._root_frames: dict[int, Frame] = {}
         #: kinds whose rules exclude the root or a folder above it (set by ``root_frame``
         #: for the kinds asked so far): such a root is read as named explicitly
@@ -215,69 +182,40 @@ class IgnoreRules:
         self.default_list = PatternList.from_patterns(
             settings.default_excludes, "defaultExcludes", self.root_prefix, DEFAULT_EXCLUDE, w
         )
+        #: the rule files read so far (ignore files, info/exclude, core.excludesFile)
+        self.files = RuleFiles(
+            top,
+            self.root_prefix,
+            self.facts,
+            self._ignore_names,
+            (self.deny_list, self.default_list),
+        )
 
-    # ---- git facts -------------------------------------------------------------------
+    # ---- git facts (``RepoFacts``) -----------------------------------------------------
 
-    def _git_index_stamp(self) -> tuple[int, int] | None:
-        if self.repo is None:
-            return None
-        try:
-            st = os.stat(os.path.join(self.repo.gitdir, "index"))
-        except OSError:
-            return None
-        return (st.st_mtime_ns, st.st_size)
+    @property
+    def tracked(self) -> TrackedSet | None:
+        """The root repository's tracked set (``None`` outside a repository); its
+        ``stamp`` is git's index file when it was read (see ``tracked_changed``)."""
+        return self.facts.tracked
 
     def tracked_changed(self) -> bool:
         """Whether git's index file changed since the tracked set was read; if so the set
         is re-read (lazily) and True is returned (the caller re-evaluates verdicts)."""
-        stamp = self._git_index_stamp()
-        if stamp == (self.tracked.stamp if self.tracked is not None else None):
+        if not self.facts.tracked_changed():
             return False
-        if self.repo is not None:
-            self.tracked = TrackedSet(self.root, "", self.warnings, None, stamp)
-        self._nested_tracked.clear()
         self._root_frames.clear()
         return True
 
     def is_tracked(self, rel: str) -> bool:
         """Whether git tracks ``rel`` (root-relative), in the root's repository or a
         nested one. Always False outside a repository."""
-        t = self._tracked_for(rel)
-        return t is not None and t.contains(rel)
+        return self.facts.tracks(rel, False)
 
     def has_tracked_under(self, rel_dir: str) -> bool:
         """Whether folder ``rel_dir`` (root-relative, ``""`` = root) contains a tracked
         path."""
-        t = self._tracked_for(rel_dir + "/x")
-        if t is None:
-            return False
-        if rel_dir == "":
-            t.wait()
-            return bool(t.sorted)
-        return t.has_under(rel_dir)
-
-    def _tracked_for(self, rel: str) -> TrackedSet | None:
-        best = ""
-        for d in self._nested_tracked:
-            if rel.startswith(d + "/") and len(d) > len(best):
-                best = d
-        return self._nested_tracked[best] if best else self.tracked
-
-    def _config(self) -> dict[str, str]:
-        """The values git's configuration gives the keys of ``_CONFIG_KEYS`` (lower-case
-        names; the last value of a key wins, as ``git config --get`` says; a key written
-        without ``=`` reads ``"true"``); ``{}`` when git failed or is absent."""
-        got = self._config_values
-        if got is None:
-            got = {}
-            rc, out = self._config_call.result()
-            if rc == 0:
-                for entry in out.split(b"\0"):
-                    key, sep, value = entry.partition(b"\n")
-                    if key:  # a key written without "=" is a boolean true
-                        got[os.fsdecode(key).lower()] = os.fsdecode(value) if sep else "true"
-            self._config_values = got
-        return got
+        return self.facts.has_tracked_under(rel_dir)
 
     def outside_changed(self) -> bool:
         """Whether a rule source no watch covers changed since it was read: git's
@@ -287,183 +225,23 @@ class IgnoreRules:
         ones'). If so every cached rule file is dropped and True is returned: the caller
         walks the root again (``Index.apply`` with ``RULES``). Costs a few ``stat``
         calls; git runs only when a configuration file changed."""
-        changed = False
-        if self._config_stamps.changed():
-            before = self._config()
-            self._config_call = GitCall(
-                ["config", "-z", "--path", "--get-regexp", _CONFIG_KEYS], self.root
-            )
-            self._config_values = None
-            changed = self._config() != before
-        if self._outside.changed():
+        changed = self.facts.config_changed()
+        if self.files.outside_changed():
             changed = True
         if changed:
-            self._lists.clear()  # above the root too: core.ignoreCase folds them all
-            self._nested.clear()
-            self._outside.forget()
+            self.files.forget_all()
             self.forget_dir("")
         return changed
 
     @property
     def ignore_case(self) -> bool:
-        """git's ``core.ignoreCase`` for this root: when true, the patterns of the
-        ``gitignore`` kind (``.gitignore`` files, ``info/exclude``, ``core.excludesFile``)
-        match without regard to the case of ASCII letters, as git's do. Tool ignore files,
-        default excludes, deny patterns and a request's ``exclude`` stay case-sensitive."""
-        value = self._config().get("core.ignorecase")
-        return value is not None and _git_bool(value)
+        """git's ``core.ignoreCase`` for this root (``RepoFacts.ignore_case``)."""
+        return self.facts.ignore_case
 
     @property
     def excludes_file(self) -> str | None:
-        """The ``core.excludesFile`` path git would use (its default
-        ``$XDG_CONFIG_HOME/git/ignore`` or ``~/.config/git/ignore`` when unset)."""
-        value = self._config().get("core.excludesfile")
-        if value:
-            return value
-        xdg = os.environ.get("XDG_CONFIG_HOME")
-        if xdg:
-            return os.path.join(xdg, "git", "ignore")
-        home = os.environ.get("HOME")
-        return os.path.join(home, ".config", "git", "ignore") if home else None
-
-    # ---- loading rule files -----------------------------------------------------------
-
-    def _label(self, abspath: str) -> str:
-        """Workspace-relative POSIX label for a file inside the root, else absolute."""
-        rel = os.path.relpath(abspath, self.root)
-        if rel == os.curdir or rel.startswith(os.pardir + os.sep) or rel == os.pardir:
-            return abspath
-        return rel.replace(os.sep, "/")
-
-    def _read_list(self, abspath: str, base: str, kind: int, nofollow: bool) -> PatternList | None:
-        """Read one ignore file (``None`` when absent or unreadable, with a warning for
-        anything but "missing")."""
-        if not nofollow:  # outside the walked tree: no watch sees it change
-            self._outside.stamp(abspath)
-        flags = os.O_RDONLY | (os.O_NOFOLLOW if nofollow else 0)
-        try:
-            fd = os.open(abspath, flags)
-        except FileNotFoundError:
-            return None
-        except NotADirectoryError:
-            return None
-        except OSError as exc:
-            self.warnings.append(f"{self._label(abspath)}: not read: {exc.strerror}")
-            return None
-        # labelled only once there is a file: most probes find none, and the label costs
-        # a relpath, in the depth of the folder
-        label = self._label(abspath)
-        try:
-            st = os.fstat(fd)
-            if not _is_regular(st.st_mode):
-                return None
-            if st.st_size > MAX_PATTERN_FILE_BYTES:
-                self.warnings.append(
-                    f"{label}: ignoring excessively large pattern file ({st.st_size} bytes)"
-                )
-                return None
-            chunks: list[bytes] = []
-            total = 0
-            while True:
-                chunk = os.read(fd, max(st.st_size - total, 0) + 65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                total += len(chunk)
-                if total > MAX_PATTERN_FILE_BYTES:
-                    self.warnings.append(f"{label}: ignoring excessively large pattern file")
-                    return None
-            data = b"".join(chunks)
-        except OSError as exc:
-            self.warnings.append(f"{label}: not read: {exc.strerror}")
-            return None
-        finally:
-            os.close(fd)
-        found: list[str] = []
-        fold = kind == GITIGNORE and self.ignore_case
-        lst = PatternList.from_bytes(data, label, base, kind, found, fold)
-        if len(found) > MAX_WARNINGS_PER_FILE:
-            more = len(found) - MAX_WARNINGS_PER_FILE
-            found[MAX_WARNINGS_PER_FILE:] = [f"{label}: {more} more problem lines not listed"]
-        for w in found:  # re-reads: once (a set: a file's warnings are not re-scanned)
-            if w not in self._file_warnings:
-                self._file_warnings.add(w)
-                self.warnings.append(w)
-        return lst
-
-    def _dir_lists(
-        self, kind: int, top_rel_dir: str, present: Collection[str] | None
-    ) -> tuple[PatternList, ...]:
-        """The lists of ``kind`` found in one folder (``top_rel_dir`` byte view, ``""`` or
-        ``"a/b/"``), winning one first. ``present``: the folder's file names if known
-        (saves the probes)."""
-        key = (kind, top_rel_dir)
-        got = self._lists.get(key)
-        if got is not None:
-            return got
-        names = (".gitignore",) if kind == GITIGNORE else self._ignore_names
-        folder = os.path.join(self._top, from_byte_view(top_rel_dir)) if top_rel_dir else self._top
-        found: list[PatternList] = []
-        for name in names:
-            if present is not None and name not in present:
-                continue
-            lst = self._read_list(os.path.join(folder, name), top_rel_dir, kind, nofollow=True)
-            if lst is not None and lst.patterns:
-                found.append(lst)
-            elif lst is not None:
-                found.append(lst)  # keep empty lists: their content still counts for the hash
-        found.reverse()  # later names in Settings.ignore_file_names win
-        got = tuple(lst for lst in found if lst.patterns)
-        self._lists[key] = got
-        if len(got) != len(found):
-            self._lists[(kind | 0x100, top_rel_dir)] = tuple(found)  # empty ones, for hashing
-        return got
-
-    def _globals(self) -> tuple[PatternList, ...]:
-        """``info/exclude`` (in a repository) then ``core.excludesFile``, in git's
-        precedence order (``last_matching_pattern_from_lists`` scans EXC_FILE backwards)."""
-        if self._global_lists is None:
-            out: list[PatternList] = []
-            if self.repo is not None:
-                lst = self._read_list(
-                    os.path.join(self.repo.commondir, "info", "exclude"), "", GITIGNORE, False
-                )
-                if lst is not None:
-                    out.append(lst)
-            xf = self.excludes_file
-            self._excludes_list = None
-            if xf:
-                self._excludes_list = self._read_list(xf, "", GITIGNORE, False)
-                if self._excludes_list is not None:
-                    out.append(self._excludes_list)
-            self._global_lists = tuple(out)
-        return self._global_lists
-
-    def _nested_globals(self, rel_dir: str) -> tuple[PatternList, ...]:
-        """For a nested repository at root-relative ``rel_dir``: its own ``info/exclude``
-        then ``core.excludesFile``. Registers its tracked set."""
-        got = self._nested.get(rel_dir)
-        if got is None:
-            self._globals()
-            lists: list[PatternList] = []
-            gitdir = resolve_gitdir(os.path.join(self.root, rel_dir, ".git"))
-            if gitdir is not None:
-                common = common_dir(gitdir)
-                base = self.root_prefix + byte_view(rel_dir) + "/"
-                lst = self._read_list(
-                    os.path.join(common, "info", "exclude"), base, GITIGNORE, False
-                )
-                if lst is not None:
-                    lists.append(lst)
-                if rel_dir not in self._nested_tracked:
-                    self._nested_tracked[rel_dir] = TrackedSet(
-                        os.path.join(self.root, rel_dir), rel_dir + "/", self.warnings
-                    )
-            if self._excludes_list is not None:
-                lists.append(self._excludes_list)
-            got = tuple(lists)
-            self._nested[rel_dir] = got
-        return got
+        """The ``core.excludesFile`` path git would use (``RepoFacts.excludes_file``)."""
+        return self.facts.excludes_file
 
     # ---- frames ---------------------------------------------------------------------
 
@@ -483,32 +261,41 @@ class IgnoreRules:
         if mask & DEFAULT_EXCLUDE:
             states[_K_DEFAULT] = (self.default_list,)
         for k, bit in ((_K_IGNORE_FILE, IGNORE_FILE), (_K_GIT, GITIGNORE)):
-            if not mask & bit:
-                continue
-            tail = self._globals() if bit == GITIGNORE else ()
-            lists: tuple[PatternList, ...] = tail
-            # from the top down to the root: each folder is checked as an entry first
-            parts = self.root_prefix[:-1].split("/") if self.root_prefix else []
-            cur = ""
-            lists = self._dir_lists(bit, "", None) + lists
-            for part in parts:
-                path = cur + part
-                hit = _last_match(lists, path, part, True)
-                if hit is not None and not hit[0].negated:
-                    self.root_excluded |= bit
-                    note = (
-                        f"the workspace root lies in {from_byte_view(path)}/, which "
-                        f"{hit[1].verdict(hit[0]).source} ignores; its files are listed "
-                        "as if the root were named explicitly"
-                    )
-                    if note not in self.warnings:
-                        self.warnings.append(note)
-                cur = path + "/"
-                lists = self._dir_lists(bit, cur, None) + lists
-            states[k] = lists
+            if mask & bit:
+                states[k] = self._down_to_root(bit)[0]
         frame = Frame((states[0], states[1], states[2], states[3]), self.tracked)
         self._root_frames[mask] = frame
         return frame
+
+    def _down_to_root(self, bit: int) -> tuple[tuple[PatternList, ...], Verdict | None]:
+        """The lists of kind ``bit`` (``IGNORE_FILE`` or ``GITIGNORE``) for the root's
+        entries, read from the repository top down to the root (deepest folder first,
+        then for ``GITIGNORE`` ``info/exclude`` and ``core.excludesFile``), and the rule
+        that excludes the first folder on the way (the root included) that they exclude,
+        each folder checked as an entry of its parent first (git's ``prep_exclude``).
+        Such a root is recorded in ``root_excluded`` with a warning: it is read as named
+        explicitly."""
+        lists = self.files.global_lists() if bit == GITIGNORE else ()
+        lists = self.files.dir_lists(bit, "", None) + lists
+        first: Verdict | None = None
+        cur = ""
+        for part in self.root_prefix[:-1].split("/") if self.root_prefix else ():
+            path = cur + part
+            hit = _last_match(lists, path, part, True)
+            if hit is not None and not hit[0].negated:
+                verdict = hit[1].verdict(hit[0])
+                first = first or verdict
+                self.root_excluded |= bit
+                note = (
+                    f"the workspace root lies in {from_byte_view(path)}/, which "
+                    f"{verdict.source} ignores; its files are listed "
+                    "as if the root were named explicitly"
+                )
+                if note not in self.warnings:
+                    self.warnings.append(note)
+            cur = path + "/"
+            lists = self.files.dir_lists(bit, cur, None) + lists
+        return lists, first
 
     def enter(
         self,
@@ -554,24 +341,24 @@ class IgnoreRules:
             and self._ignore_names
             and (files is None or not self._names_in_dir.isdisjoint(files))
         ):
-            new = self._dir_lists(IGNORE_FILE, top_dir, files)
+            new = self.files.dir_lists(IGNORE_FILE, top_dir, files)
             if new:
                 states[_K_IGNORE_FILE] = new + st_if
                 changed = True
         st_git = states[_K_GIT]
         if is_repo and st_git is not None:
-            base = self._dir_lists(GITIGNORE, top_dir, files)
-            states[_K_GIT] = base + self._nested_globals(rel_dir)
-            tracked = self._nested_tracked.get(rel_dir, tracked)
+            base = self.files.dir_lists(GITIGNORE, top_dir, files)
+            states[_K_GIT] = base + self.files.nested_globals(rel_dir)
+            tracked = self.facts.nested_tracked.get(rel_dir, tracked)
             changed = True
         elif isinstance(st_git, tuple) and (files is None or ".gitignore" in files):
-            new = self._dir_lists(GITIGNORE, top_dir, files)
+            new = self.files.dir_lists(GITIGNORE, top_dir, files)
             if new:
                 states[_K_GIT] = new + st_git
                 changed = True
         elif is_repo:
-            self._nested_globals(rel_dir)
-            tracked = self._nested_tracked.get(rel_dir, tracked)
+            self.files.nested_globals(rel_dir)
+            tracked = self.facts.nested_tracked.get(rel_dir, tracked)
             changed = True
         st_def = states[_K_DEFAULT]
         if isinstance(st_def, tuple):
@@ -703,7 +490,7 @@ class IgnoreRules:
         if ".git" in parts:
             return Verdict("deny", ".git", ".git")
         for bit, _, v in self._hits(parts, is_dir, filters.mask):
-            if not (bit & _RESCUABLE and self._rescued(rel, is_dir)):
+            if not (bit & _RESCUABLE and self.facts.tracks(rel, is_dir)):
                 return v
         return None
 
@@ -724,12 +511,12 @@ class IgnoreRules:
                 return Verdict("deny", ".git", ".git")
             folder = "/".join(parts[:i])
             for bit, j, v in hits:
-                if j < i and not (bit & _RESCUABLE and self._rescued(folder, True)):
+                if j < i and not (bit & _RESCUABLE and self.facts.tracks(folder, True)):
                     return v
         if git < n:
             return Verdict("deny", ".git", ".git")
         for bit, _, v in hits:  # rel itself, as ``check`` judges it
-            if not (bit & _RESCUABLE and self._rescued(rel, is_dir)):
+            if not (bit & _RESCUABLE and self.facts.tracks(rel, is_dir)):
                 return v
         return None
 
@@ -748,8 +535,8 @@ class IgnoreRules:
     def _first_hit(self, bit: int, parts: list[str], is_dir: bool) -> tuple[int, Verdict] | None:
         k = KIND_BITS.index(bit)
         frame = self.root_frame(bit | DENY)
-        if isinstance(frame.states[k], _Excl):
-            return -1, self._root_excl_verdict(bit)
+        if isinstance(frame.states[k], _Excl):  # the rule of the root or above it
+            return -1, self._down_to_root(bit)[1] or Verdict(KIND_NAMES[bit], "?", "?")
         cur = ""
         for i, part in enumerate(parts):
             last = i == len(parts) - 1
@@ -773,41 +560,12 @@ class IgnoreRules:
             cur = path + "/"
         return None
 
-    def _rescued(self, rel: str, is_dir: bool) -> bool:
-        t = self._tracked_for(rel)
-        if t is None:
-            return False
-        return t.has_under(rel) if is_dir else t.contains(rel)
-
-    def _root_excl_verdict(self, bit: int) -> Verdict:
-        """The rule that excludes the root (or a folder above it) for ``bit``."""
-        lists: tuple[PatternList, ...] = self._globals() if bit == GITIGNORE else ()
-        parts = self.root_prefix[:-1].split("/")
-        cur = ""
-        lists = self._dir_lists(bit, "", None) + lists
-        for part in parts:
-            path = cur + part
-            hit = _last_match(lists, path, part, True)
-            if hit is not None and not hit[0].negated:
-                return hit[1].verdict(hit[0])
-            cur = path + "/"
-            lists = self._dir_lists(bit, cur, None) + lists
-        return Verdict(KIND_NAMES[bit], "?", "?")
-
     # ---- maintenance ------------------------------------------------------------------
 
     def forget_dir(self, rel_dir: str) -> None:
         """Drop cached ignore files of ``rel_dir`` and below (root-relative, ``""`` = all),
         so the next walk re-reads them."""
-        top_dir = self.root_prefix + (byte_view(rel_dir) + "/" if rel_dir else "")
-        for lkey in [k for k in self._lists if k[1].startswith(top_dir)]:
-            del self._lists[lkey]
-        for nkey in [
-            k for k in self._nested if not rel_dir or k == rel_dir or k.startswith(rel_dir + "/")
-        ]:
-            del self._nested[nkey]
-        if not rel_dir:
-            self._global_lists = None
+        self.files.forget(rel_dir)
         self._quick_cache.clear()
         self._matchers.clear()
         self._root_frames.clear()
@@ -816,30 +574,12 @@ class IgnoreRules:
         """Drop walk-time caches (per-name prefilter memos; they rebuild on demand) and
         collect the git subprocesses' results."""
         self._matchers.clear()
-        self._config_call.result()
-        if self.tracked is not None:
-            self.tracked.fetch()
-
-    def loaded_lists(self) -> list[PatternList]:
-        """Every rule source loaded so far (settings lists, ignore files, info/exclude,
-        core.excludesFile), including empty files."""
-        seen: dict[int, PatternList] = {}
-        for lst in (self.deny_list, self.default_list, *(self._global_lists or ())):
-            seen[id(lst)] = lst
-        for lists in (*self._lists.values(), *self._nested.values()):
-            for lst in lists:
-                seen[id(lst)] = lst
-        return list(seen.values())
+        self.facts.collect()
 
     def ignore_files_hash(self) -> str:
         """Hex BLAKE2b over ``(source, content digest)`` of every rule source loaded so
-        far, sorted by source (for snapshot validity)."""
-        import hashlib
-
-        h = hashlib.blake2b(digest_size=16)
-        for src, dig in sorted((lst.source, lst.digest) for lst in self.loaded_lists()):
-            h.update(os.fsencode(src) + b"\0" + dig.encode() + b"\n")
-        return h.hexdigest()
+        far (``RuleFiles.ignore_files_hash``, for snapshot validity)."""
+        return self.files.ignore_files_hash()
 
     def errors(self) -> list[str]:
         """Warnings including git failures (``git ls-files``), after waiting for git."""
@@ -870,20 +610,3 @@ def _env_marker(folder: str) -> str | None:
     if os.path.isdir(os.path.join(folder, "conda-meta")):
         return "conda-meta/"
     return None
-
-
-def _git_bool(value: str) -> bool:
-    """A configuration value read as git reads a boolean (``git_parse_maybe_bool``):
-    ``true``/``yes``/``on`` or a non-zero number is true; anything else (``false``,
-    ``no``, ``off``, ``0``, ``""``, a value git would refuse) is false."""
-    v = value.strip().lower()
-    if v in ("true", "yes", "on"):
-        return True
-    try:
-        return int(v, 0) != 0
-    except ValueError:
-        return False
-
-
-def _is_regular(mode: int) -> bool:
-    return stat.S_ISREG(mode)

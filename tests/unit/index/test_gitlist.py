@@ -4,14 +4,13 @@ the index walk it replaces.
 For every case and every filter combination (8: each of gitignore, ignore files and
 default excludes on or off) it asserts
 
-    fastlist.start(root, ...).files(settings, filters)
+    gitlist.start(root, ...).files(settings, filters)
     == Index.build(root, settings).files(filters)                       (byte for byte)
 
-and that the git-seeded path really ran (no fallback) with gitignore and ignore files
-on, unless the root lies inside a folder gitignore excludes. With ignore files off the
-listing takes the index walk (``gitlist._FAST_WITHOUT_IGNORE_FILES``: the index hides
-tracked paths an ignore file also hides there); the git-seeded path is then also run and
-checked against an index with no ignore files at all, the answer the index should give.
+and that the git-seeded path really ran (no fallback) with gitignore on, unless the root
+lies inside a folder gitignore excludes. With ignore files off both must also list what an
+index with no ignore files at all lists: a tracked path an ignore file hides is visible
+then, as git and ``IgnoreRules.check`` say.
 
 Random cases build small repositories with nested ``.gitignore`` files (negations,
 anchors, folder-only patterns, ``*``), ``.readmanyignore`` files at several depths (path
@@ -23,7 +22,7 @@ over outer-tracked files), symlinks to files and folders, non-ASCII names,
 ``info/exclude``, ``core.excludesFile`` and roots below the top. Targeted cases pin each
 of those alone, plus unmerged paths, undecodable names, custom settings, the fallbacks
 and the CLI. A failure prints the seed and the case; rerun one with
-``READMANY_FASTLIST_SEED=<seed> pytest tests/unit/index/test_gitlist.py -k one``.
+``READMANY_GITLIST_SEED=<seed> pytest tests/unit/index/test_gitlist.py -k one``.
 """
 
 from __future__ import annotations
@@ -42,7 +41,6 @@ from msgspec.structs import replace
 
 from readmany_daemon.cli import main
 from readmany_daemon.index import gitlist
-from readmany_daemon.index import gitlist as fastlist
 from readmany_daemon.index.model import Index
 from readmany_daemon.rules.kinds import Filters
 from readmany_daemon.settings import Settings
@@ -66,43 +64,32 @@ def _same(got: list[str], want: list[str], what: str) -> None:
         )
 
 
-#: how often the git-seeded runs of ``compare`` took each branch (see FastListing.counts)
+#: how often the git-seeded runs of ``compare`` took each branch (see GitSeededListing.counts)
 SEEN: dict[str, int] = {}
 
 
 def compare(root: Path, settings: Settings | None = None) -> list[str]:
-    """Assert fast == index for every filter combination; return why the runs that should
-    take the git-seeded path fell back (empty: none did).
-
-    With ignore files off the listing takes the index walk (index.py hides tracked paths
-    an ignore file also hides, see ``gitlist._FAST_WITHOUT_IGNORE_FILES``); there the
-    git-seeded path is also run and checked against a walk with no ignore files at all,
-    the answer the index should give."""
+    """Assert fast == index for every filter combination, and with ignore files off also
+    == an index with no ignore files; return why the runs that should take the git-seeded
+    path fell back (empty: none did)."""
     settings = settings or Settings()
     ix = Index.build(str(root), settings)
     without: Index | None = None
     reasons: list[str] = []
     for filters in FILTERS:
-        job = fastlist.start(str(root), filters.respect_gitignore, filters.respect_ignore_files)
+        job = gitlist.start(str(root), filters.respect_gitignore)
         assert job is not None
-        _same(job.files(settings, filters), ix.files(filters), f"{filters} ({job.fallback})")
-        if filters.respect_gitignore and filters.respect_ignore_files and job.fallback:
+        got = job.files(settings, filters)
+        _same(got, ix.files(filters), f"{filters} ({job.fallback})")
+        if filters.respect_gitignore and job.fallback:
             reasons.append(job.fallback)
         for key, n in job.counts.items():
             SEEN[key] = SEEN.get(key, 0) + (n > 0)
-        if filters.respect_gitignore and not filters.respect_ignore_files:
+        if not filters.respect_ignore_files:
             if without is None:
                 without = Index.build(str(root), replace(settings, ignore_file_names=[]))
-            gitlist._FAST_WITHOUT_IGNORE_FILES = True
-            try:
-                job = fastlist.start(str(root), True, False)
-                assert job is not None
-                got = job.files(settings, filters)
-            finally:
-                gitlist._FAST_WITHOUT_IGNORE_FILES = False
-            if job.fallback is None:  # else the index's own answer, checked above
-                want = without.files(filters._replace(respect_ignore_files=True))
-                _same(got, want, f"{filters}, git-seeded, vs no ignore files")
+            want = without.files(filters._replace(respect_ignore_files=True))
+            _same(got, want, f"{filters} ({job.fallback}), vs no ignore files")
     return reasons
 
 
@@ -298,8 +285,8 @@ def _run_cases(seeds: range, base: Path) -> tuple[int, int]:
 
 
 def test_differential_default(git_env: Path, tmp_path: Path) -> None:
-    """50 random cases (seeds 0-49), 8 filter combinations each (plus the git-seeded path
-    with ignore files off), every branch of the git-seeded listing reached."""
+    """50 random cases (seeds 0-49), 8 filter combinations each, every branch of the
+    git-seeded listing reached."""
     SEEN.clear()
     cases, fell_back = _run_cases(range(50), tmp_path)
     assert fell_back <= 2 * cases  # only roots inside an excluded folder fall back
@@ -315,8 +302,8 @@ def test_differential_2k(git_env: Path, tmp_path: Path) -> None:
 
 
 def test_differential_one(git_env: Path, tmp_path: Path) -> None:
-    """One case, chosen with READMANY_FASTLIST_SEED (default 7), to reproduce a failure."""
-    seed = int(os.environ.get("READMANY_FASTLIST_SEED", "7"))
+    """One case, chosen with READMANY_GITLIST_SEED (default 7), to reproduce a failure."""
+    seed = int(os.environ.get("READMANY_GITLIST_SEED", "7"))
     _run_cases(range(seed, seed + 1), tmp_path)
 
 
@@ -328,7 +315,7 @@ def fast(
 ) -> tuple[list[str], str | None]:
     """The git-seeded listing of ``root`` and why it fell back (None: it did not)."""
     filters = filters or Filters()
-    job = fastlist.start(str(root))
+    job = gitlist.start(str(root))
     assert job is not None
     got = job.files(settings or Settings(), filters)
     return got, job.fallback
@@ -417,11 +404,11 @@ def test_sorted_diff() -> None:
     a = [f"p{i:05d}" for i in range(0, 1000, 2)]
     b = [f"p{i:05d}" for i in range(0, 1000, 3)]
     b = sorted(b + b[10:20] + ["p99999", "p99999"])
-    only_a, only_b = fastlist._sorted_diff(a, b)
+    only_a, only_b = gitlist._sorted_diff(a, b)
     assert only_a == sorted(set(a) - set(b))
     assert only_b == sorted(set(b) - set(a))
-    assert fastlist._sorted_diff(a, a) == ([], [])
-    assert fastlist._sorted_diff([], b[:3]) == ([], b[:3])
+    assert gitlist._sorted_diff(a, a) == ([], [])
+    assert gitlist._sorted_diff([], b[:3]) == ([], b[:3])
 
 
 def test_tracked_folder_replaced_by_symlink(repo: Path) -> None:
@@ -565,7 +552,7 @@ def test_fallbacks(repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))
     got, why = fast(repo)
     assert (got, why is not None) == ([".gitignore", "b.py"], True)
-    assert fastlist.start(str(tmp_path / "missing")) is None
+    assert gitlist.start(str(tmp_path / "missing")) is None
 
 
 def test_no_repository_starts_no_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -588,13 +575,13 @@ def test_no_repository_starts_no_git(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(gitlist, "GitCall", spy)
     for filters in FILTERS:
-        job = fastlist.start(str(plain), filters.respect_gitignore, filters.respect_ignore_files)
+        job = gitlist.start(str(plain), filters.respect_gitignore)
         assert job is not None
         got = job.files(Settings(), filters)
         assert got == Index.build(str(plain), Settings()).files(filters), filters
         assert job.fallback is not None
     assert started == []
-    job = fastlist.start(str(plain))
+    job = gitlist.start(str(plain))
     assert job is not None and job.fallback == gitlist.NO_REPOSITORY
     assert job.files(Settings(), Filters()) == [
         ".gitignore",
@@ -619,7 +606,7 @@ def test_cli_files_uses_the_fast_listing(
 
 #: Module files (relative to the package folder; a trailing "/" is a whole folder) that
 #: ``readmany files --no-daemon`` must not load: the engine, content, wire, the index's
-#: model (the git-seeded listing is fastlist.py, later index/gitlist.py), the runtime,
+#: model (the git-seeded listing is index/gitlist.py), the runtime,
 #: LSP and MCP. Checked on files, not module names, so a rename cannot make it vacuous.
 HEAVY_FILES = (
     "engine/",
@@ -664,6 +651,6 @@ def test_cli_imports_stay_light(repo: Path) -> None:
     rc, files, tops = json.loads(proc.stderr)
     assert rc == 0
     assert "cli.py" in files, files
-    assert {"fastlist.py", "index/gitlist.py"} & set(files), files
+    assert "index/gitlist.py" in files, files
     assert [f for f in files if f.startswith(HEAVY_FILES)] == [], files
     assert [t for t in tops if t in HEAVY_PACKAGES] == [], tops

@@ -5,17 +5,22 @@ several depths, ``.git/info/exclude``, ``core.excludesFile`` both set explicitly
 git's default path, files tracked with ``git add -f``, symlinks, odd names) and random
 patterns (negations, anchors, ``**``, ``[!x]``/``[^x]``/ranges/``[[:alpha:]]`` classes,
 trailing spaces with and without ``\\ ``, escaped ``#`` and ``!``, folder-only patterns,
-CRLF lines, a BOM). It asserts
+CRLF lines, a BOM). Half the cases also get
+``.readmanyignore`` files (a tool ignore file git does not read) whose patterns hide some
+tracked paths too. It asserts, for both walkers (the index walk, and the cold git-seeded
+listing of ``index/gitlist.py``),
 
-    set(Index.build(root, Settings(default_excludes=[], deny_patterns=[]))
-        .files(Filters(use_default_excludes=False)))
+    set(listing(root, Settings(default_excludes=[], deny_patterns=[]),
+                Filters(use_default_excludes=False, respect_ignore_files=False)))
     == set(git ls-files -z --cached --others --exclude-standard)   (files on disk)
 
-except for a root inside a folder git ignores, which readmany reads as a named path
-(as ripgrep does): there the extra paths must be ones git lists as ignored.
+and the same with ignore files on where the case has none, except for a root inside a
+folder git ignores, which readmany reads as a named path (as ripgrep does): there the
+extra paths must be ones git lists as ignored.
 
 The index walks the tree itself with its own rules (git is asked only for the tracked set
-and core.excludesFile). A failure prints the seed and the case; rerun one case with
+and core.excludesFile); the cold listing starts from git's own listing and applies the
+other kinds. A failure prints the seed and the case; rerun one case with
 ``READMANY_DIFF_SEED=<seed> pytest tests/unit/rules/test_ignore_differential.py -k one``.
 """
 
@@ -29,6 +34,7 @@ from pathlib import Path
 
 import pytest
 
+from readmany_daemon.index import gitlist
 from readmany_daemon.index.model import Index
 from readmany_daemon.rules.kinds import Filters
 from readmany_daemon.settings import Settings
@@ -238,7 +244,46 @@ def make_case(seed: int, base: Path, ignorecase: bool = False) -> tuple[Path, Pa
         sub = rng.choice(dirs[1:])
         root = repo / sub
         desc.append(f"root below top: {sub}")
+    _tool_ignore_files(random.Random(seed + 0x5EED), repo, dirs, names, tracked, desc)
     return repo, root, "\n".join(desc)
+
+
+def _tool_ignore_files(
+    rng: random.Random,
+    repo: Path,
+    dirs: list[str],
+    names: list[str],
+    tracked: list[str],
+    desc: list[str],
+) -> None:
+    """In half the cases, ``.readmanyignore`` files in some folders, with random patterns
+    and lines naming tracked files and their folders (a tool ignore file hides tracked
+    paths too; with ignore files off they must show, as git shows them). A generator of
+    its own keeps the rest of each case as it was."""
+    if rng.random() < 0.5:
+        return
+    for d in dirs:
+        if rng.random() < (0.8 if d == "" else 0.3):
+            lines = [_pattern(rng, names) for _ in range(rng.randint(0, 3))]
+            below = [t for t in tracked if not d or t.startswith(d + "/")]
+            for t in rng.sample(below, min(len(below), rng.randint(0, 2))):
+                rest = t[len(d) + 1 :] if d else t
+                if "/" in rest and rng.random() < 0.5:
+                    rest = rest.rpartition("/")[0] + "/"  # the folder holding it
+                lines.append("/" + _escape(rest))
+            data = "".join(line + "\n" for line in lines).encode("utf-8")
+            (repo / d / ".readmanyignore").write_bytes(data)
+            desc.append(f"{d or '.'}/.readmanyignore: {data!r}")
+
+
+def _escape(path: str) -> str:
+    """``path`` as a pattern matching itself only (wildcards, ``\\``, a leading ``#``
+    or ``!`` and trailing spaces escaped)."""
+    out = "".join("\\" + c if c in "*?[\\" else c for c in path)
+    if out.startswith(("#", "!")):
+        out = "\\" + out
+    stripped = out.rstrip(" ")
+    return stripped + "\\ " * (len(out) - len(stripped))
 
 
 def _ascii_fold(s: str) -> str:
@@ -259,8 +304,38 @@ def run_case(seed: int, base: Path, ignorecase: bool = False) -> str | None:
     _, root, desc = make_case(seed, base, ignorecase)
     out = git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     want = {p for p in os.fsdecode(out).split("\0") if p and os.path.lexists(root / p)}
-    ix = Index.build(str(root), Settings(default_excludes=[], deny_patterns=[]))
-    got = set(ix.files(Filters(use_default_excludes=False)))
+    settings = Settings(default_excludes=[], deny_patterns=[])
+    ix = Index.build(str(root), settings)
+    off = Filters(use_default_excludes=False, respect_ignore_files=False)
+    job = gitlist.start(str(root))
+    assert job is not None
+    listings = {
+        "index walk, ignore files off": ix.files(off),
+        f"cold listing ({job.fallback or 'git-seeded'}), ignore files off": job.files(
+            settings, off
+        ),
+    }
+    if ".readmanyignore" not in desc:
+        on = off._replace(respect_ignore_files=True)
+        listings["index walk"] = ix.files(on)
+        job = gitlist.start(str(root))
+        assert job is not None
+        listings[f"cold listing ({job.fallback or 'git-seeded'})"] = job.files(settings, on)
+    reports = []
+    for what, listed in listings.items():
+        report = _differs(root, want, set(listed), ix, ignorecase)
+        if report is not None:
+            reports.append(f"{what}: {report}")
+    return f"{desc}\n" + "\n".join(reports) if reports else None
+
+
+def _differs(root: Path, want: set[str], got: set[str], ix: Index, ignorecase: bool) -> str | None:
+    """None if readmany's listing ``got`` agrees with git's ``want``, else a report.
+
+    With ``ignorecase``, git on a case-sensitive file system takes an untracked file
+    whose path differs from a tracked one only in case for that tracked file, and lists
+    neither it nor its content (``index_file_exists`` with ``ignore_case``); readmany
+    lists it when no pattern hides it, as ``git check-ignore --no-index`` judges it."""
     twins_ignored: set[str] = set()  # twins git calls ignored (it lists none as ignored)
     if ignorecase:
         tracked = set(os.fsdecode(git(root, "ls-files", "-z", "--cached")).split("\0"))
@@ -287,7 +362,7 @@ def run_case(seed: int, base: Path, ignorecase: bool = False) -> str | None:
         if want <= got <= want | ignored:
             return None
     return (
-        f"{desc}\nonly readmany: {sorted(got - want)}\nonly git: {sorted(want - got)}\n"
+        f"only readmany: {sorted(got - want)}\nonly git: {sorted(want - got)}\n"
         f"warnings: {ix.rules.warnings}"
     )
 
