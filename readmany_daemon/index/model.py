@@ -26,7 +26,9 @@ interfaces around one matcher):
   kinds), clock, file count, listing failures, warnings and listeners;
 - ``walk.py``: ``IndexWalk``, the walker, which fills records;
 - ``changes.py``: ``IndexChanges``, the change applier, which keeps them current;
-- ``dump.py``: ``IndexSnapshots``, dump/restore for ``snapshot.py``.
+- ``dump.py``: ``IndexSnapshots``, dump/restore for ``snapshot.py``;
+- ``listing.py``: ``Listing``, the visible paths of the records under a mask of kinds,
+  with on-demand walks of what only a kind turned off hid.
 
 ``gitlist.py`` is the cold git-seeded listing, beside the index.
 """
@@ -36,106 +38,31 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
 
 from readmany_daemon.index.changes import IndexChanges
 from readmany_daemon.index.dump import IndexSnapshots
+from readmany_daemon.index.listing import FOLDER, Listing, first_kind, merged_hidden
 from readmany_daemon.index.records import (
     ALL_MASK,
     Applied,
-    DirRecord,
     IndexDump,
     is_under,
-    sort_keys,
 )
 from readmany_daemon.index.store import FolderRecords
 from readmany_daemon.index.walk import IndexWalk
 from readmany_daemon.paths import nfc
 from readmany_daemon.rules.glob import compile_glob
-from readmany_daemon.rules.ignore import Frame, IgnoreRules
-from readmany_daemon.rules.kinds import ALL, DENY, KIND_BITS, KIND_NAMES, Filters, Verdict
+from readmany_daemon.rules.ignore import IgnoreRules
+from readmany_daemon.rules.kinds import ALL, DENY, Filters, Verdict
 from readmany_daemon.settings import Settings
 
-__all__ = ["Index"]
-
-
-class _Free(NamedTuple):
-    """A folder ``Index._emit`` walks on demand: ``rel``, the ``frame`` it is entered
-    from (restricted to the request's kinds) and the kinds ``bits`` excluding it."""
-
-    rel: str
-    frame: Frame
-    bits: int
-
-
-#: One step of ``Index._emit``: a run of paths to append, a walked folder ``(records,
-#: rel, record)``, or a folder to walk on demand.
-_Job = list[str] | tuple[dict[str, DirRecord], str, DirRecord] | _Free
-
-
-def _emit_all(
-    records: dict[str, DirRecord], rel: str, rec: DirRecord, recursive: bool, out: list[str]
-) -> None:
-    """``Index._emit`` with every kind applied, nothing counted or filtered (the whole
-    listing's path, kept tight): the files of ``rec`` (folder ``rel``) and with
-    ``recursive`` those below it, appended to ``out`` in byte order, depth first over an
-    explicit stack of runs of paths (lists) and folders ``(rel, record)``."""
-    stack: list[list[str] | tuple[str, DirRecord]] = [(rel, rec)]
-    pop = stack.pop
-    while stack:
-        job = pop()
-        if isinstance(job, list):
-            out += job
-            continue
-        at, folder = job
-        prefix = at + "/" if at else ""
-        entries = folder.entries
-        if not folder.ndirs:
-            out += [prefix + k for k in entries]
-            continue
-        if not recursive and at == rel:
-            out += [prefix + k for k in entries if k[-1] != "/"]
-            continue
-        later: list[list[str] | tuple[str, DirRecord]] = []
-        run = out  # where files go: ``out`` until the first sub-folder, then a new run
-        for key in entries:
-            if key[-1] != "/":
-                if not run and run is not out:
-                    later.append(run)
-                run.append(prefix + key)
-            else:
-                sub = prefix + key[:-1]
-                later.append((sub, records[sub]))
-                run = []
-        later.reverse()
-        stack += later
-
-
-def _first_kind(mask: int) -> str:
-    for bit in KIND_BITS:
-        if mask & bit:
-            return KIND_NAMES[bit]
-    return "deny"
-
-
-#: The suffix of a ``hidden`` counter's key that counts folders a kind hid (not entered,
-#: so their files are unknown), beside the kind's own key that counts hidden files:
-#: ``{"gitignore": 1, "default-exclude/": 6}``.
-FOLDER = "/"
-
-
-def merged_hidden(counter: Counter[str]) -> dict[str, int]:
-    """A ``hidden`` counter with its folder counts added to their kind's file counts."""
-    out: Counter[str] = Counter()
-    for key, n in counter.items():
-        out[key.removesuffix(FOLDER)] += n
-    return dict(out)
+__all__ = ["FOLDER", "Index", "merged_hidden"]
 
 
 class Index:
     """The workspace model of one root (see the module docstring): the query front over
     its parts ``store`` (``FolderRecords``), ``walker`` (``IndexWalk``), ``changes``
-    (``IndexChanges``) and ``snapshots`` (``IndexSnapshots``).
+    (``IndexChanges``), ``snapshots`` (``IndexSnapshots``) and ``listing`` (``Listing``).
 
     ``root``: absolute real path; ``rules``: its ``IgnoreRules``; ``clock``: bumps by one
     whenever ``refresh`` finds a change; ``warnings``: unreadable folders (plus the rules'
@@ -157,6 +84,7 @@ class Index:
         self.walker = IndexWalk(root, rules, self.store)
         self.changes = IndexChanges(self.store, self.walker)
         self.snapshots = IndexSnapshots(self.store, self.changes)
+        self.listing = Listing(root, rules, self.store, self.walker)
 
     @classmethod
     def build(cls, root: str, settings: Settings) -> Index:
@@ -248,149 +176,6 @@ class Index:
         (``IndexSnapshots.rule_sources``)."""
         return self.snapshots.rule_sources()
 
-    # ---- on-demand walks (filters off) -------------------------------------------------
-
-    def _restricted(self, frame: Frame, mask: int) -> Frame:
-        if frame.mask & ~mask == 0:
-            return frame
-        states = tuple(st if KIND_BITS[k] & mask else None for k, st in enumerate(frame.states))
-        return Frame((states[0], states[1], states[2], states[3]), frame.tracked)
-
-    def _emit(
-        self,
-        records: dict[str, DirRecord],
-        rel: str,
-        rec: DirRecord,
-        mask: int,
-        recursive: bool,
-        out: list[str],
-        counter: Counter[str] | None,
-        keep: Callable[[str], bool] | None,
-    ) -> None:
-        """Append the files of ``rec`` (folder ``rel``) visible under ``mask``, and with
-        ``recursive`` those below it, in byte order. Folders pruned by kinds outside
-        ``mask`` are walked on demand into throw-away dicts.
-
-        Depth first over an explicit stack, never recursing per folder level (a tree may
-        be thousands of folders deep, past Python's recursion limit): each folder's
-        entries are emitted in order until its first sub-folder, the rest is pushed
-        (reversed) as jobs: a run of paths (a list), a walked folder ``(records, rel,
-        rec)`` or a folder to walk on demand ``(rel, frame, excluded kinds)``."""
-        if mask == ALL_MASK and counter is None and keep is None:
-            _emit_all(records, rel, rec, recursive, out)
-            return
-        stack: list[_Job] = [(records, rel, rec)]
-        first = True
-        while stack:
-            job = stack.pop()
-            if isinstance(job, list):
-                out += job
-                continue
-            if isinstance(job, _Free):
-                sub, frame, bits = job
-                self._forget_unwatched(sub)
-                temp: dict[str, DirRecord] = {}
-                hidden_self = self.walker.walk([(sub, frame, bits & mask, 0, None)], temp)
-                got = temp.get(sub)
-                if got is not None:
-                    stack.append((temp, sub, got))
-                elif counter is not None and hidden_self & mask:
-                    counter[_first_kind(hidden_self & mask) + FOLDER] += 1
-                continue
-            recs, at, folder = job
-            deep = recursive or not first
-            later = self._entries(recs, at, folder, mask, deep, out, counter, keep)
-            first = False
-            if later:
-                later.reverse()
-                stack += later
-
-    def _entries(
-        self,
-        records: dict[str, DirRecord],
-        rel: str,
-        rec: DirRecord,
-        mask: int,
-        recursive: bool,
-        out: list[str],
-        counter: Counter[str] | None,
-        keep: Callable[[str], bool] | None,
-    ) -> list[_Job]:
-        """``_emit``'s step for one folder under ``mask``, counting into ``counter`` and
-        filtering by ``keep``: appends its files up to its first sub-folder to ``out`` and
-        returns the jobs after it, in order."""
-        prefix = rel + "/" if rel else ""
-        keys = list(rec.entries)
-        extra = False
-        allowed: set[str] = set()
-        for name, m in rec.hidden:
-            if m & mask:
-                if counter is not None and (keep is None or keep(prefix + name)):
-                    counter[_first_kind(m & mask)] += 1
-            else:
-                keys.append(name)
-                extra = True
-        for name, m in rec.pruned:
-            if m & mask:
-                if (
-                    counter is not None
-                    and recursive
-                    and (keep is None or keep(prefix + name + "/"))
-                ):
-                    counter[_first_kind(m & mask) + FOLDER] += 1
-            elif recursive:
-                keys.append(name + "/")
-                allowed.add(name)
-                extra = True
-        if extra:
-            sort_keys(keys)
-        later: list[_Job] = []
-        run = out  # where files go: ``out`` until the first sub-folder, then a new run
-        for key in keys:
-            if key[-1] != "/":
-                path = prefix + key
-                if keep is None or keep(path):
-                    if not run and run is not out:
-                        later.append(run)
-                    run.append(path)
-                continue
-            if not recursive:
-                continue
-            name = key[:-1]
-            sub = prefix + name
-            if keep is not None and not keep(sub + "/"):
-                continue
-            run = []  # files after a sub-folder start a new run
-            if name not in allowed:
-                later.append((records, sub, records[sub]))
-                continue
-            frame = self._restricted(rec.frame, mask)
-            _, r = self.rules.classify(frame, sub, name, True)
-            later.append(_Free(sub, frame, r))
-        return later
-
-    def _walk_emit(
-        self,
-        rel: str,
-        frame: Frame,
-        bits: int,
-        mask: int,
-        recursive: bool,
-        out: list[str],
-        counter: Counter[str] | None,
-        keep: Callable[[str], bool] | None,
-    ) -> None:
-        """Walk folder ``rel`` into temporary records (entered from ``frame`` with the
-        excluded kinds ``bits``) and emit its files; a folder hidden itself is counted."""
-        temp: dict[str, DirRecord] = {}
-        hidden_self = self.walker.walk([(rel, frame, bits, 0, None)], temp)
-        rec = temp.get(rel)
-        if rec is None:
-            if counter is not None and hidden_self & mask:
-                counter[_first_kind(hidden_self & mask) + FOLDER] += 1
-            return
-        self._emit(temp, rel, rec, mask, recursive, out, counter, keep)
-
     # ---- queries ------------------------------------------------------------------------
 
     def files(self, filters: Filters = ALL) -> list[str]:
@@ -401,7 +186,7 @@ class Index:
             # not cached: the list would cost ~90 bytes per file, a rebuild ~25 ms at 100k
             out: list[str] = []
             records = self.store.dirs
-            self._emit(records, "", records[""], ALL_MASK, True, out, None, None)
+            self.listing.emit(records, "", records[""], ALL_MASK, True, out, None, None)
             return out
         return self.expand_dir("", filters, True)
 
@@ -434,12 +219,12 @@ class Index:
         records = self.store.dirs
         rec = records.get(rel_dir)
         if rec is not None:
-            self._emit(records, rel_dir, rec, mask, recursive, out, counter, keep)
+            self.listing.emit(records, rel_dir, rec, mask, recursive, out, counter, keep)
             return
         full = os.path.join(self.root, rel_dir)
         if not rel_dir or not os.path.isdir(full) or os.path.islink(full):
             return
-        self._forget_unwatched(rel_dir)
+        self.listing.forget_unwatched(rel_dir)
         parent, _, name = rel_dir.rpartition("/")
         pframe, above = self.rules.frame_for_dir(parent, mask)
         h, r = self.rules.classify(pframe, rel_dir, name, True)
@@ -448,22 +233,9 @@ class Index:
             h |= DENY
         if h & mask:
             if counter is not None:
-                counter[_first_kind(h & mask) + FOLDER] += 1
+                counter[first_kind(h & mask) + FOLDER] += 1
             return
-        self._walk_emit(rel_dir, pframe, r & mask, mask, recursive, out, counter, keep)
-
-    def _forget_unwatched(self, rel: str) -> None:
-        """Drop the rules' cached ignore files at and below the first folder on the way
-        to ``rel`` that is not walked: nothing watches such folders, so an on-demand walk
-        must read their ignore files afresh."""
-        records = self.store.dirs
-        anc = rel
-        top = rel
-        while anc and anc not in records:
-            top = anc
-            anc = anc.rpartition("/")[0]
-        if top not in records:
-            self.rules.forget_dir(top)
+        self.listing.walk_emit(rel_dir, pframe, r & mask, mask, recursive, out, counter, keep)
 
     def hidden_counts(
         self,
