@@ -214,9 +214,10 @@ def decode_rescan_params(raw: Any) -> RescanParams:
 
 
 def decode_status_params(raw: Any) -> StatusParams:
-    """Validate ``readMany/status`` params (none: ``{}`` or no params); raises
-    ``InvalidParams`` naming ``$`` (not an object) or the member it does not take."""
-    params: StatusParams = _convert(as_object(raw), StatusParams)
+    """Validate ``readMany/status`` params (none: ``{}`` or no params; a ``null`` member
+    is an absent one, as for the other methods); raises ``InvalidParams`` naming ``$``
+    (not an object) or the member it does not take."""
+    params: StatusParams = _convert(_given(raw), StatusParams)
     return params
 
 

@@ -170,6 +170,8 @@ async def test_rescan_status_and_stop_answer_as_always() -> None:
     got = await handlers._status(ls, {})
     assert msgspec.json.encode(got).decode() == STATUS_JSON
     assert await handlers._status(ls, None) == got
+    # a null member is an absent one, as for the other methods' params
+    assert await handlers._status(ls, {"unknown": None}) == got
     answer = await handlers._stop_daemon(ls, {"reason": "readmany stop"})
     assert set(answer) == {"pid"} and isinstance(answer["pid"], int)
     await handlers._stop_daemon(ls, None)
