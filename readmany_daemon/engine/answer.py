@@ -94,6 +94,8 @@ def answer_parts(
         room: int | None = None
         char_steps = 0  # packings with fewer answer characters, for maxAnswerChars
         fitting: tuple[ReadManyResult, list[str]] | None = None  # before a fuller try
+        over_at: int | None = None  # the content budget of the last packing over the limit
+        fit_at: int | None = None  # and of the fullest one within it, while bisecting
         for attempt in itertools.count():
             plan, switched = choose_plan(
                 ws, items, active, loads, limits, budget, outliner, answer_budget, done_upto
@@ -130,6 +132,18 @@ def answer_parts(
                 text_chars > limits.max_answer_chars
             )
             if not tokens_over and not chars_over:
+                if (
+                    budget is not None
+                    and over_at is not None
+                    and over_at - budget.limit > _bisect_gap(limits)
+                    and attempt < _MAX_ATTEMPTS
+                ):
+                    # The shrink (doubled each time) went past what fits: a content
+                    # budget between this one and the last one over the limit may hold
+                    # more. Bisect, keeping this answer in case none does.
+                    fit_at, fitting = budget.limit, answered
+                    budget.limit = (fit_at + over_at) // 2
+                    continue
                 if fitting is None and _may_fill(answer_budget, acc, limits, text_chars):
                     # The notices were reserved at their longest: plan the characters
                     # they left once more (packed fewer again if that passes the
@@ -141,8 +155,16 @@ def answer_parts(
                     continue
                 return answered
             more = False
+            if tokens_over and fit_at is not None:
+                assert budget is not None and fitting is not None
+                over_at = budget.limit
+                if over_at - fit_at <= _bisect_gap(limits) or attempt >= _MAX_ATTEMPTS:
+                    return fitting
+                budget.limit = (fit_at + over_at) // 2
+                continue
             if tokens_over:
                 assert budget is not None and limit is not None
+                over_at = budget.limit
                 more, room = _shrink(budget, room, acc, total, limit, attempt)
             if chars_over and answer_budget is not None:
                 assert limits.max_answer_chars is not None
@@ -208,6 +230,12 @@ def _answer_budget(
     return AnswerBudget(
         limits.max_answer_chars - reserve, lambda label, empty: frame_chars(fmt, label, empty)
     )
+
+
+def _bisect_gap(limits: BudgetOptions) -> int:
+    """Tokens of content budget below which bisecting between a packing that fits
+    ``maxTotalTokens`` and one over it stops: 1/32 of the limit, at least 16."""
+    return max(16, (limits.max_total_tokens or 0) // 32)
 
 
 def _shrink(

@@ -225,7 +225,7 @@ def _position(
 ) -> tuple[Position, list[int]] | None:
     """Where the chain stands after this page, and the positions this page delivered
     beyond its prefix; None when nothing is left."""
-    if not acc.omitted_total:
+    if not acc.omitted_total and not acc.resume:
         return None
     remaining = _merged(acc.remaining)
     first = remaining[0][0]
@@ -242,6 +242,12 @@ def _position(
     resume = None
     for i, (offset, limit) in acc.resume.items():
         resume = (items.key(i), offset, limit)
+    if resume is None and before.resume is not None:
+        # Nothing of the file this page was to resume was delivered: the next page
+        # resumes it where this one was to, not from its first line.
+        at = items.find(before.resume[0])
+        if at is not None and any(a <= at < b for a, b in remaining):
+            resume = before.resume
     region = _region(items, first, [*extra, *found(items, kept)])
     count, total = _fingerprint(items, region)
     outlined = before.outlined
