@@ -12,6 +12,7 @@ the root) come after the files, in request order.
 from __future__ import annotations
 
 import os
+import zlib
 
 from readmany_daemon.engine.items import Items
 from readmany_daemon.engine.pack import Flat, Ordered
@@ -19,9 +20,14 @@ from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.index.stable_order import Mark
 
 
-def _mark(path: str) -> Mark | None:
-    """What tells whether the file at ``path`` changed (``stable_order.Mark``); None
-    when it cannot be stat'ed."""
+def _mark(ws: Workspace, path: str) -> Mark | None:
+    """What tells whether the file at ``path`` changed (``stable_order.Mark``): an open
+    editor buffer's length and CRC-32 (PROTOCOL §6: it wins over the disk), else the
+    file's size, mtime and inode; None when it cannot be stat'ed."""
+    buffer = ws.overlay(path) if ws.overlay is not None else None
+    if buffer is not None:
+        data = buffer.text.encode("utf-8", "surrogatepass")
+        return (len(data), -1 - zlib.crc32(data), -1)  # never a stat's mark
     try:
         st = os.lstat(path)
     except OSError:
@@ -43,7 +49,7 @@ def stable(ws: Workspace, items: Items, positions: Flat) -> Ordered:
             rels.append(rel)
         else:
             others.append(i)
-    marks = [_mark(ws.abspath(rel)) for rel in rels]
+    marks = [_mark(ws, ws.abspath(rel)) for rel in rels]
     places = ws.stable_order.places(rels, marks)
     ranked = sorted(zip(places, files, strict=True))
     return Ordered(positions, [i for _, i in ranked] + others)

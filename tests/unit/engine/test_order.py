@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.engine.workspace import Overlay, Workspace
 from readmany_daemon.errors import InvalidParams, jsonrpc_code
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.decode import decode_read_params
@@ -133,3 +133,46 @@ def test_rank_needs_focus() -> None:
     with pytest.raises(InvalidParams) as bad:
         decode_read_params({"paths": ["*.md"], "order": "sideways"})
     assert "order" in str(bad.value)
+
+
+def test_an_edited_buffer_goes_last_like_a_changed_file(tree: Path) -> None:
+    """An open editor buffer wins over the disk (PROTOCOL §6): when its text changes,
+    its file goes last though the file on disk did not change."""
+    buffers: dict[str, Overlay] = {}
+    ws = Workspace.open(str(tree), Settings(), overlay=buffers.get)
+    ws.order_file = str(tree.parent / "cache" / "index-x.order")
+
+    def order() -> list[str]:
+        params = decode_read_params({"paths": ["src/**/*.py"], "order": "stable"})
+        return shown(answer(ws, params))
+
+    assert order() == HISTORY
+    buffers[str(tree / "src/z.py")] = Overlay("edited in the editor\n", 1)
+    assert order() == ["src/m.py", "src/a.py", "src/k/b.py", "src/c.py", "src/z.py"]
+    assert order() == ["src/m.py", "src/a.py", "src/k/b.py", "src/c.py", "src/z.py"]
+
+
+def test_stop_on_error_stops_in_stable_order(tree: Path) -> None:
+    """Under ``stopOnError`` the entries after the first error in stable order are
+    ``stopped``, those before it delivered (or omitted by the budget), whatever their
+    request order."""
+    write_tree(tree, {"n2.txt": "fine\n"})  # new files: last, by path
+    (tree / "n1.txt").symlink_to(".git/config")  # a link to a denied file: an error
+    ws = Workspace.open(str(tree), Settings())
+    ws.order_file = str(tree.parent / "cache" / "index-x.order")
+    params: dict[str, Any] = {"paths": ["n2.txt", "src/**/*.py", "n1.txt"]}
+    params |= {"order": "stable", "stopOnError": True}
+    result = answer(ws, decode_read_params(params))
+    assert [(f.path, f.status) for f in result.files] == [
+        *[(rel, "ok") for rel in HISTORY],
+        ("n1.txt", "error"),
+        ("n2.txt", "omitted"),
+    ]
+    assert result.files[-1].code == "stopped"
+    result = answer(ws, decode_read_params({**params, "maxTotalFiles": 2}))
+    assert [(f.path, f.status, f.code) for f in result.files] == [
+        *[(rel, "ok", None) for rel in HISTORY[:2]],
+        *[(rel, "omitted", "budget") for rel in HISTORY[2:]],
+        ("n1.txt", "omitted", "budget"),  # not loaded: after the budget stop
+        ("n2.txt", "omitted", "stopped"),
+    ]
