@@ -217,6 +217,20 @@ def test_bench_peers_quick(gen_tree: ModuleType, tmp_path: Path) -> None:
     assert len(mine) == 8 and all(r["median_ms"] is not None and not r["error"] for r in mine)
 
 
+def _bench(name: str, results: Path, *args: str) -> tuple[str, Any]:
+    """Run ``bench/bench_<name>.py ARGS --results-dir RESULTS``, which must succeed;
+    its standard output and the JSON it wrote (``<name>-latest.json``)."""
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / f"bench_{name}.py"), *args, "--results-dir", str(results)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout, json.loads((results / f"{name}-latest.json").read_text(encoding="utf-8"))
+
+
 def test_bench_scale_quick(tmp_path: Path) -> None:
     """``bench_scale.py --quick`` (300 and 1,000 empty files in a temporary folder): it
     runs, prints the table with the flatness target and writes its JSON and plot into the
@@ -224,16 +238,8 @@ def test_bench_scale_quick(tmp_path: Path) -> None:
     results = tmp_path / "results"
     plot = BENCH / "plots" / "scale.png"
     before = plot.stat().st_mtime_ns if plot.exists() else None
-    proc = subprocess.run(
-        [sys.executable, str(BENCH / "bench_scale.py"), "--quick", "--results-dir", str(results)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "| paths (tree)" in proc.stdout and "bytes/file" in proc.stdout, proc.stdout
-    saved = json.loads((results / "scale-latest.json").read_text(encoding="utf-8"))
+    out, saved = _bench("scale", results, "--quick")
+    assert "| paths (tree)" in out and "bytes/file" in out, out
     assert saved
     assert (plot.stat().st_mtime_ns if plot.exists() else None) == before
 
@@ -263,18 +269,8 @@ def test_bench_stable_replays_sessions_of_a_small_repo(tmp_path: Path) -> None:
         (repo / "src" / "a.py").write_text(f"# a, edit {n}\n" * 200, encoding="utf-8")
         commit(f"edit {n}")
     head = git(repo, "rev-parse", "HEAD")
-    results = tmp_path / "results"
-    script = str(BENCH / "bench_stable.py")
-    proc = subprocess.run(
-        [sys.executable, script, "--repo", str(repo), "--results-dir", str(results)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "| stable" in proc.stdout and "| request-order" in proc.stdout, proc.stdout
-    saved = json.loads((results / "stable-latest.json").read_text(encoding="utf-8"))
+    out, saved = _bench("stable", tmp_path / "results", "--repo", str(repo))
+    assert "| stable" in out and "| request-order" in out, out
     assert saved["sessions"] == 1 and saved["packs"] == 3
     assert saved["same_tree_not_identical"] == 0
     shares = saved["median_prefix_share"]
