@@ -41,9 +41,9 @@ ORDER_SUFFIX = ".order"
 #: What tells a changed file: ``(st_size, st_mtime_ns, st_ino)``.
 Mark = tuple[int, int, int]
 
-#: The longest the seed's ``git log`` may take (seconds); past it, paths it has not
-#: reached yet count as the oldest.
-SEED_TIMEOUT = 20.0
+#: The seed reads at most this many commits of ``git log`` (pytest-dev/pytest has
+#: ~18,000: about 2 s); files no commit among them changed count as the oldest.
+SEED_COMMITS = 50_000
 
 
 class _Stored(msgspec.Struct, array_like=True):
@@ -61,8 +61,9 @@ def order_path(snapshot_path: str) -> str:
 
 def git_seed(root: str) -> list[str]:
     """The files git tracks under ``root`` (root-relative), oldest last change first
-    (``git log``, newest commit's time per path; ties and paths the log does not name in
-    path order); ``[]`` outside git or when git fails."""
+    (``git log`` over the last ``SEED_COMMITS`` commits, the newest commit's time per
+    path; paths the log does not name first, ties in path order); ``[]`` outside git or
+    when git fails."""
     listed = GitCall(["-c", "core.quotepath=off", "ls-files", "-z", "--cached"], root).output()
     if not listed:
         return []
@@ -72,6 +73,7 @@ def git_seed(root: str) -> list[str]:
             "-c",
             "core.quotepath=off",
             "log",
+            f"--max-count={SEED_COMMITS}",
             "--format=//%ct",
             "--name-only",
             "--no-renames",
