@@ -131,10 +131,9 @@ def _workspace(root: str) -> Any:
     for w in warnings:
         print(f"readmany: warning: {w}", file=sys.stderr)
     try:
-        ws = Workspace.open(root, settings)
+        return Workspace.open(root, settings)
     except OSError as exc:
         raise RootNotFound(f"--root: {exc}", "--root") from None
-    return ws
 
 
 def _order_file(root: str, settings: Any) -> str:

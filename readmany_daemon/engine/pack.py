@@ -57,9 +57,8 @@ class PackPlan:
         """The entries this plan leaves unloaded, of the ``active`` positions: in request
         order, every position from the first returned on (after the stop, or after the
         error of ``stopOnError``); smallest first and stable, the item indexes of the set
-        returned
-        (after the stop in packing order, the partial one aside, and those dropped), or
-        None for none."""
+        returned (after the stop in packing order, the partial one aside, and those
+        dropped), or None for none."""
         if self.strategy == "request-order":
             return self.stop + (1 if self.partial is not None else 0), None
         if self.strategy == "outlines":
@@ -74,8 +73,8 @@ class PackPlan:
         return active, omitted | self.dropped
 
     def drop(self, indexes: set[int]) -> None:
-        """Leave the entries ``indexes`` out after all (smallest first and stable): the keys a
-        cursor must name to skip them later would make it too long."""
+        """Leave the entries ``indexes`` out after all (smallest first and stable): the
+        keys a cursor must name to skip them later would make it too long."""
         kept = [i for i in self.included if i not in indexes]
         gone = len(self.included) - len(kept)
         self.included = kept
