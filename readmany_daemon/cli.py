@@ -59,6 +59,7 @@ def _read_params(args: argparse.Namespace | ReadArgs) -> dict[str, Any]:
         "perFileMaxTokens": args.per_file_max_tokens,
         "maxAnswerChars": args.max_answer_chars,
         "packing": args.packing,
+        "order": args.order,
         "format": args.format,
         "cursor": args.cursor,
     }
@@ -133,6 +134,16 @@ def _workspace(root: str) -> Any:
         return Workspace.open(root, settings)
     except OSError as exc:
         raise RootNotFound(f"--root: {exc}", "--root") from None
+
+
+def _order_file(root: str, settings: Any) -> str:
+    """Where the daemon keeps ``root``'s stable order (beside its index snapshot), so
+    that in-process answers read and keep the same one."""
+    from readmany_daemon.index.snapshot import snapshot_path
+    from readmany_daemon.index.stable_order import order_path
+    from readmany_daemon.runtime.roots import index_key
+
+    return order_path(snapshot_path(root, (root, *index_key(settings))))
 
 
 class _OutputError(Exception):
@@ -232,6 +243,8 @@ def cmd_read(args: argparse.Namespace | ReadArgs) -> int:
 
     req = decode_read_request(raw)
     ws = _workspace(cli_root(args.root))
+    if req.params.order == "stable":
+        ws.order_file = _order_file(ws.root, ws.settings)
     if args.json:
         import msgspec
 

@@ -165,6 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--packing", metavar="S", help="auto | request-order | smallest-first | outlines"
     )
+    r.add_argument(
+        "--order", metavar="O", help="request-order | stable (the same order across calls)"
+    )
     r.add_argument("--stop-on-error", action="store_true")
     r.add_argument("--format", metavar="F", help="separator | heredoc | xml | json")
     r.add_argument("--line-numbers", action="store_true")

@@ -45,6 +45,7 @@ FLAGS = {
 TEXTS = {
     "--root": "root",
     "--packing": "packing",
+    "--order": "order",
     "--format": "format",
     "--params": "params",
     "--cursor": "cursor",
@@ -73,6 +74,7 @@ class ReadArgs:
     paths: list[str]
     root: str | None
     packing: str | None
+    order: str | None
     format: str | None
     params: str | None
     cursor: str | None

@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Sequence
 
 from readmany_daemon.content import tokens
-from readmany_daemon.engine import paging
+from readmany_daemon.engine import order, paging
 from readmany_daemon.engine.budget import budget_cut, token_cut
 from readmany_daemon.engine.items import Item, Items, LoadedItem, Piece, Resolved
 from readmany_daemon.engine.load import Loads, RequestPaths
@@ -83,6 +83,8 @@ def answer_parts(
     resolved = resolve(ws, opts.resolve)
     items = resolved.items
     positions = paging.positions(items, cont)
+    if limits.order == "stable":
+        positions = order.stable(ws, items, positions)
     created = paging.created_files(ws, items, cont) if cont is not None else []
     with RequestPaths(ws) as paths:
         loads = Loads(ws, items, opts.load, paths)

@@ -30,6 +30,8 @@ _S = TypeVar("_S", bound=msgspec.Struct)
 
 #: ``packing`` as a stage applies it (PROTOCOL §3; later pages go in request order).
 Packing = Literal["auto", "request-order", "smallest-first", "outlines"]
+#: ``order`` as the stages apply it (PROTOCOL §3): ``"rank"`` is refused until ``focus``.
+Order = Literal["request-order", "stable"]
 
 
 class Entry(msgspec.Struct, frozen=True, kw_only=True):
@@ -110,9 +112,12 @@ class BudgetOptions(msgspec.Struct, frozen=True, kw_only=True):
     content), ``max_total_tokens`` (o200k tokens of the answer, None: none),
     ``max_answer_chars`` (characters of ``llmContent``, None: none),
     ``per_file_max_tokens``, ``stop_on_error``, and the ``format`` and
-    ``line_numbers`` the framing and the smallest cut depend on."""
+    ``line_numbers`` the framing and the smallest cut depend on. ``order``: how the
+    files are laid out and fill the budget; ``"stable"`` fills it in the root's stable
+    order (``index.stable_order``) and ``packing`` does not apply."""
 
     packing: Packing
+    order: Order
     max_total_files: int
     max_total_chars: int
     max_total_tokens: int | None
@@ -154,6 +159,12 @@ def options_for(ws: Workspace, request: ReadRequest) -> Options:
     pattern."""
     params = request.params
     cont = request.continuation
+    if params.order == "rank":
+        raise InvalidParams(
+            'invalid params: $.order: "rank" needs focus, which this build does not have',
+            "$.order",
+        )
+    order: Order = "stable" if params.order == "stable" else "request-order"
     stamp = cursor_stamp(ws.root, params)
     if cont is not None and cont.digest != stamp.digest:
         raise InvalidParams(
@@ -196,7 +207,12 @@ def options_for(ws: Workspace, request: ReadRequest) -> Options:
     return Options(
         resolve=resolve,
         load=_load_options(ws, params, known),
-        budget=_taken(BudgetOptions, params, packing="request-order" if later else params.packing),
+        budget=_taken(
+            BudgetOptions,
+            params,
+            packing="request-order" if later else params.packing,
+            order=order,
+        ),
         page=PageOptions(root=ws.root, continuation=cont, stamp=stamp),
     )
 

@@ -56,9 +56,9 @@ class PackPlan:
     def not_loaded(self, active: int) -> tuple[int, set[int] | None]:
         """The entries this plan leaves unloaded, of the ``active`` positions: in request
         order, every position from the first returned on (after the stop, or after the
-        error of ``stopOnError``); smallest first, the item indexes of the set returned
-        (after the stop in packing order, the partial one aside, and those dropped), or
-        None for none."""
+        error of ``stopOnError``); smallest first and stable, the item indexes of the set
+        returned (after the stop in packing order, the partial one aside, and those
+        dropped), or None for none."""
         if self.strategy == "request-order":
             return self.stop + (1 if self.partial is not None else 0), None
         if self.strategy == "outlines":
@@ -73,8 +73,8 @@ class PackPlan:
         return active, omitted | self.dropped
 
     def drop(self, indexes: set[int]) -> None:
-        """Leave the entries ``indexes`` out after all (smallest first only): the keys a
-        cursor must name to skip them later would make it too long."""
+        """Leave the entries ``indexes`` out after all (smallest first and stable): the
+        keys a cursor must name to skip them later would make it too long."""
         kept = [i for i in self.included if i not in indexes]
         gone = len(self.included) - len(kept)
         self.included = kept
@@ -134,6 +134,10 @@ def choose_plan(
     framing included (an empty file its framing alone: PROTOCOL §3 ``maxAnswerChars``).
     ``packing: "outlines"`` is :func:`plan_outlines` (with ``outliner``, ``answer``
     and ``done_upto``)."""
+    if opts.order == "stable":  # the order is the stable one, whatever packing says
+        least = MIN_PARTIAL_NUMBERED if opts.line_numbers else 1
+        totals = (opts.max_total_files, opts.max_total_chars)
+        return _pack(active, loads, *totals, "stable", tokens, least, answer), False
     if opts.packing == "outlines" and outliner is not None:
         wide = len(items) > OUTLINES_FIRST_MAX
         plan = plan_outlines(active, loads, opts, tokens, answer, outliner, wide, done_upto)
@@ -538,6 +542,26 @@ class Flat(Sequence[int]):
             yield from range(a, b)
 
 
+class Ordered(Flat):
+    """The item indexes of a :class:`Flat` laid out in another ``order`` (a permutation
+    of them: ``order: "stable"``): iterated and indexed in that order, while ``ranges``
+    still say which indexes are there (what paging reads)."""
+
+    def __init__(self, flat: Flat, order: Sequence[int]) -> None:
+        super().__init__(flat.ranges)
+        self.order = list(order)
+
+    @overload
+    def __getitem__(self, k: int) -> int: ...
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[int]: ...
+    def __getitem__(self, k: int | slice) -> int | Sequence[int]:
+        return self.order[k]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.order)
+
+
 @dataclass
 class Account:
     """What the answer says about its entries, filled in output order."""
@@ -683,6 +707,18 @@ def account_tail(
     answered at resolve time, which are reported as they are. Expansion runs are handled
     a whole run at a time."""
     if budget_from >= len(indexes):
+        return
+    if isinstance(indexes, Ordered):  # one at a time, in that order
+        for pos in range(budget_from, len(indexes)):
+            i = indexes[pos]
+            preset = items.is_preset(i)
+            if preset and pos < stopped_at:
+                item = items[i]
+                assert item.result is not None
+                acc.add(Piece(item.result, item.key, None, item.explicit))
+            else:
+                acc.remaining.append((i, i + 1))
+                acc.add(omitted_piece(items, i, Code.BUDGET if pos < stopped_at else Code.STOPPED))
         return
     tail_start = indexes[budget_from]
     stop_index = indexes[stopped_at] if stopped_at < len(indexes) else len(items)

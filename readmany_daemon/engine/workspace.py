@@ -16,7 +16,8 @@ from dataclasses import KW_ONLY, dataclass, field
 from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.content.outline import OutlineCache
 from readmany_daemon.index.model import Index
-from readmany_daemon.paths import abs_path, rel_path
+from readmany_daemon.index.stable_order import StableOrder, git_seed
+from readmany_daemon.paths import abs_path, is_inside, rel_path
 from readmany_daemon.rules.ignore import IgnoreRules
 from readmany_daemon.rules.kinds import Filters, Verdict
 from readmany_daemon.settings import Settings
@@ -57,6 +58,9 @@ class Workspace:
     #: Outlines of texts that are no content cache entry's (``engine.outlines``).
     outlines: OutlineCache = field(default_factory=OutlineCache, repr=False)
     name: str = ""
+    #: Where the root's stable order is kept (``index.stable_order.order_path``: beside
+    #: the index snapshot in the user's cache folder); None: in memory only.
+    order_file: str | None = None
     instance: str = field(default_factory=lambda: f"{os.getpid():x}.{next(_instances)}")
     _expansions: OrderedDict[
         tuple[str, str, Filters, bool], tuple[int, list[str], Counter[str]]
@@ -66,6 +70,7 @@ class Workspace:
     )
     _index: Index | None = field(default=None, init=False, repr=False)
     _rules: IgnoreRules | None = field(default=None, init=False, repr=False)
+    _order: StableOrder | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def open(
@@ -123,6 +128,18 @@ class Workspace:
             rules = index.rules if index is not None else IgnoreRules(self.root, self.settings)
             self._rules = rules
         return rules
+
+    @property
+    def stable_order(self) -> StableOrder:
+        """The root's stable order (``order: "stable"``), kept in ``order_file`` unless
+        that lies inside the root (never in the workspace), seeded from git."""
+        order = self._order
+        if order is None:
+            path = self.order_file
+            if path is not None and is_inside(os.path.realpath(path), self.root):
+                path = None
+            order = self._order = StableOrder(path, lambda: git_seed(self.root))
+        return order
 
     def clock(self) -> str:
         """An opaque clock naming this workspace instance and the index generation."""

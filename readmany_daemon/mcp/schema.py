@@ -317,16 +317,30 @@ def with_tool_budgets(args: Mapping[str, Any], settings: Settings | None = None)
     return {**budgets, **args}
 
 
+#: ``ReadManyParams`` fields the tools do not advertise yet (the wire and the CLI take
+#: them; the tools' footprint makes room for them first: docs/mcp.md).
+NOT_ADVERTISED = ("order",)
+
+
+def _advertised(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` without the fields of :data:`NOT_ADVERTISED`."""
+    for key in NOT_ADVERTISED:
+        schema["properties"].pop(key, None)
+    return schema
+
+
 def read_input_schema(settings: Settings | None = None) -> dict[str, Any]:
     """``read_many_files``' input schema: ``ReadManyParams`` with the tool budgets."""
-    return input_schema(messages.ReadManyParams, tool_budgets(settings), plain=("paths",))
+    return _advertised(
+        input_schema(messages.ReadManyParams, tool_budgets(settings), plain=("paths",))
+    )
 
 
 def vscode_input_schema(settings: Settings | None = None) -> dict[str, Any]:
     """The VS Code tool's ``inputSchema``: ``ReadManyParams`` with the tool budgets, strict
     (VS Code shows the model no other spelling)."""
-    return input_schema(
-        messages.ReadManyParams, tool_budgets(settings), strict=True, plain=("paths",)
+    return _advertised(
+        input_schema(messages.ReadManyParams, tool_budgets(settings), strict=True, plain=("paths",))
     )
 
 

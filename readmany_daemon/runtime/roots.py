@@ -23,6 +23,7 @@ from readmany_daemon.errors import RootNotFound
 from readmany_daemon.index import cachegc, snapshot
 from readmany_daemon.index.changes import ROOT_GONE
 from readmany_daemon.index.model import Index
+from readmany_daemon.index.stable_order import order_path
 from readmany_daemon.runtime.changelog import ChangeLog, StatLog
 from readmany_daemon.settings import Settings
 
@@ -226,6 +227,7 @@ class RootRegistry:
                 entry = RootEntry(key=key, ws=ws)
                 if self.snapshots:
                     entry.snapshot_path = snapshot.snapshot_path(real, key)
+                    ws.order_file = order_path(entry.snapshot_path)
                 self._roots[key] = entry
                 log.info("opened root %s", real)
             entry.refs += 1

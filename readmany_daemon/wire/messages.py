@@ -49,6 +49,9 @@ MIN_ANSWER_CHARS = 4000
 AnswerChars = Annotated[int, msgspec.Meta(ge=MIN_ANSWER_CHARS)]
 
 Packing = Literal["auto", "request-order", "smallest-first", "outlines"]
+#: ``order`` (PROTOCOL §3): how the delivered files are laid out; ``"rank"`` needs
+#: ``focus`` (to come), so it is refused naming ``$.order`` for now.
+Order = Literal["request-order", "rank", "stable"]
 Format = Literal["separator", "heredoc", "xml", "json"]
 Sync = Literal["auto", "stat", "none"]
 
@@ -107,6 +110,8 @@ class ReadManyParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True,
     max_answer_chars: AnswerChars | None = None
     prefer_full_read: bool = False
     packing: Packing = "auto"
+    #: None (or absent): ``"request-order"``.
+    order: Order | None = None
     stop_on_error: bool = False
     format: Format = "separator"
     line_numbers: bool = False
@@ -192,6 +197,7 @@ FIELD_DOCS: dict[str, str | None] = {
     "maxAnswerChars": "Characters of the whole text.",
     "preferFullRead": "Lift the per-file limits.",
     "packing": "auto: smallest-first if that fits more files; outlines: outline what is left.",
+    "order": "stable: the same order across calls; changed files last.",
     "stopOnError": None,
     "format": "How files are framed.",
     "lineNumbers": None,

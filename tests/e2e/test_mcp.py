@@ -176,10 +176,11 @@ async def test_tools_are_listed_with_schemas(env: dict[str, str], tree: Path) ->
     # every ReadManyParams field is described
     import msgspec
 
+    from readmany_daemon.mcp.schema import NOT_ADVERTISED
     from readmany_daemon.wire.messages import ReadManyParams
 
     for f in msgspec.structs.fields(ReadManyParams):
-        assert f.encode_name in props, f.encode_name
+        assert (f.encode_name in props) != (f.encode_name in NOT_ADVERTISED), f.encode_name
     for tool in tools.values():
         assert tool["outputSchema"]["type"] == "object"
         assert tool["annotations"]["readOnlyHint"] is True

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -216,6 +217,20 @@ def test_bench_peers_quick(gen_tree: ModuleType, tmp_path: Path) -> None:
     assert len(mine) == 8 and all(r["median_ms"] is not None and not r["error"] for r in mine)
 
 
+def _bench(name: str, results: Path, *args: str) -> tuple[str, Any]:
+    """Run ``bench/bench_<name>.py ARGS --results-dir RESULTS``, which must succeed;
+    its standard output and the JSON it wrote (``<name>-latest.json``)."""
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / f"bench_{name}.py"), *args, "--results-dir", str(results)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout, json.loads((results / f"{name}-latest.json").read_text(encoding="utf-8"))
+
+
 def test_bench_scale_quick(tmp_path: Path) -> None:
     """``bench_scale.py --quick`` (300 and 1,000 empty files in a temporary folder): it
     runs, prints the table with the flatness target and writes its JSON and plot into the
@@ -223,15 +238,42 @@ def test_bench_scale_quick(tmp_path: Path) -> None:
     results = tmp_path / "results"
     plot = BENCH / "plots" / "scale.png"
     before = plot.stat().st_mtime_ns if plot.exists() else None
-    proc = subprocess.run(
-        [sys.executable, str(BENCH / "bench_scale.py"), "--quick", "--results-dir", str(results)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "| paths (tree)" in proc.stdout and "bytes/file" in proc.stdout, proc.stdout
-    saved = json.loads((results / "scale-latest.json").read_text(encoding="utf-8"))
+    out, saved = _bench("scale", results, "--quick")
+    assert "| paths (tree)" in out and "bytes/file" in out, out
     assert saved
     assert (plot.stat().st_mtime_ns if plot.exists() else None) == before
+
+
+def test_bench_stable_replays_sessions_of_a_small_repo(tmp_path: Path) -> None:
+    """``bench_stable.py --repo`` on a repository the test builds: one session of three
+    commits by one author, an hour apart, each changing ``src/a.py`` (first in path
+    order). It leaves the repository as it was, finds same-tree stable re-packs
+    byte-identical, and keeps more of each re-pack in stable order than in path order."""
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    git(repo, "init", "-q")
+    for name in "abcde":
+        (repo / "src" / f"{name}.py").write_text(f"# {name}\n" * 200, encoding="utf-8")
+    when = 1_600_000_000
+
+    def commit(message: str) -> None:
+        date = f"@{when} +0000"
+        env = {**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+        git(repo, "add", "-A", env=env)
+        git(repo, "commit", "-q", "-m", message, env=env)
+
+    commit("start")
+    when += 86_400  # the session begins a day later
+    for n in range(3):
+        when += 3600
+        (repo / "src" / "a.py").write_text(f"# a, edit {n}\n" * 200, encoding="utf-8")
+        commit(f"edit {n}")
+    head = git(repo, "rev-parse", "HEAD")
+    out, saved = _bench("stable", tmp_path / "results", "--repo", str(repo))
+    assert "| stable" in out and "| request-order" in out, out
+    assert saved["sessions"] == 1 and saved["packs"] == 3
+    assert saved["same_tree_not_identical"] == 0
+    shares = saved["median_prefix_share"]
+    assert shares["stable"] > shares["request-order"]
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert git(repo, "status", "--porcelain") == ""

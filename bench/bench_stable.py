@@ -1,0 +1,221 @@
+"""Benchmark: how much of a re-pack a provider prompt cache keeps, with ``order: "stable"``
+against request (path) order (issue 25 item 6, PROTOCOL §3 ``order``).
+
+Usage::
+
+    python bench/bench_stable.py --repo CLONE [--glob 'src/**/*.py'] [--sessions 40]
+
+Replays work sessions of CLONE's history: runs of at least ``--min-run`` (3)
+consecutive commits (no merges, oldest first) by one author, each less than
+``--gap-hours`` (2) after the one before, that change a file ``--glob`` matches. The
+``--sessions`` most recent such runs are replayed in one temporary clone of CLONE
+(CLONE itself is never changed): the work tree is moved to the parent of a session's
+first commit (a root commit: to that commit), then to each of its commits in turn
+(``git checkout``). After each move
+the glob is re-packed whole (``preferFullRead: true``, ``maxTotalFiles`` 100000, no
+total limit), once with ``order: "stable"`` and once in request order, through the
+daemon's own service (``runtime.service.Service``, stat freshness), and each pack is
+compared with the previous pack of the same order: the share of its characters that
+are a byte-identical prefix of the previous one is what a provider cache that matches
+a byte prefix keeps.
+
+Prints the median share for both orders, and how many same-tree stable re-packs were
+not byte-identical (must be 0), and writes ``bench/results/stable-latest.json``
+(``--results-dir`` elsewhere).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from common import REPO_ROOT, table, write_results
+from wcmatch.glob import GLOBSTAR, globmatch
+
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from readmany_daemon.runtime.requests import RequestContext
+from readmany_daemon.runtime.service import Service
+from readmany_daemon.settings import Settings
+from readmany_daemon.wire.cursor import decode_read_request
+
+#: One commit: (hash, author email, committer time in seconds, changed paths).
+Commit = tuple[str, str, int, list[str]]
+
+
+def _git(cwd: Path | str, *args: str) -> str:
+    proc = subprocess.run(
+        ["git", "-c", "core.quotepath=off", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        errors="surrogateescape",
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"bench_stable: git {' '.join(args)}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def matches(glob: str, path: str) -> bool:
+    """Whether ``path`` matches ``glob`` (``**`` any folders, as a request glob)."""
+    return bool(globmatch(path, glob, flags=GLOBSTAR))
+
+
+def commits(repo: Path) -> list[Commit]:
+    """CLONE's commits without merges, oldest first, with their changed paths."""
+    out = _git(
+        repo, "log", "--reverse", "--no-merges", "--format=//%H%x1f%ae%x1f%ct", "--name-only"
+    )
+    found: list[Commit] = []
+    for line in out.splitlines():
+        if line.startswith("//"):
+            sha, email, when = line[2:].split("\x1f")
+            found.append((sha, email, int(when), []))
+        elif line and found:
+            found[-1][3].append(line)
+    return found
+
+
+def sessions(history: list[Commit], glob: str, gap_hours: float, min_run: int) -> list[list[str]]:
+    """Runs of at least ``min_run`` consecutive commits of ``history`` by one author,
+    each less than ``gap_hours`` after the one before, every one changing a path that
+    ``glob`` matches; their hashes, oldest first."""
+    runs: list[list[str]] = []
+    run: list[Commit] = []
+    for commit in history:
+        touches = any(matches(glob, p) for p in commit[3])
+        if (
+            touches
+            and run
+            and commit[1] == run[-1][1]
+            and 0 <= commit[2] - run[-1][2] < gap_hours * 3600
+        ):
+            run.append(commit)
+            continue
+        if len(run) >= min_run:
+            runs.append([c[0] for c in run])
+        run = [commit] if touches else []
+    if len(run) >= min_run:
+        runs.append([c[0] for c in run])
+    return runs
+
+
+def prefix_share(before: str, after: str) -> float:
+    """The share of ``after``'s characters that are a prefix it has in common with
+    ``before`` (1.0 for two equal texts; 0.0 for an empty ``after``)."""
+    if not after:
+        return 0.0
+    low, high = 0, min(len(before), len(after))  # the common prefix is in [low, high]
+    while low < high:
+        mid = (low + high + 1) // 2
+        if before[:mid] == after[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low / len(after)
+
+
+def run(repo: Path, glob: str, count: int, gap_hours: float, min_run: int) -> dict[str, Any]:
+    """Replay the ``count`` most recent sessions of ``repo``; returns the results."""
+    chosen = sessions(commits(repo), glob, gap_hours, min_run)[-count:]
+    if not chosen:
+        raise SystemExit(f"bench_stable: no work session in {repo} changes {glob}")
+    base = {"paths": [glob], "preferFullRead": True, "maxTotalFiles": 100_000}
+    base |= {"maxTotalChars": 1 << 40, "sync": "stat", "format": "separator"}
+    shares: dict[str, list[float]] = {"stable": [], "request-order": []}
+    not_identical = 0
+    sizes: list[int] = []
+    with tempfile.TemporaryDirectory(prefix="rmb-stable-") as tmp:
+        for var in ("XDG_RUNTIME_DIR", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+            os.environ[var] = os.path.join(tmp, var.lower())
+        work = Path(tmp) / "work"
+        _git(tmp, "clone", "--quiet", "--no-checkout", str(repo), str(work))
+        svc = Service(Settings(), watch=False, snapshots=False, warm_cache=False)
+        try:
+            entry = None
+            for session in chosen:
+                prev: dict[str, str] = {}
+                has_parent = subprocess.run(
+                    ["git", "rev-parse", "--verify", "--quiet", f"{session[0]}^"],
+                    cwd=work,
+                    capture_output=True,
+                    check=False,
+                )
+                steps = [f"{session[0]}^", *session] if has_parent.returncode == 0 else session
+                for step, sha in enumerate(steps):
+                    _git(work, "checkout", "--quiet", "--force", sha)
+                    if entry is None:
+                        entry = svc.acquire(str(work), Settings())
+                    for order in ("stable", "request-order"):
+                        params = base | ({"order": "stable"} if order == "stable" else {})
+                        text = _pack(svc, entry, params)
+                        if order == "stable" and _pack(svc, entry, params) != text:
+                            not_identical += 1
+                        if step:
+                            shares[order].append(prefix_share(prev[order], text))
+                        else:
+                            sizes.append(len(text))
+                        prev[order] = text
+        finally:
+            svc.close()
+    return {
+        "repo": str(repo),
+        "glob": glob,
+        "sessions": len(chosen),
+        "packs": len(shares["stable"]),
+        "median_pack_chars": statistics.median(sizes),
+        "median_prefix_share": {k: statistics.median(v) for k, v in shares.items()},
+        "mean_prefix_share": {k: statistics.fmean(v) for k, v in shares.items()},
+        "same_tree_not_identical": not_identical,
+        "shares": shares,
+    }
+
+
+def _pack(svc: Service, entry: Any, params: dict[str, Any]) -> str:
+    """The ``llmContent`` of one read of ``params`` through the service."""
+    return str(
+        svc.call(RequestContext(1), svc.read_sync, entry, decode_read_request(params)).llm_content
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", type=Path, required=True, help="a clone (never changed)")
+    parser.add_argument("--glob", default="src/**/*.py")
+    parser.add_argument("--sessions", type=int, default=40, help="the most recent ones")
+    parser.add_argument("--gap-hours", type=float, default=2.0)
+    parser.add_argument("--min-run", type=int, default=3)
+    parser.add_argument("--results-dir", type=Path, help="where to write the JSON")
+    args = parser.parse_args(argv)
+    got = run(args.repo.resolve(), args.glob, args.sessions, args.gap_hours, args.min_run)
+    print(
+        f"{got['repo']}: {got['sessions']} sessions, {got['packs']} re-packs of {got['glob']} "
+        f"(median {got['median_pack_chars']:,} characters); same-tree stable re-packs not "
+        f"byte-identical: {got['same_tree_not_identical']}"
+    )
+    print(
+        table(
+            [
+                {
+                    "order": order,
+                    "median prefix kept %": round(100 * got["median_prefix_share"][order], 1),
+                    "mean prefix kept %": round(100 * got["mean_prefix_share"][order], 1),
+                }
+                for order in ("stable", "request-order")
+            ]
+        )
+    )
+    write_results("stable", got, args.results_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
