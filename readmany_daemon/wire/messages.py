@@ -48,6 +48,9 @@ TotalTokens = Annotated[int, msgspec.Meta(ge=MIN_TOTAL_TOKENS)]
 MIN_ANSWER_CHARS = 4000
 AnswerChars = Annotated[int, msgspec.Meta(ge=MIN_ANSWER_CHARS)]
 
+#: A symbol's path (``FileSpec.symbol``): not empty, one line, at most 1,000 characters.
+SymbolName = Annotated[str, msgspec.Meta(min_length=1, max_length=1000, pattern="^[^\n]+$")]
+
 Packing = Literal["auto", "request-order", "smallest-first", "outlines"]
 Format = Literal["separator", "heredoc", "xml", "json"]
 Sync = Literal["auto", "stat", "none"]
@@ -62,6 +65,13 @@ class FileSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     ``nextColumn``). ``cells`` (a ``.ipynb`` only) is a 1-based inclusive range of its
     cells, ``"3-7"`` or ``"4"``, or one cell as a JSON integer (``4``; the decoder turns
     it into ``"4"``, ``wire.decode``) (``engine.notebook``).
+
+    ``symbol`` reads one symbol's lines: the outline's names joined by ``.`` (``::`` and
+    ``#`` accepted), outermost first, or a Markdown heading's text; ``enclosing`` (a
+    1-based line) reads the innermost function, method, class or section that holds it
+    (``content.spans``, PROTOCOL §3 "Symbols and enclosing blocks"). ``symbol``,
+    ``enclosing``, a line window (``offset``/``limit``/``column``) and ``cells`` exclude
+    each other (``wire.decode``). ``None`` is "not given".
     """
 
     path: Pattern
@@ -69,6 +79,8 @@ class FileSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     limit: Positive | None = None
     column: Positive | None = None
     cells: CellRange | Positive | None = None
+    symbol: SymbolName | None = None
+    enclosing: Positive | None = None
 
 
 class Known(msgspec.Struct, forbid_unknown_fields=True):
@@ -173,6 +185,8 @@ FIELD_DOCS: dict[str, str | None] = {
     "limit": "Line count.",
     "column": "1-based start character (a cut line's nextColumn).",
     "cells": 'Notebook cells, 1-based: "3-7".',
+    "symbol": 'Read one symbol: "Class.method" or a heading.',
+    "enclosing": "Read the function/class/section around this line.",
     "sha256": None,
     "respectGitIgnore": "Apply .gitignore.",
     "respectIgnoreFiles": "Apply .readmanyignore.",
@@ -257,6 +271,8 @@ class FileResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=Tru
     total_lines: int | None = None
     next_offset: int | None = None
     next_column: int | None = None
+    #: The symbol shown (``FileSpec.symbol`` or ``enclosing``), as the outline spells it.
+    symbol: str | None = None
     encoding: str | None = None
     replaced_bytes: int | None = None
     mime_type: str | None = None
