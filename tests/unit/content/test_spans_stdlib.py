@@ -37,7 +37,8 @@ def _defs(body: list[ast.stmt], prefix: str, out: dict[str, tuple[int, int]]) ->
             inner = getattr(node, field, None)
             if isinstance(inner, list):
                 stmts = [s for c in inner for s in c.body] if field == "cases" else inner
-                _defs([n for n in stmts if isinstance(n, ast.stmt | ast.excepthandler)], prefix, out)
+                kept = [n for n in stmts if isinstance(n, ast.stmt | ast.excepthandler)]
+                _defs(kept, prefix, out)
 
 
 def _read(p: Path) -> tuple[str, dict[str, tuple[int, int]]] | None:
