@@ -83,11 +83,18 @@ def build(dest: Path, files: int) -> list[tuple[str, str, int, int]]:
     return picked
 
 
+#: The command line's options: name -> (type, default).
+OPTIONS: dict[str, tuple[type, object]] = {
+    "--files": (int, 40),
+    "--runs": (int, 201),
+    "--results-dir": (Path, None),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--files", type=int, default=40)
-    parser.add_argument("--runs", type=int, default=201)
-    parser.add_argument("--results-dir", type=Path, default=None)
+    for option, (kind, default) in OPTIONS.items():
+        parser.add_argument(option, type=kind, default=default)
     args = parser.parse_args(argv)
     with private_home("rmsym") as home:
         tree = home / "tree"

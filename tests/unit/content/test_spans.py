@@ -3,6 +3,8 @@ Rust, Java and Markdown (issue 26, items 1 and 2)."""
 
 from __future__ import annotations
 
+import pytest
+
 from readmany_daemon.content.outline import outline
 from readmany_daemon.content.spans import Span, enclosing, fallback, find_symbol
 
@@ -64,37 +66,42 @@ JAVA = """class A {
 MD = "intro\n\n# Title\n\ntext\n\n## Sub\n\nmore\n\n## Sub\n\nagain\n"
 
 
-def _span(text: str, path: str, name: str) -> tuple[int, int, str | None]:
+@pytest.mark.parametrize(
+    ("text", "path", "name", "want"),
+    [
+        # Python: from the first decorator to the last statement (not a trailing comment)
+        (PY, "a.py", "Config", (4, 17, "Config")),
+        (PY, "a.py", "Config.load", (8, 12, "Config.load")),
+        (PY, "a.py", "load", (20, 21, "load")),
+        # "::" and "#" stand for "."
+        (PY, "a.py", "Config::save", (16, 17, "Config.save")),
+        (PY, "a.py", "Config#save", (16, 17, "Config.save")),
+        # Go methods: Type.method and the outline's own spelling; Rust: from the
+        # attributes (a doc comment between them kept), Type.method
+        *[
+            (GO, "a.go", name, (a, b, spelled))
+            for name, a, b, spelled in [
+                ("Server.Handle", 5, 6, "(*Server).Handle"),
+                ("(*Server).Handle", 5, 6, "(*Server).Handle"),
+                ("Server.Other", 8, 8, "(Server[T]).Other"),
+            ]
+        ],
+        *[
+            (RUST, "a.rs", name, (a, b, spelled))
+            for name, a, b, spelled in [
+                ("Parser.peek", 4, 6, "impl Parser.peek"),
+                ("impl Parser::peek", 4, 6, "impl Parser.peek"),
+                ("Parser#fmt", 10, 11, "impl Display for Parser.fmt"),
+            ]
+        ],
+        # Java: from the annotations
+        (JAVA, "A.java", "A.run", (2, 5, "A.run")),
+    ],
+)
+def test_symbol_spans(text: str, path: str, name: str, want: tuple[int, int, str]) -> None:
     got = find_symbol(outline(text, path), name)
     assert isinstance(got, Span), got
-    return got.start, got.end, got.name
-
-
-def test_python_spans_start_at_decorators_and_end_at_the_last_statement() -> None:
-    assert _span(PY, "a.py", "Config") == (4, 17, "Config")
-    assert _span(PY, "a.py", "Config.load") == (8, 12, "Config.load")
-    assert _span(PY, "a.py", "load") == (20, 21, "load")
-
-
-def test_separators_double_colon_and_hash_stand_for_dots() -> None:
-    assert _span(PY, "a.py", "Config::save") == (16, 17, "Config.save")
-    assert _span(PY, "a.py", "Config#save") == (16, 17, "Config.save")
-
-
-def test_go_methods_answer_to_type_dot_method_and_their_own_spelling() -> None:
-    assert _span(GO, "a.go", "Server.Handle") == (5, 6, "(*Server).Handle")
-    assert _span(GO, "a.go", "(*Server).Handle") == (5, 6, "(*Server).Handle")
-    assert _span(GO, "a.go", "Server.Other") == (8, 8, "(Server[T]).Other")
-
-
-def test_rust_methods_start_at_attributes_and_answer_to_type_dot_method() -> None:
-    assert _span(RUST, "a.rs", "Parser.peek") == (4, 6, "impl Parser.peek")
-    assert _span(RUST, "a.rs", "impl Parser::peek") == (4, 6, "impl Parser.peek")
-    assert _span(RUST, "a.rs", "Parser#fmt") == (10, 11, "impl Display for Parser.fmt")
-
-
-def test_java_methods_start_at_their_annotations() -> None:
-    assert _span(JAVA, "A.java", "A.run") == (2, 5, "A.run")
+    assert (got.start, got.end, got.name) == want
 
 
 def test_markdown_headings_by_text_the_first_of_duplicates_with_the_others() -> None:

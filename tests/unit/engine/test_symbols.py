@@ -140,20 +140,14 @@ def test_a_span_cut_by_the_char_cap_continues_to_its_last_line(ws: Workspace) ->
     assert (rest.status, rest.line_end) == ("ok", 14)
 
 
-def test_a_warm_symbol_read_does_not_parse_again(
-    ws: Workspace, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    made: list[str] = []
-    real = outline_module._make
-
-    def counted(lang: str, data: bytes, text: str) -> outline_module.Outline:
-        made.append(lang)
-        return real(lang, data, text)
-
-    monkeypatch.setattr(outline_module, "_make", counted)
+def test_a_warm_symbol_read_does_not_parse_again(ws: Workspace) -> None:
+    """The spans come with the outline, kept by a hash of the text (no content cache
+    here: the workspace's ``OutlineCache``)."""
+    assert ws.cache is None
     ask(ws, {"path": "src/app.py", "symbol": "Config.load"})
+    assert (ws.outlines.misses, ws.outlines.hits) == (1, 0)
     ask(ws, {"path": "src/app.py", "symbol": "Config.save"}, {"path": "src/app.py", "enclosing": 3})
-    assert made == ["python"]
+    assert (ws.outlines.misses, ws.outlines.hits) == (1, 2)
 
 
 def test_secrets_are_redacted_in_a_symbol_read(tmp_path: Path) -> None:
