@@ -206,6 +206,12 @@ class Outline(msgspec.Struct, frozen=True):
         """
         return tuple(s for s in self.symbols if s.line_start <= last and s.line_end >= first)
 
+    def nbytes(self) -> int:
+        """Bytes of memory it holds, estimated: 300, plus 200 a symbol (of ``symbols``
+        and ``inner``) and its name's length, plus 80 a top-level node's lines."""
+        names = sum(200 + len(s.name) for s in (*self.symbols, *self.inner))
+        return 300 + names + 80 * len(self.tops)
+
 
 def render_outline(symbols: Sequence[Symbol]) -> str:
     """The compact text form: one line a symbol, ``"  " * depth + "kind name Lstart-end"``
@@ -325,14 +331,14 @@ def _make(lang: str, data: bytes, text: str) -> Outline:
         reason = f"too broken to outline: an error spans {width:,} nodes"
         return Outline(lang, reason=reason, lines=lines)
     matches = tree_sitter.QueryCursor(grammar.query).matches(tree.root_node)
-    tops = _tops(tree.root_node)
+    tops = _tops(tree.root_node, data)
     if lang == "markdown":
         return Outline(lang, _headings(data, matches, lines), lines=lines, tops=tops)
     symbols, inner = _symbols(data, matches)
     return Outline(lang, symbols, lines=lines, inner=inner, tops=tops)
 
 
-def _tops(root: Node) -> tuple[tuple[int, int], ...]:
+def _tops(root: Node, data: bytes) -> tuple[tuple[int, int], ...]:
     """The lines of each top-level syntax node under ``root`` (comments left out; a
     Markdown ``section``'s own blocks in its place), in document order."""
     out: list[tuple[int, int]] = []
@@ -342,7 +348,7 @@ def _tops(root: Node) -> tuple[tuple[int, int], ...]:
         if node.type == "section":
             stack.extend(reversed(node.named_children))
         elif node.type != "comment" and node.end_byte > node.start_byte:
-            out.append((node.start_point[0] + 1, _line_end(node)))
+            out.append((node.start_point[0] + 1, _line_end(node, data)))
     return tuple(out)
 
 
@@ -361,10 +367,16 @@ def _widest_error(root: Node) -> int:
     return widest
 
 
-def _line_end(node: Node) -> int:
+def _line_end(node: Node, data: bytes) -> int:
     """The 1-based last line of ``node`` (an end at column 0 is the line before). A
     comment after its last statement is not part of it (Python's ``ast`` draws the
-    same line: tree-sitter's Python ``block`` holds the comments up to the dedent)."""
+    same line: tree-sitter's Python ``block`` holds the comments up to the dedent);
+    the tree is walked for it only when ``node``'s last line starts with a comment
+    (``data``: the parsed bytes)."""
+    line = data.rfind(b"\n", node.start_byte, node.end_byte) + 1
+    if not data[max(line, node.start_byte) : node.end_byte].lstrip().startswith((b"#", b"//")):
+        row, col = node.end_point
+        return max(node.start_point[0] + 1, row + 1 if col else row)
     last = node
     while (kids := [c for c in last.children if c.end_byte > c.start_byte]) and (
         kids[-1].type == "comment" or kids[-1].end_byte == last.end_byte
@@ -432,7 +444,7 @@ def _symbols(
                         first = prev
                     prev = prev.prev_named_sibling
                 start = first.start_point[0] + 1
-                found[key] = (start, _line_end(outer), kind, _name(data, kind, caps))
+                found[key] = (start, _line_end(outer, data), kind, _name(data, kind, caps))
     # depth from containment of line ranges, a parent before its children
     order = sorted(found.items(), key=lambda kv: (kv[0][0], -kv[0][1]))
     stack: list[tuple[int, str]] = []  # (end byte, kind) of the open symbols
@@ -486,8 +498,8 @@ def _headings(
 
 class OutlineCache:
     """Outlines kept by a hash of their text and language (BLAKE2b, 128 bits): a
-    thread-safe LRU bounded by ``max_bytes`` (bytes of memory, estimated as 200 bytes a
-    symbol plus its name's length, plus 300 an outline). ``hits``/``misses`` count
+    thread-safe LRU bounded by ``max_bytes`` (bytes of memory, ``Outline.nbytes``).
+    ``hits``/``misses`` count
     :meth:`get` results."""
 
     def __init__(self, max_bytes: int = 8 * 1024 * 1024) -> None:
@@ -515,7 +527,7 @@ class OutlineCache:
 
     def put(self, key: bytes, value: Outline) -> None:
         """Store ``value`` under ``key``, evicting the least recently used to fit."""
-        size = 300 + sum(200 + len(s.name) for s in value.symbols)
+        size = value.nbytes()
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:
