@@ -46,6 +46,9 @@ def _read_params(args: argparse.Namespace | ReadArgs) -> dict[str, Any]:
         params = fold_read_params(raw)
     if args.paths:
         params["paths"] = list(params.get("paths", [])) + list(args.paths)
+    picks = _picks(args.symbol, args.enclosing)
+    if picks:
+        params["files"] = list(params.get("files", [])) + picks
     if args.known is not None:
         params["known"] = _known_file(args.known)
     flags: dict[str, Any] = {
@@ -88,6 +91,30 @@ def _read_params(args: argparse.Namespace | ReadArgs) -> dict[str, Any]:
     if ffo:
         params["fileFilteringOptions"] = ffo
     return params
+
+
+def _picks(symbols: list[str] | None, lines: list[str] | None) -> list[dict[str, Any]]:
+    """The FileSpecs of ``--symbol PATH#NAME`` (split at the first ``#``) and
+    ``--enclosing PATH:LINE`` (split at the last ``:``), symbols first, each in the order
+    given (issue 26). Raises ``InvalidParams`` naming the option for a value without its
+    separator, or a LINE that is not a decimal number (one below 1 is the request's to
+    refuse, naming ``$.files[i].enclosing``)."""
+    out: list[dict[str, Any]] = []
+    for value in symbols or ():
+        path, sep, name = value.partition("#")
+        if not sep or not path or not name:
+            raise InvalidParams(
+                f"invalid params: --symbol {value!r}: expected PATH#NAME", "--symbol"
+            )
+        out.append({"path": path, "symbol": name})
+    for value in lines or ():
+        path, sep, line = value.rpartition(":")
+        if not sep or not path or not line.lstrip("-").isdecimal():
+            raise InvalidParams(
+                f"invalid params: --enclosing {value!r}: expected PATH:LINE", "--enclosing"
+            )
+        out.append({"path": path, "enclosing": int(line)})
+    return out
 
 
 def _known_file(name: str) -> list[Any]:

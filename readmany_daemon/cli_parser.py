@@ -134,6 +134,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="gitignore-syntax patterns removed from expansions (repeatable)",
     )
     r.add_argument(
+        "--symbol",
+        action="append",
+        default=None,
+        metavar="PATH#NAME",
+        help="read one symbol, e.g. src/app.py#Config.load (repeatable)",
+    )
+    r.add_argument(
+        "--enclosing",
+        action="append",
+        default=None,
+        metavar="PATH:LINE",
+        help="read the function, class or section around a line (repeatable)",
+    )
+    r.add_argument(
         "--no-recursive",
         action="store_true",
         help="a folder gives only its own files; ** acts as *",

@@ -106,3 +106,7 @@ class Code:
     PERMISSION_DENIED: Final = "permission-denied"
     INVALID_PATTERN: Final = "invalid-pattern"
     FS_ERROR: Final = "fs-error"
+    #: ``FileSpec.symbol`` names no symbol of the file's outline (issue 26).
+    SYMBOL_NOT_FOUND: Final = "symbol-not-found"
+    #: ``FileSpec.symbol`` on a file without an outline (no grammar, too large).
+    NO_OUTLINE: Final = "no-outline"

@@ -52,7 +52,12 @@ TEXTS = {
     "--known": "known",
 }
 #: Repeatable options (``action="append"``): their values in order.
-LISTS = {"--include": "include", "--exclude": "exclude"}
+LISTS = {
+    "--include": "include",
+    "--exclude": "exclude",
+    "--symbol": "symbol",
+    "--enclosing": "enclosing",
+}
 #: Options with one ``int`` value.
 INTS = {
     "--per-file-max-lines": "per_file_max_lines",
@@ -81,6 +86,8 @@ class ReadArgs:
     known: str | None
     include: list[str] | None
     exclude: list[str] | None
+    symbol: list[str] | None
+    enclosing: list[str] | None
     per_file_max_lines: int | None
     per_file_max_chars: int | None
     max_total_files: int | None

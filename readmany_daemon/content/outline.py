@@ -135,6 +135,8 @@ _WRAPPERS: Final = frozenset(
 _MULTI: Final = frozenset({"lexical_declaration", "variable_declaration"})
 #: Nodes before a definition that belong to it (Rust's ``#[…]`` attributes).
 _ATTRIBUTES: Final = frozenset({"attribute_item"})
+#: Comments an attribute may stand above (``#[inline]``, then ``/// doc``).
+_COMMENTS: Final = frozenset({"line_comment", "block_comment"})
 #: Kinds whose bodies are not outlined (what a function defines inside is local to it).
 _BODIES: Final = frozenset({"function", "method"})
 #: Kinds whose direct ``function`` children are methods.
@@ -180,12 +182,20 @@ class Outline(msgspec.Struct, frozen=True):
     :data:`MAX_OUTLINE_BYTES`, an error too wide to query (:data:`MAX_ERROR_WIDTH`). A
     parsed file with no symbols has ``reason=None``.
     ``lines`` is the text's line count.
+
+    Made by the same parse, for reads by structure (:mod:`readmany_daemon.content.spans`):
+    ``inner`` holds the symbols local to a function's or method's body, which the
+    outline leaves out (document order, ``depth`` counted over both tuples); ``tops``
+    the 1-based inclusive lines of each top-level syntax node (a statement, a
+    definition; comments left out; a Markdown section's blocks), in order.
     """
 
     language: str | None
     symbols: tuple[Symbol, ...] = ()
     reason: str | None = None
     lines: int = 0
+    inner: tuple[Symbol, ...] = ()
+    tops: tuple[tuple[int, int], ...] = ()
 
     def overlapping(self, first: int, last: int) -> tuple[Symbol, ...]:
         """The symbols whose lines overlap ``first..last`` (1-based, inclusive), in order.
@@ -195,6 +205,12 @@ class Outline(msgspec.Struct, frozen=True):
         ``overlapping(k + 1, outline.lines)``. Empty when ``first > last``.
         """
         return tuple(s for s in self.symbols if s.line_start <= last and s.line_end >= first)
+
+    def nbytes(self) -> int:
+        """Bytes of memory it holds, estimated: 300, plus 200 a symbol (of ``symbols``
+        and ``inner``) and its name's length, plus 80 a top-level node's lines."""
+        names = sum(200 + len(s.name) for s in (*self.symbols, *self.inner))
+        return 300 + names + 80 * len(self.tops)
 
 
 def render_outline(symbols: Sequence[Symbol]) -> str:
@@ -315,9 +331,25 @@ def _make(lang: str, data: bytes, text: str) -> Outline:
         reason = f"too broken to outline: an error spans {width:,} nodes"
         return Outline(lang, reason=reason, lines=lines)
     matches = tree_sitter.QueryCursor(grammar.query).matches(tree.root_node)
+    tops = _tops(tree.root_node, data)
     if lang == "markdown":
-        return Outline(lang, _headings(data, matches, lines), lines=lines)
-    return Outline(lang, _symbols(data, matches), lines=lines)
+        return Outline(lang, _headings(data, matches, lines), lines=lines, tops=tops)
+    symbols, inner = _symbols(data, matches)
+    return Outline(lang, symbols, lines=lines, inner=inner, tops=tops)
+
+
+def _tops(root: Node, data: bytes) -> tuple[tuple[int, int], ...]:
+    """The lines of each top-level syntax node under ``root`` (comments left out; a
+    Markdown ``section``'s own blocks in its place), in document order."""
+    out: list[tuple[int, int]] = []
+    stack = list(reversed(root.named_children))
+    while stack:
+        node = stack.pop()
+        if node.type == "section":
+            stack.extend(reversed(node.named_children))
+        elif node.type != "comment" and node.end_byte > node.start_byte:
+            out.append((node.start_point[0] + 1, _line_end(node, data)))
+    return tuple(out)
 
 
 def _widest_error(root: Node) -> int:
@@ -335,9 +367,25 @@ def _widest_error(root: Node) -> int:
     return widest
 
 
-def _line_end(node: Node) -> int:
-    """The 1-based last line of ``node`` (an end at column 0 is the line before)."""
-    row, col = node.end_point
+def _line_end(node: Node, data: bytes) -> int:
+    """The 1-based last line of ``node`` (an end at column 0 is the line before). A
+    comment after its last statement is not part of it (Python's ``ast`` draws the
+    same line: tree-sitter's Python ``block`` holds the comments up to the dedent);
+    the tree is walked for it only when ``node``'s last line starts with a comment
+    (``data``: the parsed bytes)."""
+    line = data.rfind(b"\n", node.start_byte, node.end_byte) + 1
+    if not data[max(line, node.start_byte) : node.end_byte].lstrip().startswith((b"#", b"//")):
+        row, col = node.end_point
+        return max(node.start_point[0] + 1, row + 1 if col else row)
+    last = node
+    while (kids := [c for c in last.children if c.end_byte > c.start_byte]) and (
+        kids[-1].type == "comment" or kids[-1].end_byte == last.end_byte
+    ):
+        code = [c for c in kids if c.type != "comment"]
+        if not code:
+            break
+        last = code[-1]
+    row, col = last.end_point
     return max(node.start_point[0] + 1, row + 1 if col else row)
 
 
@@ -370,7 +418,10 @@ def _name(data: bytes, kind: str, caps: dict[str, list[Node]]) -> str:
     return name
 
 
-def _symbols(data: bytes, matches: list[tuple[int, dict[str, list[Node]]]]) -> tuple[Symbol, ...]:
+def _symbols(
+    data: bytes, matches: list[tuple[int, dict[str, list[Node]]]]
+) -> tuple[tuple[Symbol, ...], tuple[Symbol, ...]]:
+    """The outline's symbols and those local to a function's body (``Outline.inner``)."""
     found: dict[tuple[int, int], tuple[int, int, str, str]] = {}
     for _, caps in matches:
         if "name" not in caps:
@@ -387,24 +438,28 @@ def _symbols(data: bytes, matches: list[tuple[int, dict[str, list[Node]]]]) -> t
             key = (node.start_byte, node.end_byte)
             if key not in found:
                 first = outer
-                while (prev := first.prev_named_sibling) is not None and prev.type in _ATTRIBUTES:
-                    first = prev
+                prev = outer.prev_named_sibling
+                while prev is not None and (prev.type in _ATTRIBUTES or prev.type in _COMMENTS):
+                    if prev.type in _ATTRIBUTES:  # comments only between attributes
+                        first = prev
+                    prev = prev.prev_named_sibling
                 start = first.start_point[0] + 1
-                found[key] = (start, _line_end(outer), kind, _name(data, kind, caps))
+                found[key] = (start, _line_end(outer, data), kind, _name(data, kind, caps))
     # depth from containment of line ranges, a parent before its children
     order = sorted(found.items(), key=lambda kv: (kv[0][0], -kv[0][1]))
     stack: list[tuple[int, str]] = []  # (end byte, kind) of the open symbols
-    out = []
+    out: list[Symbol] = []
+    inner: list[Symbol] = []
     for (_, end_b), (start, end, kind, name) in order:
         while stack and stack[-1][0] < end_b:
             stack.pop()
-        if any(k in _BODIES for _, k in stack):
-            continue  # local to a function's body: the body's business, not the outline's
         if kind == "function" and stack and stack[-1][1] in _METHOD_HOSTS:
             kind = "method"
-        out.append(Symbol(name, kind, start, end, len(stack)))
+        # local to a function's body: the body's business, not the outline's
+        local = any(k in _BODIES for _, k in stack)
+        (inner if local else out).append(Symbol(name, kind, start, end, len(stack)))
         stack.append((end_b, kind))
-    return tuple(out)
+    return tuple(out), tuple(inner)
 
 
 _CLOSING_HASHES: Final = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
@@ -443,8 +498,8 @@ def _headings(
 
 class OutlineCache:
     """Outlines kept by a hash of their text and language (BLAKE2b, 128 bits): a
-    thread-safe LRU bounded by ``max_bytes`` (bytes of memory, estimated as 200 bytes a
-    symbol plus its name's length, plus 300 an outline). ``hits``/``misses`` count
+    thread-safe LRU bounded by ``max_bytes`` (bytes of memory, ``Outline.nbytes``).
+    ``hits``/``misses`` count
     :meth:`get` results."""
 
     def __init__(self, max_bytes: int = 8 * 1024 * 1024) -> None:
@@ -472,7 +527,7 @@ class OutlineCache:
 
     def put(self, key: bytes, value: Outline) -> None:
         """Store ``value`` under ``key``, evicting the least recently used to fit."""
-        size = 300 + sum(200 + len(s.name) for s in value.symbols)
+        size = value.nbytes()
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:

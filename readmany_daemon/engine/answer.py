@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from readmany_daemon.content import tokens
 from readmany_daemon.engine import order, paging
-from readmany_daemon.engine.budget import budget_cut, token_cut
+from readmany_daemon.engine.budget import budget_cut, span_end, token_cut
 from readmany_daemon.engine.items import Item, Items, LoadedItem, Piece, Resolved
 from readmany_daemon.engine.load import Loads, RequestPaths
 from readmany_daemon.engine.notices import MAX_NAMED_IN_CONTENT, Notices, continuation_request
@@ -451,7 +451,12 @@ def _add_loaded(acc: Account, lo: LoadedItem, loads: Loads) -> None:
         request = continuation_request(res.path, res.line_end, res.next_column)
         acc.continuations.append((res.path, request))
     elif res.status == Status.PARTIAL and res.next_offset is not None:
-        acc.continuations.append((res.path, continuation_request(res.path, res.next_offset)))
+        span_last = span_end(item)
+        left = None
+        if span_last is not None and span_last >= res.next_offset:
+            left = span_last - res.next_offset + 1  # the rest of a span, to its last line
+        request = continuation_request(res.path, res.next_offset, limit=left)
+        acc.continuations.append((res.path, request))
 
 
 def _assemble(

@@ -23,6 +23,7 @@ from readmany_daemon.engine.notices import cut_notice, position_notice
 from readmany_daemon.engine.options import LoadOptions
 from readmany_daemon.engine.outlines import MAX_OUTLINE_CHARS, outline_room, with_cut_block
 from readmany_daemon.engine.render import content_form
+from readmany_daemon.engine.symbols import span_notice
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.wire.messages import FileResult
 
@@ -48,9 +49,15 @@ def finish(
     budget_cut: bool = False,
     outline_for: Callable[[], Outline] | None = None,
     outline_chars: int = MAX_OUTLINE_CHARS,
+    notes: tuple[str, ...] = (),
 ) -> LoadedItem:
     """Fill the line fields and the shown text (line numbers when ``opts.line_numbers``,
     cut notice) of a window.
+
+    A span (``item.symbol`` or ``item.enclosing``: ``engine.symbols``) given whole ends
+    with a notice naming its symbol (``[Config.load: lines 9-11 of 22.]``); one cut
+    continues with ``offset`` and a ``limit`` that ends at its last line; ``notes`` (its
+    own notice lines) follow its position notice.
 
     A window that covers all the lines asked for (``limit``) is ``ok`` even when the file
     goes on, and ends with its position notice unless it is the whole file
@@ -92,7 +99,7 @@ def finish(
         base.next_column = window.next_column
         if budget_cut:
             base.code = Code.BUDGET
-        notice = cut_notice(base, window.cut_line, window.column)
+        notice = cut_notice(base, window.cut_line, window.column, span_end(item))
         if notice:
             shown = shown + ("" if not shown or shown.endswith("\n") else "\n") + notice
         shown = with_cut_block(shown, base, outline_for, outline_chars)
@@ -100,11 +107,23 @@ def finish(
         # A window given whole that is not the whole file says where it is, as a cut
         # notice would (PROTOCOL §4); like one, it is not counted in chars.
         notice = position_notice(base, window.next_offset, window.column)
+        if item.symbol is not None and span_end(item) is not None:
+            notice = span_notice(item.symbol, window.line_start, window.line_end, total)
         if notice:
             shown = shown + ("" if not shown or shown.endswith("\n") else "\n") + notice
+    for note in notes:
+        shown = shown + ("" if not shown or shown.endswith("\n") else "\n") + note
     return LoadedItem(
         item, base, text=shown, window=window, full=source_text, outline_for=outline_for
     )
+
+
+def span_end(item: Item) -> int | None:
+    """The last line of ``item``'s span (a ``symbol`` or ``enclosing`` read made a line
+    window, ``engine.symbols``), or None for any other entry."""
+    if (item.symbol is None and item.enclosing is None) or item.limit is None:
+        return None
+    return (item.offset or 1) + item.limit - 1
 
 
 def budget_cut(

@@ -35,7 +35,9 @@ class Item:
 
     ``rel`` is workspace-relative (POSIX); ``offset``/``limit`` the line window (1-based),
     ``column`` the 1-based character of line ``offset`` where it starts; ``cells`` a
-    notebook's cell range as asked (``"3-7"``, ``engine.notebook``);
+    notebook's cell range as asked (``"3-7"``, ``engine.notebook``); ``symbol`` (a
+    symbol's path) and ``enclosing`` (a 1-based line) a span to find in its outline
+    (``content.spans``), made a line window when the file is loaded;
     ``explicit`` marks a named path (as opposed to a glob or folder match); ``tail`` is
     the last component of the pattern that matched (lower-cased), which decides whether an
     image or PDF it reached may be attached. ``result`` is preset for entries decided at
@@ -51,6 +53,8 @@ class Item:
     limit: int | None = None
     column: int | None = None
     cells: str | None = None
+    symbol: str | None = None
+    enclosing: int | None = None
     explicit: bool = True
     tail: str = ""
     ignored_by: str | None = None

@@ -27,6 +27,7 @@ from readmany_daemon.engine.outlines import outline_of
 from readmany_daemon.engine.receipts import Receipts, text_sha256
 from readmany_daemon.engine.redact import redact_cached
 from readmany_daemon.engine.resolve import LOOP_MESSAGE, path_error
+from readmany_daemon.engine.symbols import span_item
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.paths import realpath_of
@@ -223,6 +224,17 @@ def load(
     got = _as_text(ws, item, base, mime if attach else None, _read_source(ws, item, read, paths))
     if isinstance(got, LoadedItem):
         return got
+    notes: tuple[str, ...] = ()
+    if (item.symbol is not None or item.enclosing is not None) and item.offset is None:
+        # A cursor resuming a cut span has its window already. Made before any redaction:
+        # the outline kept with the cache entry's own text.
+        spanned = span_item(
+            item, base, got.text, got.complete, outline_of(ws, got.text, item.label)
+        )
+        if isinstance(spanned, LoadedItem):
+            return spanned
+        item, notes = spanned.item, spanned.notes
+        read = opts.read_options(item, attach)
     if got.text and opts.redact:
         _redact(ws, base, got)
     if item.cells is not None or _raw_notebook(item):
@@ -232,7 +244,7 @@ def load(
     if _raw_notebook(item) and got.text:
         _mask(ws, base, got)
     window = _window(got, read)
-    return _finish(ws, item, base, window, got.text, opts)
+    return _finish(ws, item, base, window, got.text, opts, notes)
 
 
 def _as_text(
@@ -353,9 +365,11 @@ def _finish(
     window: content_lines.Window,
     text: str,
     opts: LoadOptions,
+    notes: tuple[str, ...] = (),
 ) -> LoadedItem:
     """``window`` of ``text`` finished (``budget.finish``, the outline of its rest made
-    on first use) and cut to ``perFileMaxTokens``."""
+    on first use; ``notes``, a span's notice lines, after its position notice) and cut
+    to ``perFileMaxTokens``."""
     memo: list[Outline] = []
 
     def outline_for() -> Outline:
@@ -363,7 +377,7 @@ def _finish(
             memo.append(outline_of(ws, text, item.label))
         return memo[0]
 
-    done = finish(item, base, window, text, opts, outline_for=outline_for)
+    done = finish(item, base, window, text, opts, outline_for=outline_for, notes=notes)
     if opts.per_file_max_tokens is not None and done.window is not None:
         # perFileMaxTokens: a per-file cap like perFileMaxChars (partial, no code).
         done = token_cut(done, opts.per_file_max_tokens, opts, ws.cache, budget=False)

@@ -99,13 +99,17 @@ class Notices:
     not_outlined: int = 0
 
 
-def cut_notice(r: FileResult, cut_line: int | None = None, column: int = 1) -> str | None:
+def cut_notice(
+    r: FileResult, cut_line: int | None = None, column: int = 1, last: int | None = None
+) -> str | None:
     """The last content line of a cut file, e.g.
     ``[Showing lines 1-200 of 2500. Continue with offset=201.]``; ``cut_line`` names a
     line shown only in part (longer than the character cap), continued at
     ``r.next_column``: ``[Showing lines 1-1 of 3, line 1 cut short. Continue with
     offset=1, column=20001 (offset=2 skips its rest).]``; ``column`` is where the first
-    line shown starts. None when nothing was cut."""
+    line shown starts; ``last``, a span's last line (``engine.symbols``), adds the
+    ``limit`` that ends there: ``Continue with offset=201, limit=40``. None when nothing
+    was cut."""
     if r.line_start is None or r.line_end is None or (r.next_offset is None and cut_line is None):
         return None
     total = f" of {r.total_lines}" if r.total_lines is not None else ""
@@ -121,6 +125,8 @@ def cut_notice(r: FileResult, cut_line: int | None = None, column: int = 1) -> s
             text += f" (offset={r.next_offset} skips its rest)"
     elif r.next_offset is not None:
         text += f". Continue with offset={r.next_offset}"
+        if last is not None and last >= r.next_offset:
+            text += f", limit={last - r.next_offset + 1}"
     return text + ".]"
 
 
@@ -147,12 +153,17 @@ def position_notice(r: FileResult, next_offset: int | None, column: int = 1) -> 
     return text + ".]"
 
 
-def continuation_request(path: str, offset: int, column: int | None = None) -> str:
+def continuation_request(
+    path: str, offset: int, column: int | None = None, limit: int | None = None
+) -> str:
     """A request fragment the four reference shapes can all make for the rest of a file
-    (with ``column``, for the rest of a line cut short)."""
+    (with ``column``, for the rest of a line cut short; with ``limit``, for the rest of
+    a span: ``engine.symbols``)."""
     spec: dict[str, str | int] = {"path": path, "offset": offset}
     if column is not None:
         spec["column"] = column
+    if limit is not None:
+        spec["limit"] = limit
     return "files: " + json.dumps([spec], ensure_ascii=False)
 
 

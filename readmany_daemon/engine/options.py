@@ -37,7 +37,8 @@ Order = Literal["request-order", "stable"]
 class Entry(msgspec.Struct, frozen=True, kw_only=True):
     """One requested entry (of ``paths``, ``files`` or ``include``, in that order), as
     sent: ``raw`` the path, folder or glob; ``offset``/``limit`` (lines), ``column``
-    (1-based character) and ``cells`` (a notebook's range, as a string) its window.
+    (1-based character) and ``cells`` (a notebook's range, as a string) its window;
+    ``symbol`` (a symbol's path) or ``enclosing`` (a 1-based line) the span it asks for.
     ``rel`` is ``raw`` root-relative (``paths.to_rel``: None when it is outside the
     root); ``magic`` whether ``raw`` holds glob characters (``rules.glob.has_magic``)."""
 
@@ -48,6 +49,8 @@ class Entry(msgspec.Struct, frozen=True, kw_only=True):
     limit: int | None = None
     column: int | None = None
     cells: str | None = None
+    symbol: str | None = None
+    enclosing: int | None = None
 
 
 class ResolveOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -185,6 +188,8 @@ def options_for(ws: Workspace, request: ReadRequest) -> Options:
             limit=spec.limit,
             column=spec.column,
             cells=None if spec.cells is None else str(spec.cells),  # a JSON 4 is "4"
+            symbol=spec.symbol,
+            enclosing=spec.enclosing,
         )
         if isinstance(spec, FileSpec)
         else Entry(raw=spec, magic=has_magic(spec), rel=to_rel(ws.root, spec))

@@ -55,7 +55,7 @@ def outline_of(ws: Workspace, text: str, path: str) -> Outline:
             text,
             f"outline {lang}",
             lambda t: outline(t, path),
-            size=lambda o: 300 + sum(200 + len(s.name) for s in o.symbols),
+            size=Outline.nbytes,
         )
         if got is not None:
             return got

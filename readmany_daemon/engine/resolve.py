@@ -92,7 +92,9 @@ class _Resolver:
         self.filters = opts.filters
         self.exclude = opts.exclude
         self.out = Resolved(items=Items(ws, opts.absolute_paths))
-        self.seen: set[tuple[str, int | None, int | None, int | None, str | None]] = set()
+        self.seen: set[
+            tuple[str, int | None, int | None, int | None, str | None, str | None, int | None]
+        ] = set()
         self.unseen: list[Expansion] = []  # expansions not yet in ``seen``
         self.entry_no = 0  # the request entry being resolved (its index in the request)
         self.visible: list[str] | None = None  # visible files, listed on a first not-found
@@ -102,14 +104,23 @@ class _Resolver:
 
     def _flush(self) -> None:
         for expansion in self.unseen:
-            self.seen.update((m, None, None, None, None) for m in expansion.matches)
+            self.seen.update((m, None, None, None, None, None, None) for m in expansion.matches)
         self.unseen.clear()
 
     def add(self, item: Item) -> None:
-        """Append ``item`` unless an identical (path, offset, limit, column) came before."""
+        """Append ``item`` unless an identical (path, offset, limit, column, cells,
+        symbol, enclosing) came before."""
         self._flush()
         path = item.rel if item.rel is not None else "\0" + item.label
-        ident = (path, item.offset, item.limit, item.column, item.cells)
+        ident = (
+            path,
+            item.offset,
+            item.limit,
+            item.column,
+            item.cells,
+            item.symbol,
+            item.enclosing,
+        )
         if ident in self.seen:
             return
         self.seen.add(ident)
@@ -120,7 +131,9 @@ class _Resolver:
         de-duplication set is only built when a later entry needs it."""
         self._flush()
         if self.seen:
-            matches = [m for m in matches if (m, None, None, None, None) not in self.seen]
+            matches = [
+                m for m in matches if (m, None, None, None, None, None, None) not in self.seen
+            ]
         expansion = Expansion(matches, tail)
         self.unseen.append(expansion)
         self.out.items.append(expansion, self.entry_no)
@@ -164,6 +177,10 @@ class _Resolver:
         key = _window_key(raw, offset, limit, column) if windowed else raw
         if cells is not None:
             key = f"{key}#cells={cells}"
+        if e.symbol is not None:
+            key = f"{key}#{e.symbol}"
+        elif e.enclosing is not None:
+            key = f"{key}#enclosing={e.enclosing}"  # {key}:{start}-{end} once loaded
         rel = e.rel
         if rel is None:
             self.preset(
@@ -227,7 +244,7 @@ class _Resolver:
                     raw, key, Status.ERROR, Code.NOT_A_FILE, f"{raw} is not a regular file", rel=rel
                 )
                 return
-            self.explicit(raw, key, rel, offset, limit, column, cells)
+            self.explicit(raw, key, rel, offset, limit, column, cells, e.symbol, e.enclosing)
             return
         if e.magic:
             self.expand(raw, key, "glob", rel)
@@ -251,6 +268,8 @@ class _Resolver:
         limit: int | None,
         column: int | None = None,
         cells: str | None = None,
+        symbol: str | None = None,
+        enclosing: int | None = None,
     ) -> None:
         ws, f = self.ws, self.filters
         deny = ws.explain(rel, False, Filters(False, False, False))
@@ -292,6 +311,8 @@ class _Resolver:
                 limit=limit,
                 column=column,
                 cells=cells,
+                symbol=symbol,
+                enclosing=enclosing,
                 explicit=True,
                 ignored_by=soft.source if soft else None,
             )

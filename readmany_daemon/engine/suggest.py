@@ -66,6 +66,21 @@ def closest(query: str, paths: Sequence[str], limit: int = MAX_SUGGESTIONS) -> l
     return [p for p, score in ranked if score >= _MIN_SCORE][:limit]
 
 
+def closest_symbols(query: str, names: Sequence[str], limit: int = MAX_SUGGESTIONS) -> list[str]:
+    """Up to ``limit`` of ``names`` (a file's symbol paths, ``"Config.load"``) closest to
+    ``query`` (a symbol asked for and not found), best first, ties to the shorter name:
+    half the whole-name similarity, half the last part's (``fuzz.ratio``, 0-100), so a
+    bare ``load`` finds ``Config.load``; ``[]`` when none scores 60 or more (PROTOCOL §4,
+    ``symbol-not-found``)."""
+
+    def score(name: str) -> float:
+        last = query.rpartition(".")[2]
+        return 0.5 * fuzz.ratio(query, name) + 0.5 * fuzz.ratio(last, name.rpartition(".")[2])
+
+    ranked = sorted({n: score(n) for n in names}.items(), key=lambda ns: (-ns[1], len(ns[0])))
+    return [n for n, s in ranked if s >= _MIN_SCORE][:limit]
+
+
 def did_you_mean(suggestions: Sequence[str]) -> str:
     """The clause added to a ``not-found`` message: ``"; did you mean: a.py, b/a.py?"``,
     or ``""`` for no suggestion."""

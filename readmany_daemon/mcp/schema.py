@@ -57,12 +57,10 @@ READ_STRUCTURED = (
 )
 
 READ_DESCRIPTION = """\
-Read many files in one call: paths, folders and globs (`src/**/*.ts`) relative to the \
-workspace root, instead of several single-file reads. Globs and folders skip ignored \
-and binary files; images and PDFs named exactly come back as attachments. Notices at \
-the end say what was cut or omitted and how to get it: \
-`files: [{"path": "a.py", "offset": 201}]` continues a cut file; `{"cursor": "..."}` \
-alone gives the next page. Raise maxTotalTokens for more at once."""
+Read many files in one call: paths, folders, globs (`src/**/*.ts`). Ignored and binary \
+files are skipped; images and PDFs named exactly are attached. End notices say what \
+was cut and how to continue (`files: [{"path": "a.py", "offset": 201}]`; \
+`{"cursor": "..."}` alone); raise maxTotalTokens for more."""
 
 FILES_DESCRIPTION = """\
 List the workspace's files as read_many_files' globs and folders see them (ignore rules \

@@ -100,6 +100,26 @@ def _check_cells(spec: FileSpec, field: str) -> None:
             )
 
 
+#: The ways of picking a file's lines, in the order ``_check_alone`` names them.
+_PICKS = (("symbol",), ("enclosing",), ("offset", "limit", "column"), ("cells",))
+
+
+def _check_alone(spec: FileSpec, at: str) -> None:
+    """``symbol``, ``enclosing``, a line window (``offset``/``limit``/``column``) and
+    ``cells`` exclude each other in one FileSpec (issue 26): -32602 naming the second
+    one given (in that order), ``$.files[i].enclosing``."""
+    given = [
+        next(n for n in names if getattr(spec, n) is not None)
+        for names in _PICKS
+        if any(getattr(spec, n) is not None for n in names)
+    ]
+    if len(given) > 1:
+        field = f"{at}.{given[1]}"
+        raise InvalidParams(
+            f"invalid params: {field}: {given[0]} and {given[1]} exclude each other", field
+        )
+
+
 def _check_read_names(params: ReadManyParams) -> None:
     for i, entry in enumerate(params.paths):
         if isinstance(entry, str):
@@ -107,9 +127,11 @@ def _check_read_names(params: ReadManyParams) -> None:
         else:
             _check_name(entry.path, f"$.paths[{i}].path")
             _check_cells(entry, f"$.paths[{i}].cells")
+            _check_alone(entry, f"$.paths[{i}]")
     for i, spec in enumerate(params.files):
         _check_name(spec.path, f"$.files[{i}].path")
         _check_cells(spec, f"$.files[{i}].cells")
+        _check_alone(spec, f"$.files[{i}]")
     for name in ("include", "exclude"):
         for i, pattern in enumerate(getattr(params, name)):
             _check_name(pattern, f"$.{name}[{i}]")

@@ -48,6 +48,9 @@ TotalTokens = Annotated[int, msgspec.Meta(ge=MIN_TOTAL_TOKENS)]
 MIN_ANSWER_CHARS = 4000
 AnswerChars = Annotated[int, msgspec.Meta(ge=MIN_ANSWER_CHARS)]
 
+#: A symbol's path (``FileSpec.symbol``): not empty.
+SymbolName = Annotated[str, msgspec.Meta(min_length=1)]
+
 Packing = Literal["auto", "request-order", "smallest-first", "outlines"]
 #: ``order`` (PROTOCOL §3): how the delivered files are laid out; ``"rank"`` needs
 #: ``focus`` (to come), so it is refused naming ``$.order`` for now.
@@ -65,6 +68,13 @@ class FileSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     ``nextColumn``). ``cells`` (a ``.ipynb`` only) is a 1-based inclusive range of its
     cells, ``"3-7"`` or ``"4"``, or one cell as a JSON integer (``4``; the decoder turns
     it into ``"4"``, ``wire.decode``) (``engine.notebook``).
+
+    ``symbol`` reads one symbol's lines: the outline's names joined by ``.`` (``::`` and
+    ``#`` accepted), outermost first, or a Markdown heading's text; ``enclosing`` (a
+    1-based line) reads the innermost function, method, class or section that holds it
+    (``content.spans``, PROTOCOL §3 "Symbols and enclosing blocks"). ``symbol``,
+    ``enclosing``, a line window (``offset``/``limit``/``column``) and ``cells`` exclude
+    each other (``wire.decode``). ``None`` is "not given".
     """
 
     path: Pattern
@@ -72,6 +82,8 @@ class FileSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     limit: Positive | None = None
     column: Positive | None = None
     cells: CellRange | Positive | None = None
+    symbol: SymbolName | None = None
+    enclosing: Positive | None = None
 
 
 class Known(msgspec.Struct, forbid_unknown_fields=True):
@@ -176,36 +188,38 @@ FIELD_DOCS: dict[str, str | None] = {
     "path": None,
     "offset": "1-based first line.",
     "limit": "Line count.",
-    "column": "1-based start character (a cut line's nextColumn).",
-    "cells": 'Notebook cells, 1-based: "3-7".',
+    "column": "Start character, 1-based.",
+    "cells": 'Notebook cells: "3-7".',
+    "symbol": 'A symbol: "Class.method".',
+    "enclosing": "A line: read the block around it.",
     "sha256": None,
     "respectGitIgnore": "Apply .gitignore.",
     "respectIgnoreFiles": "Apply .readmanyignore.",
     "paths": "Files, folders or globs.",
-    "files": "Files with line windows.",
+    "files": "Files with windows.",
     "include": "More globs.",
-    "exclude": "Gitignore-style patterns to leave out.",
-    "recursive": "false: folders give only their own files.",
-    "useDefaultExcludes": "Skip node_modules, .venv, caches.",
-    "fileFilteringOptions": "Ignore rules to apply.",
+    "exclude": "Patterns to leave out.",
+    "recursive": "false: not into subfolders.",
+    "useDefaultExcludes": "Skip node_modules etc.",
+    "fileFilteringOptions": None,
     "perFileMaxLines": None,
     "perFileMaxChars": None,
-    "maxTotalFiles": "Files with content; the rest get a cursor.",
-    "maxTotalChars": "Characters of content in all.",
-    "maxTotalTokens": "o200k tokens of the whole text.",
-    "perFileMaxTokens": "o200k tokens per file.",
-    "maxAnswerChars": "Characters of the whole text.",
+    "maxTotalFiles": None,
+    "maxTotalChars": None,
+    "maxTotalTokens": "Tokens in all.",
+    "perFileMaxTokens": None,
+    "maxAnswerChars": None,
     "preferFullRead": "Lift the per-file limits.",
-    "packing": "auto: smallest-first if that fits more files; outlines: outline what is left.",
+    "packing": "outlines: outline what is left.",
     "order": "stable: the same order across calls; changed files last.",
     "stopOnError": None,
-    "format": "How files are framed.",
+    "format": None,
     "lineNumbers": None,
     "absolutePaths": None,
-    "root": "A root (name, path, URI) or folder in one.",
-    "sync": "auto: see writes made before the call.",
-    "cursor": "An answer's nextCursor; send it alone.",
-    "known": "sha256 of files you hold whole: not resent.",
+    "root": "A root or folder in one.",
+    "sync": "auto: see prior writes.",
+    "cursor": "nextCursor; send it alone.",
+    "known": "Files you hold whole: not resent.",
     "redactSecrets": "false: show secrets as they are.",
     "patterns": "Globs, folders or paths; none: every file.",
     "clock": "The clock of an earlier answer; none: a baseline.",
@@ -263,6 +277,8 @@ class FileResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=Tru
     total_lines: int | None = None
     next_offset: int | None = None
     next_column: int | None = None
+    #: The symbol shown (``FileSpec.symbol`` or ``enclosing``), as the outline spells it.
+    symbol: str | None = None
     encoding: str | None = None
     replaced_bytes: int | None = None
     mime_type: str | None = None

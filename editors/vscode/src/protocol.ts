@@ -28,6 +28,10 @@ export interface FileSpec {
   column?: number;
   /** A notebook's cells, 1-based inclusive: `"3-7"` or `"4"`. */
   cells?: string;
+  /** One symbol's lines: the outline's names joined by `.` (`"Config.load"`), or a Markdown heading. */
+  symbol?: string | null;
+  /** A 1-based line: the innermost function, method, class or section around it is read. */
+  enclosing?: number | null;
 }
 
 /** A receipt: the SHA-256 (hex) of a file's bytes as the caller holds them. */
@@ -124,6 +128,8 @@ export interface FileResult {
   nextOffset?: number;
   /** Line `lineEnd` was cut short: its rest starts at this 1-based character. */
   nextColumn?: number;
+  /** The symbol shown by a `symbol` or `enclosing` read, as the outline spells it. */
+  symbol?: string;
   chars?: number;
   encoding?: string;
   /** Bytes of UTF-8 text that were not valid UTF-8, each shown as U+FFFD. */

@@ -177,7 +177,9 @@ export function describeRequest(params: ReadManyParams): string {
   const entries: string[] = [];
   for (const p of params.paths ?? []) entries.push(typeof p === 'string' ? p : p.path);
   for (const f of params.files ?? []) {
-    entries.push(f.offset !== undefined || f.limit !== undefined ? `${f.path}:${f.offset ?? 1}${f.limit !== undefined ? `+${f.limit}` : ''}` : f.path);
+    if (typeof f.symbol === 'string') entries.push(`${f.path}#${f.symbol}`);
+    else if (typeof f.enclosing === 'number') entries.push(`${f.path}:${f.enclosing}`);
+    else entries.push(f.offset !== undefined || f.limit !== undefined ? `${f.path}:${f.offset ?? 1}${f.limit !== undefined ? `+${f.limit}` : ''}` : f.path);
   }
   entries.push(...(params.include ?? []));
   if (entries.length === 0) return params.cursor ? 'the next page of an earlier read' : 'files';

@@ -32,7 +32,7 @@ def ws(tmp_path: Path) -> Workspace:
 def test_entries_come_in_request_order_classified(ws: Workspace) -> None:
     req = decode_read_request(
         {
-            "paths": ["a.txt", {"path": f"{ws.root}/src/b.py", "offset": 2, "cells": 4}],
+            "paths": ["a.txt", {"path": f"{ws.root}/src/b.py", "cells": 4}],
             "files": [{"path": "./src/../a.txt", "limit": 3, "column": 2}],
             "include": ["src/*.py", "../out"],
         }
@@ -40,7 +40,7 @@ def test_entries_come_in_request_order_classified(ws: Workspace) -> None:
     got = options_for(ws, req).resolve.entries
     assert got == (
         Entry(raw="a.txt", rel="a.txt", magic=False),
-        Entry(raw=f"{ws.root}/src/b.py", rel="src/b.py", magic=False, offset=2, cells="4"),
+        Entry(raw=f"{ws.root}/src/b.py", rel="src/b.py", magic=False, cells="4"),
         Entry(raw="./src/../a.txt", rel="a.txt", magic=False, limit=3, column=2),
         Entry(raw="src/*.py", rel="src/*.py", magic=True),
         Entry(raw="../out", rel=None, magic=False),

@@ -36,9 +36,11 @@ describe('languageModelTools contribution', () => {
   test('field types, enums and defaults are the protocol’s', () => {
     const p = schema.properties;
     const fileSpec = p.files.items;
-    assert.deepEqual(Object.keys(fileSpec.properties), ['path', 'offset', 'limit', 'column', 'cells']);
+    assert.deepEqual(Object.keys(fileSpec.properties), ['path', 'offset', 'limit', 'column', 'cells', 'symbol', 'enclosing']);
     assert.deepEqual(fileSpec.required, ['path']);
     assert.equal(fileSpec.properties.offset.type, 'integer');
+    assert.equal(fileSpec.properties.symbol.type, 'string');
+    assert.equal(fileSpec.properties.enclosing.type, 'integer');
     assert.equal(fileSpec.properties.column.type, 'integer');
     assert.deepEqual(p.paths.items, { type: 'string' }, 'a {path, offset} entry is what files is for');
     assert.deepEqual(Object.keys(p.fileFilteringOptions.properties), ['respectGitIgnore', 'respectIgnoreFiles']);

@@ -63,6 +63,11 @@ describe('tool input → ReadManyParams', () => {
     );
   });
 
+  test('symbol and enclosing go through as given; null in them is for the server to read as not given', () => {
+    const input = { files: [{ path: 'a.py', symbol: 'Config.load' }, { path: 'b.py', enclosing: 12, symbol: null }] };
+    assert.deepEqual(toReadManyParams(input), input);
+  });
+
   test('aliases and unknown fields go through for the server to fold or refuse', () => {
     assert.deepEqual(toReadManyParams({ paths: ['a'], max_total_files: 2, bogus: 1 }), { paths: ['a'], max_total_files: 2, bogus: 1 });
   });
@@ -159,6 +164,10 @@ describe('helpers', () => {
       '`a`, `b`, `c:201` and 1 more',
     );
     assert.equal(describeRequest({ files: [{ path: 'c', offset: 10, limit: 5 }] }), '`c:10+5`');
+    assert.equal(
+      describeRequest({ files: [{ path: 'a.py', symbol: 'Config.load' }, { path: 'b.md', enclosing: 12, symbol: null }] }),
+      '`a.py#Config.load`, `b.md:12`',
+    );
     assert.equal(describeRequest({ cursor: 'x' }), 'the next page of an earlier read');
   });
 });

@@ -1,0 +1,146 @@
+"""Symbol spans and enclosing blocks (``content.spans``) over real parses of Python, Go,
+Rust, Java and Markdown (issue 26, items 1 and 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from readmany_daemon.content.outline import outline
+from readmany_daemon.content.spans import Span, enclosing, fallback, find_symbol
+
+PY = """import os
+
+
+@dataclass
+class Config:
+    x = 1
+
+    @classmethod
+    def load(cls):
+        def inner():
+            return 1
+        return inner()
+        # a comment after the last statement
+
+    # between
+    def save(self):
+        pass
+
+
+def load():
+    pass
+"""
+
+GO = """package main
+
+type Server struct{}
+
+func (s *Server) Handle() {
+}
+
+func (s Server[T]) Other() {}
+"""
+
+RUST = """struct Parser;
+
+impl Parser {
+    #[inline]
+    /// Looks ahead.
+    fn peek(&self) {}
+}
+
+impl Display for Parser {
+    #[allow(unused)]
+    fn fmt(&self) {}
+}
+"""
+
+JAVA = """class A {
+    @Override
+    @Deprecated
+    public void run() {
+    }
+}
+"""
+
+MD = "intro\n\n# Title\n\ntext\n\n## Sub\n\nmore\n\n## Sub\n\nagain\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "name", "want"),
+    [
+        # Python: from the first decorator to the last statement (not a trailing comment)
+        (PY, "a.py", "Config", (4, 17, "Config")),
+        (PY, "a.py", "Config.load", (8, 12, "Config.load")),
+        (PY, "a.py", "load", (20, 21, "load")),
+        # "::" and "#" stand for "."
+        (PY, "a.py", "Config::save", (16, 17, "Config.save")),
+        (PY, "a.py", "Config#save", (16, 17, "Config.save")),
+        # Go methods: Type.method and the outline's own spelling; Rust: from the
+        # attributes (a doc comment between them kept), Type.method
+        *[
+            (GO, "a.go", name, (a, b, spelled))
+            for name, a, b, spelled in [
+                ("Server.Handle", 5, 6, "(*Server).Handle"),
+                ("(*Server).Handle", 5, 6, "(*Server).Handle"),
+                ("Server.Other", 8, 8, "(Server[T]).Other"),
+            ]
+        ],
+        *[
+            (RUST, "a.rs", name, (a, b, spelled))
+            for name, a, b, spelled in [
+                ("Parser.peek", 4, 6, "impl Parser.peek"),
+                ("impl Parser::peek", 4, 6, "impl Parser.peek"),
+                ("Parser#fmt", 10, 11, "impl Display for Parser.fmt"),
+            ]
+        ],
+        # Java: from the annotations
+        (JAVA, "A.java", "A.run", (2, 5, "A.run")),
+    ],
+)
+def test_symbol_spans(text: str, path: str, name: str, want: tuple[int, int, str]) -> None:
+    got = find_symbol(outline(text, path), name)
+    assert isinstance(got, Span), got
+    assert (got.start, got.end, got.name) == want
+
+
+def test_markdown_headings_by_text_the_first_of_duplicates_with_the_others() -> None:
+    got = find_symbol(outline(MD, "a.md"), "Sub")
+    assert got == Span(7, 10, "Sub", ((11, 13),))
+
+
+def test_an_unknown_symbol_gives_the_outline_paths() -> None:
+    assert find_symbol(outline(PY, "a.py"), "Conf.lod") == [
+        "Config",
+        "Config.load",
+        "Config.save",
+        "load",
+    ]
+
+
+def test_enclosing_is_the_innermost_symbol_nested_functions_included() -> None:
+    o = outline(PY, "a.py")
+    assert enclosing(o, 9) == Span(8, 12, "Config.load")
+    assert enclosing(o, 11) == Span(10, 11, "Config.load.inner")
+    assert enclosing(o, 13) == Span(4, 17, "Config")  # a comment inside the class
+    assert enclosing(o, 6) == Span(4, 17, "Config")
+
+
+def test_enclosing_outside_symbols_is_the_top_level_node_or_the_next_one() -> None:
+    o = outline(PY, "a.py")
+    assert enclosing(o, 1) == Span(1, 1)  # import os
+    assert enclosing(o, 2) == Span(4, 17)  # a blank line: the next statement
+    assert enclosing(o, 19) == Span(20, 21)
+    tail = outline("x = 1\n\n# end\n", "b.py")
+    assert enclosing(tail, 3) == Span(3, 3)  # nothing follows: the line alone
+
+
+def test_enclosing_in_markdown_is_the_section() -> None:
+    o = outline(MD, "a.md")
+    assert enclosing(o, 9) == Span(7, 10, "Sub")
+    assert enclosing(o, 1) == Span(1, 1)  # before the first heading: its paragraph
+
+
+def test_fallback_is_twenty_lines_either_side_clamped() -> None:
+    assert fallback(30, 100) == Span(10, 50)
+    assert fallback(3, 10) == Span(1, 10)
