@@ -254,6 +254,8 @@ def test_the_extension_in_code_server(code_server: dict[str, Any]) -> None:
     assert probe["mcpStart"]["ok"], probe["mcpStart"]
     mcp_tools = {"mcp_readmany_read_many_files", "mcp_readmany_list_files"}
     assert mcp_tools <= set(probe["allTools"]), probe["allTools"]
+    # VS Code 1.139 hands the model a result's structuredContent (as JSON) in place of
+    # its text blocks when it has one: what the model gets is the per-file results.
     assert probe["invokeMcpTool"]["ok"], probe["invokeMcpTool"]
     assert '"path":"a.txt","status":"ok"' in probe["invokeMcpTool"]["value"]
     # One read tool for the model: the Language Model Tool is not registered (VS Code
