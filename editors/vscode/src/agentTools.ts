@@ -53,6 +53,11 @@ export function mcpServerArgs(server: ServerCommand, folders: readonly string[])
  * `denyPatterns` and `defaultExcludes` when set, `maxFileBytes`, `shareOverlays`,
  * `redactSecrets`) and the agent tool's budgets (`readmany.toolMaxTotalTokens`,
  * `readmany.toolMaxTotalChars`: the server's `toolMaxTotalTokens`/`toolMaxTotalChars`).
+ * Always `READMANY_MCP_STRUCTURED_TEXT=true` (`readmany mcp --structured-text`): when a
+ * tool result has `structuredContent`, VS Code gives the model that JSON alone and drops
+ * the text blocks, so the tools' text (the file contents) must be in it, as
+ * `llmContent` (docs/mcp.md). An environment variable rather than the flag: a readmany
+ * from before the option ignores it and still starts.
  */
 export function mcpServerEnv(settings: Settings): Record<string, string> {
   const { server, tool } = settings;
@@ -63,6 +68,7 @@ export function mcpServerEnv(settings: Settings): Record<string, string> {
     READMANY_REDACT_SECRETS: String(server.redactSecrets),
     READMANY_TOOL_MAX_TOTAL_TOKENS: String(tool.maxTotalTokens),
     READMANY_TOOL_MAX_TOTAL_CHARS: String(tool.maxTotalChars),
+    READMANY_MCP_STRUCTURED_TEXT: 'true',
   };
   if (server.denyPatterns !== null) env.READMANY_DENY_PATTERNS = JSON.stringify(server.denyPatterns);
   if (server.defaultExcludes !== null) env.READMANY_DEFAULT_EXCLUDES = JSON.stringify(server.defaultExcludes);

@@ -31,7 +31,7 @@ describe('mcpServerArgs', () => {
 });
 
 describe('mcpServerEnv', () => {
-  test('the server settings and the tool budgets, as READMANY_* values; lists left to the server when unset', () => {
+  test('the server settings and the tool budgets, as READMANY_* values; lists left to the server when unset; the text in structuredContent (VS Code shows the model only that)', () => {
     assert.deepEqual(mcpServerEnv(DEFAULTS), {
       READMANY_IGNORE_FILE_NAMES: '[".readmanyignore"]',
       READMANY_MAX_FILE_BYTES: '20971520',
@@ -39,6 +39,7 @@ describe('mcpServerEnv', () => {
       READMANY_REDACT_SECRETS: 'true',
       READMANY_TOOL_MAX_TOTAL_TOKENS: '20000',
       READMANY_TOOL_MAX_TOTAL_CHARS: '50000',
+      READMANY_MCP_STRUCTURED_TEXT: 'true',
     });
     const set = mcpServerEnv({ ...DEFAULTS, server: { ...DEFAULTS.server, denyPatterns: ['*.secret'], defaultExcludes: [], redactSecrets: false } });
     assert.equal(set.READMANY_DENY_PATTERNS, '["*.secret"]');
