@@ -255,9 +255,14 @@ def test_the_extension_in_code_server(code_server: dict[str, Any]) -> None:
     mcp_tools = {"mcp_readmany_read_many_files", "mcp_readmany_list_files"}
     assert mcp_tools <= set(probe["allTools"]), probe["allTools"]
     # VS Code 1.139 hands the model a result's structuredContent (as JSON) in place of
-    # its text blocks when it has one: what the model gets is the per-file results.
+    # its text blocks when it has one; the extension starts the server with
+    # READMANY_MCP_STRUCTURED_TEXT, so that JSON holds the text (llmContent), the file's
+    # content included, beside the per-file results.
     assert probe["invokeMcpTool"]["ok"], probe["invokeMcpTool"]
-    assert '"path":"a.txt","status":"ok"' in probe["invokeMcpTool"]["value"]
+    model_facing = json.loads(probe["invokeMcpTool"]["value"])
+    assert model_facing["llmContent"] == "--- a.txt ---\nalpha\n\n--- End of content ---"
+    assert model_facing["files"][0]["path"] == "a.txt"
+    assert model_facing["files"][0]["status"] == "ok"
     # One read tool for the model: the Language Model Tool is not registered (VS Code
     # still knows its contribution, hidden by its `when` clause).
     assert seen["toolShownBefore"] is False
