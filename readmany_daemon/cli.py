@@ -383,7 +383,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if root is None or not (os.path.isabs(root) or root.startswith("file:")):
         cwd = current_dir()
         root = None if root is None else os.path.join(cwd, root)
-    return front.run(root, args.no_daemon)
+    return front.run(root, args.no_daemon, args.structured_text)
 
 
 def cmd_status(args: argparse.Namespace) -> int:

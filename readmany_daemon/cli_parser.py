@@ -252,6 +252,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="workspace folder (default: the client's MCP roots, else the current directory)",
     )
     m.add_argument("--no-daemon", action="store_true", help="answer in this process only")
+    m.add_argument(
+        "--structured-text",
+        action="store_true",
+        help=(
+            "put each tool's text into its structuredContent too, as llmContent (for "
+            "clients that show the model only that, such as VS Code; "
+            "READMANY_MCP_STRUCTURED_TEXT=true)"
+        ),
+    )
     st = sub.add_parser("status", help="print the shared daemon's status (exit 3 when none runs)")
     st.add_argument("--json", action="store_true", help="print the readMany/status result as JSON")
     stop = sub.add_parser("stop", help="stop the shared daemon")

@@ -92,6 +92,10 @@ class Settings(msgspec.Struct, rename="camel", forbid_unknown_fields=False, kw_o
     #: Replace secrets in answers (PROTOCOL §4 "Secrets"); a request's ``redactSecrets``
     #: overrides it for that call.
     redact_secrets: bool = True
+    #: ``readmany mcp`` puts each tool's text into its ``structuredContent`` too, as
+    #: ``llmContent`` (``--structured-text``): for clients that give the model only the
+    #: structured content when a result has one (VS Code; docs/mcp.md).
+    mcp_structured_text: bool = False
 
     def merged(self, overrides: Mapping[str, Any], source: str, warnings: list[str]) -> Settings:
         """A copy with ``overrides`` (camelCase or snake_case keys) applied one by one.

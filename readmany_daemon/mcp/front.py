@@ -44,6 +44,7 @@ import msgspec
 from readmany_daemon import __version__
 from readmany_daemon.errors import RootNotFound
 from readmany_daemon.frames import write_all
+from readmany_daemon.settings import Settings, load_settings
 from readmany_daemon.wire.messages import SERVER_NAME
 
 log = logging.getLogger("readmany.mcp")
@@ -132,14 +133,16 @@ def initialize_result(protocol_version: str, major: int) -> dict[str, Any]:
     }
 
 
-def tools_result(major: int) -> dict[str, Any]:
+def tools_result(major: int, settings: Settings | None = None) -> dict[str, Any]:
     """The ``ListToolsResult`` the SDK of ``major`` answers (``schema.tool_definitions``
-    with the settings' budgets; 2.x writes the keys of each tool and of its object
-    members (annotations, schemas, ``_meta``) sorted, nested objects as given)."""
+    with ``settings``, default the environment's: the budgets, ``mcpStructuredText``;
+    2.x writes the keys of each tool and of its object members (annotations, schemas,
+    ``_meta``) sorted, nested objects as given)."""
     from readmany_daemon.mcp.schema import tool_definitions
-    from readmany_daemon.settings import load_settings
 
-    tools = tool_definitions(load_settings()[0])  # warnings: the tools' backend logs them
+    if settings is None:
+        settings = load_settings()[0]  # warnings: the server logs them (``server_settings``)
+    tools = tool_definitions(settings)
     if major >= 2:
         tools = [
             {k: dict(sorted(v.items())) if isinstance(v, dict) else v for k, v in sorted(t.items())}
@@ -160,6 +163,8 @@ class Front:
     answer to write, or None when the line waits in ``kept`` for the SDK."""
 
     major: int | None
+    #: The server's settings (``server_settings``); None: the environment's.
+    settings: Settings | None = None
     kept: list[bytes] = field(default_factory=list)
     #: The ``initialize`` answered here: its id and the bytes written (else None).
     init_id: Any = None
@@ -202,7 +207,7 @@ class Front:
         params = msg.get("params")
         plain = params is None or (isinstance(params, dict) and set(params) <= {"_meta"})
         if method == "tools/list" and self.initialized and plain and msg.get("jsonrpc") == "2.0":
-            return _response(msg["id"], tools_result(self.major))
+            return _response(msg["id"], tools_result(self.major, self.settings))
         self.waiting = True
         return None
 
@@ -221,7 +226,9 @@ class _Loaded:
 _EOF = b""
 
 
-def _load(root: str | None, no_daemon: bool, events: queue.SimpleQueue[Any]) -> None:
+def _load(
+    root: str | None, no_daemon: bool, settings: Settings, events: queue.SimpleQueue[Any]
+) -> None:
     try:
         gate = os.environ.get(ENV_SDK_GATE)
         if gate:
@@ -231,7 +238,7 @@ def _load(root: str | None, no_daemon: bool, events: queue.SimpleQueue[Any]) -> 
         from readmany_daemon.mcp.tools import ReadManyMcp
 
         sdk.load()
-        events.put(_Loaded(app=ReadManyMcp(root, no_daemon)))
+        events.put(_Loaded(app=ReadManyMcp(root, no_daemon, settings)))
     except BaseException as exc:  # handed to the main thread, raised there
         events.put(_Loaded(error=exc))
 
@@ -325,23 +332,36 @@ def _setup_logging() -> None:
         )
 
 
-def run(root: str | None = None, no_daemon: bool = False) -> int:
+def server_settings(structured_text: bool = False) -> Settings:
+    """The server's settings: the environment's (``READMANY_*``; each one ignored is
+    logged), then the command line's flags (``--structured-text``: ``mcpStructuredText``
+    on)."""
+    settings, warnings = load_settings()
+    for w in warnings:
+        log.warning("%s", w)
+    if structured_text:
+        settings = msgspec.structs.replace(settings, mcp_structured_text=True)
+    return settings
+
+
+def run(root: str | None = None, no_daemon: bool = False, structured_text: bool = False) -> int:
     """``readmany mcp``: serve on stdio until the client closes stdin; returns the exit
-    code. Raises ``RootNotFound`` (``--root`` is no folder) and whatever loading the SDK
-    raised."""
+    code. ``structured_text``: ``--structured-text``. Raises ``RootNotFound`` (``--root``
+    is no folder) and whatever loading the SDK raised."""
     if root is not None and not os.path.isdir(root):
         raise RootNotFound(f"--root: no such folder: {root}", "root")
     _setup_logging()
+    settings = server_settings(structured_text)
     if os.environ.get(ENV_FRONT) == "0":
         from readmany_daemon.mcp import sdk
 
-        return sdk.run(root, no_daemon)
+        return sdk.run(root, no_daemon, settings)
     events: queue.SimpleQueue[Any] = queue.SimpleQueue()
-    loader = threading.Thread(target=_load, args=(root, no_daemon, events), daemon=True)
+    loader = threading.Thread(target=_load, args=(root, no_daemon, settings, events), daemon=True)
     loader.start()
     wire_in, wire_out = _claim_stdio()
     threading.Thread(target=_read_lines, args=(wire_in, events), daemon=True).start()
-    front = Front(sdk_major())
+    front = Front(sdk_major(), settings)
     kept_eof = False
     while not isinstance(item := events.get(), _Loaded):
         if item is _EOF:

@@ -21,6 +21,7 @@ from readmany_daemon.runtime.roots import RootEntry
 from readmany_daemon.runtime.service import Service
 
 if TYPE_CHECKING:
+    from readmany_daemon.settings import Settings
     from readmany_daemon.wire.cursor import ReadRequest
 
 log = logging.getLogger("readmany.mcp")
@@ -30,12 +31,16 @@ class LocalBackend:
     """Answers in this process through a watcher-less ``Service``; each root is
     acquired once and kept until ``clear``."""
 
-    def __init__(self) -> None:
-        from readmany_daemon.settings import load_settings
+    def __init__(self, settings: Settings | None = None) -> None:
+        """``settings``: the server's (``mcp/front.py`` loads them); None: from the
+        environment, each ignored setting logged."""
+        if settings is None:
+            from readmany_daemon.settings import load_settings
 
-        self.settings, warnings = load_settings()
-        for w in warnings:
-            log.warning("%s", w)
+            settings, warnings = load_settings()
+            for w in warnings:
+                log.warning("%s", w)
+        self.settings = settings
         self.service = Service(self.settings, watch=False, snapshots=False, warm_cache=False)
         self._roots: dict[str, RootEntry] = {}
         self._lock = threading.Lock()

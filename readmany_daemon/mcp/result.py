@@ -13,7 +13,11 @@ default) and moves one whose text is over 50,000 characters to a file. So:
   whole result, as JSON, stays within ``result_ceiling`` tokens (o200k); one that would
   push it over is left out, named in a notice at the end of the text with the call
   that gets it (for a notebook's image, ``nb.ipynb#cell=7/output=2``: that cell), and
-  marked ``"omitted": true`` in ``structuredContent.attachments``.
+  marked ``"omitted": true`` in ``structuredContent.attachments``;
+- with ``mcpStructuredText`` (``readmany mcp --structured-text``) ``structuredContent``
+  carries the text too, as ``llmContent`` (its first member), for clients that give the
+  model the structured content in place of the text blocks (VS Code). The ceiling
+  counts the text once: a client's model reads it from one place or the other.
 """
 
 from __future__ import annotations
@@ -166,19 +170,32 @@ def _fit_files(text: str, structure: dict[str, Any], ceiling: int) -> None:
     structure["filesLeftOut"] = high
 
 
+def with_text(text: str, structure: Mapping[str, Any]) -> dict[str, Any]:
+    """``structure`` with ``text`` as its first member, ``llmContent``
+    (``mcpStructuredText``)."""
+    return {"llmContent": text, **structure}
+
+
 def read_result(
-    answer: Mapping[str, Any], root: str, ceiling: int = RESULT_MAX_TOKENS
+    answer: Mapping[str, Any],
+    root: str,
+    ceiling: int = RESULT_MAX_TOKENS,
+    structured_text: bool = False,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """``(content blocks, structuredContent)`` of a ``readMany/read`` answer (builtins),
     answered in ``root``: the text, then the attachments that fit within ``ceiling``
-    o200k tokens for the whole result as JSON; the others are named in a notice at the
-    end of the text, never dropped silently. Attachments are tried in answer order;
-    room for the notice (naming them all, the longest it can be) is kept first."""
+    o200k tokens for the whole result as JSON (the text counted once); the others are
+    named in a notice at the end of the text, never dropped silently. Attachments are
+    tried in answer order; room for the notice (naming them all, the longest it can be)
+    is kept first. ``structured_text``: ``structuredContent`` holds the final text too,
+    as ``llmContent``."""
     text = answer.get("llmContent", "")
     structure = structured(answer)
     _fit_files(text, structure, ceiling)
     attachments = list(answer.get("attachments") or [])
     if not attachments:
+        if structured_text:
+            structure = with_text(text, structure)
         return [{"type": "text", "text": text}], structure
     blocks = [_block(att, root) for att in attachments]
     costs = [count_tokens(_compact(b)) + 1 for b in blocks]  # +1: the separating comma
@@ -201,4 +218,6 @@ def read_result(
             left.append(item)
     if left:
         text += _notice(left, ceiling)
+    if structured_text:
+        structure = with_text(text, structure)
     return [{"type": "text", "text": text}, *kept], structure

@@ -343,9 +343,20 @@ def vscode_input_schema(settings: Settings | None = None) -> dict[str, Any]:
     )
 
 
+#: The output-schema member of each tool's text under ``mcpStructuredText``.
+STRUCTURED_TEXT = {"llmContent": {"type": "string"}}
+
+
+def with_structured_text(output: dict[str, Any]) -> dict[str, Any]:
+    """``output`` (an ``outputSchema``) with ``llmContent``, the tool's text, as its first
+    member, optional (``mcpStructuredText``: the structured content then carries it)."""
+    return {**output, "properties": {**STRUCTURED_TEXT, **output["properties"]}}
+
+
 def tool_definitions(settings: Settings | None = None) -> list[dict[str, Any]]:
     """The three tools as ``tools/list`` entries (camelCase, as on the wire), with the
-    budgets of ``settings`` (default: the defaults) as the read tool's defaults."""
+    budgets of ``settings`` (default: the defaults) as the read tool's defaults; with
+    ``mcpStructuredText`` each output schema names ``llmContent`` (the text) too."""
     hints = {
         "readOnlyHint": True,
         "destructiveHint": False,
@@ -370,7 +381,7 @@ def tool_definitions(settings: Settings | None = None) -> list[dict[str, Any]]:
         },
         "required": ["clock", "isFreshInstance", "changed", "deleted"],
     }
-    return [
+    tools: list[dict[str, Any]] = [
         {
             "name": READ_TOOL,
             "title": "Read many files",
@@ -409,6 +420,10 @@ def tool_definitions(settings: Settings | None = None) -> list[dict[str, Any]]:
             "annotations": {**hints, "idempotentHint": False},
         },
     ]
+    if settings is not None and settings.mcp_structured_text:
+        for tool in tools:
+            tool["outputSchema"] = with_structured_text(tool["outputSchema"])
+    return tools
 
 
 # ------------------------------------------------------------------ the VS Code manifest

@@ -17,6 +17,7 @@ from readmany_daemon import __version__
 from readmany_daemon.errors import RootNotFound
 from readmany_daemon.mcp.schema import INSTRUCTIONS, tool_definitions
 from readmany_daemon.mcp.tools import ReadManyMcp, ToolFailure
+from readmany_daemon.settings import Settings
 from readmany_daemon.wire.messages import SERVER_NAME
 
 log = logging.getLogger("readmany.mcp")
@@ -67,7 +68,7 @@ def build_server(app: ReadManyMcp) -> Any:
     import mcp.types as types
     from mcp.server.lowlevel import Server
 
-    tools = [types.Tool.model_validate(t) for t in tool_definitions(app.local.settings)]
+    tools = [types.Tool.model_validate(t) for t in tool_definitions(app.settings)]
 
     if _sdk_major() >= 2:
 
@@ -140,8 +141,9 @@ async def serve(app: ReadManyMcp, stdin: Any = None, stdout: Any = None) -> None
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def run(root: str | None = None, no_daemon: bool = False) -> int:
-    """``readmany mcp``: serve until the client closes stdin; returns the exit code."""
+def run(root: str | None = None, no_daemon: bool = False, settings: Settings | None = None) -> int:
+    """``readmany mcp``: serve until the client closes stdin; returns the exit code.
+    ``settings``: the server's (default: from the environment)."""
     import anyio
 
     if root is not None and not os.path.isdir(root):
@@ -152,6 +154,6 @@ def run(root: str | None = None, no_daemon: bool = False) -> int:
             level=logging.WARNING,
             format="readmany mcp: %(levelname)s: %(message)s",
         )
-    app = ReadManyMcp(root, no_daemon)
+    app = ReadManyMcp(root, no_daemon, settings)
     anyio.run(serve, app)
     return 0

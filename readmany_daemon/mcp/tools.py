@@ -5,7 +5,10 @@
 ``maxTotalChars`` of its own the tool budgets (``Settings.tool_max_total_tokens`` /
 ``tool_max_total_chars``); its result is ``llmContent`` as text, attachments as image
 or resource blocks and the rest of the ``ReadManyResult`` as structured content, the
-whole within the client's limits (``mcp/result.py``).
+whole within the client's limits (``mcp/result.py``). With the setting
+``mcpStructuredText`` (``--structured-text``) every tool's structured content carries
+its text too, as ``llmContent``: VS Code gives the model a result's structured content
+in place of its text blocks.
 
 The workspace root is ``--root``, else the client's MCP roots (``roots/list``, when the
 client declares the roots capability), else the current directory. A request's ``root``
@@ -28,7 +31,7 @@ from readmany_daemon import roots as roots_
 from readmany_daemon.errors import InvalidParams, ReadManyError
 from readmany_daemon.mcp.backend import DaemonBackend
 from readmany_daemon.mcp.local import LocalBackend
-from readmany_daemon.mcp.result import read_result, result_ceiling
+from readmany_daemon.mcp.result import read_result, result_ceiling, with_text
 from readmany_daemon.mcp.schema import (
     CHANGED_TOOL,
     DEFAULT_LIST_LIMIT,
@@ -40,6 +43,7 @@ from readmany_daemon.paths import uri_to_path
 from readmany_daemon.roots import Root, make_root
 from readmany_daemon.route import current_dir, daemon_off
 from readmany_daemon.runtime.ledger import Ledger, answer_stale, place_notice, stale_members
+from readmany_daemon.settings import Settings
 from readmany_daemon.wire.decode import as_object, decode_changed_since_params
 from readmany_daemon.wire.fold import fold_read_params
 from readmany_daemon.wire.messages import CHANGED_SINCE, FILES, READ, ReadManyParams
@@ -147,13 +151,20 @@ class ReadManyMcp:
     """The tools, independent of the SDK: ``call(name, arguments, ask_roots)`` returns
     ``(content, structured)`` or raises ``ToolFailure`` / ``InvalidParams``."""
 
-    def __init__(self, root: str | None = None, no_daemon: bool = False) -> None:
+    def __init__(
+        self, root: str | None = None, no_daemon: bool = False, settings: Settings | None = None
+    ) -> None:
         self.fixed = [make_root(root)] if root is not None else None
         self._roots: list[Root] | None = self.fixed
-        self.local = LocalBackend()
+        self.local = LocalBackend(settings)
         self.daemon = None if daemon_off(no_daemon) else DaemonBackend(self.local)
         #: The files this session (this server process) was given, for ``stale``.
         self.ledger = Ledger()
+
+    @property
+    def settings(self) -> Settings:
+        """The server's settings (the environment's, with the command line's flags)."""
+        return self.local.settings
 
     @property
     def backend(self) -> LocalBackend | DaemonBackend:
@@ -225,14 +236,15 @@ class ReadManyMcp:
             answer = await anyio.to_thread.run_sync(backend.call, READ, params, root, req)
             answer = self.with_stale(answer, root, req.params, began)
             ceiling = result_ceiling(req.params.max_total_tokens)
-            return await anyio.to_thread.run_sync(read_result, answer, root, ceiling)
+            with_llm = self.settings.mcp_structured_text
+            return await anyio.to_thread.run_sync(read_result, answer, root, ceiling, with_llm)
         if name == FILES_TOOL:
             limit = _limit(args)
             root = resolve_root(args.get("root"), roots)
             args["root"] = root
             listed = await anyio.to_thread.run_sync(backend.call, FILES, args, root)
             text, structured = files_answer(listed, limit)
-            return [_text(text)], structured
+            return [_text(text)], self._structured(text, structured)
         if name == CHANGED_TOOL:
             limit = _limit(args)
             if args.get("clock") is None:
@@ -242,8 +254,13 @@ class ReadManyMcp:
             params = {"clock": wanted.clock, "root": root}
             delta = await anyio.to_thread.run_sync(backend.call, CHANGED_SINCE, params, root)
             text, structured = changed_answer(delta, limit)
-            return [_text(text)], structured
+            return [_text(text)], self._structured(text, structured)
         raise ToolFailure(f"unknown tool {name!r}: use {READ_TOOL}, {FILES_TOOL} or {CHANGED_TOOL}")
+
+    def _structured(self, text: str, structured: dict[str, Any]) -> dict[str, Any]:
+        """A tool's structured content, with its text as ``llmContent`` under
+        ``mcpStructuredText``."""
+        return with_text(text, structured) if self.settings.mcp_structured_text else structured
 
     async def call_tool(self, name: str, arguments: Any, ask: Callable[[], Any]) -> dict[str, Any]:
         """``call`` as a ``CallToolResult`` (camelCase dict): failures become

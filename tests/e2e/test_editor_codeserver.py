@@ -4,8 +4,10 @@ The packaged ``.vsix`` and a test-only probe extension (editors/vscode/test/code
 probe) are installed into a fresh ``--user-data-dir`` and ``--extensions-dir``;
 code-server is started on 127.0.0.1 with ``--auth none`` in a session of its own
 (``setsid``), and ``drive.mjs`` (puppeteer-core) opens the workspace, waits for the
-status-bar item, runs every "Read Many Files" palette command and asks the probe for
-the extension's API, ``vscode.lm.tools`` and ``vscode.lm.invokeTool``. The whole process
+status-bar item, lists the MCP servers (the extension registers ``readmany mcp``), runs
+every "Read Many Files" palette command and asks the probe for the extension's API,
+``vscode.lm.tools``, ``vscode.lm.invokeTool`` and VS Code's start of the MCP server;
+last it asks for both read tools (``readmany.mcpServer.alsoLanguageModelTool``). The whole process
 group is stopped at the end. On a failure the screenshots are under ``.ci/artifacts/``.
 
 Needs Node.js 22 or newer on PATH, code-server and puppeteer-core in
@@ -147,6 +149,8 @@ def code_server(env: dict[str, str], tmp_path: Path) -> Iterator[dict[str, Any]]
             time.sleep(0.2)
         yield {
             "url": f"http://127.0.0.1:{port}/?folder={ws}",
+            "ws": ws,
+            "pid": proc.pid,
             "log": log,
             "probe_out": probe_out,
             "tools": tools,
@@ -167,6 +171,23 @@ def _cmdline(pid: int) -> list[str]:
         return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
     except OSError:
         return []
+
+
+def _processes_with(*args: str) -> dict[int, list[str]]:
+    """pid → command line of the running processes that hold every one of ``args``."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            cmdline = [a for a in _cmdline(int(entry.name)) if a]
+            if all(a in cmdline for a in args):
+                found[int(entry.name)] = cmdline
+    return found
+
+
+def _process_group(pid: int) -> int:
+    """The process group of ``pid`` (field 5 of /proc/PID/stat)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[2])
 
 
 def test_the_extension_in_code_server(code_server: dict[str, Any]) -> None:
@@ -195,6 +216,7 @@ def test_the_extension_in_code_server(code_server: dict[str, Any]) -> None:
     after = seen.get("restart") or {}
     pid = (after.get("status") or {}).get("value", {}).get("pid")
     server_cmdline = _cmdline(pid) if isinstance(pid, int) else []
+    mcp_servers = _processes_with("mcp", "--root", str(code_server["ws"]))
     print(f"code-server drive: {seconds:.1f} s; steps: {seen.get('steps')}")
     if proc.returncode != 0:
         pytest.fail(
@@ -218,10 +240,40 @@ def test_the_extension_in_code_server(code_server: dict[str, Any]) -> None:
         },
     }, probe["read"]
     assert probe["status"]["ok"] and probe["status"]["value"]["fileCount"] == 2, probe["status"]
-    # The Language Model Tool is registered and answers through vscode.lm.invokeTool.
-    assert "readmany_read_many_files" in probe["tools"]
-    assert probe["invokeTool"]["ok"], probe["invokeTool"]
-    assert "--- src/m.py ---\nprint('m')" in probe["invokeTool"]["value"]
+    # VS Code lists the MCP server the extension registered (MCP: List Servers) ...
+    servers = seen["mcpServers"]
+    assert any(row.startswith("readmany, Running") for row in servers), servers
+    # ... started it beside the files, from code-server's extension host (its process
+    # group): `readmany mcp --root <the workspace folder>`, `--no-daemon` as the window
+    # has a server of its own (readmany.shared off) ...
+    assert len(mcp_servers) == 1, mcp_servers
+    [(mcp_pid, mcp_cmdline)] = mcp_servers.items()
+    assert mcp_cmdline[-4:] == ["mcp", "--root", str(code_server["ws"]), "--no-daemon"]
+    assert _process_group(mcp_pid) == code_server["pid"]
+    # ... and lists its tools for the model, which answer.
+    assert probe["mcpStart"]["ok"], probe["mcpStart"]
+    mcp_tools = {"mcp_readmany_read_many_files", "mcp_readmany_list_files"}
+    assert mcp_tools <= set(probe["allTools"]), probe["allTools"]
+    # VS Code 1.139 hands the model a result's structuredContent (as JSON) in place of
+    # its text blocks when it has one; the extension starts the server with
+    # READMANY_MCP_STRUCTURED_TEXT, so that JSON holds the text (llmContent), the file's
+    # content included, beside the per-file results.
+    assert probe["invokeMcpTool"]["ok"], probe["invokeMcpTool"]
+    model_facing = json.loads(probe["invokeMcpTool"]["value"])
+    assert model_facing["llmContent"] == "--- a.txt ---\nalpha\n\n--- End of content ---"
+    assert model_facing["files"][0]["path"] == "a.txt"
+    assert model_facing["files"][0]["status"] == "ok"
+    # One read tool for the model: the Language Model Tool is not registered (VS Code
+    # still knows its contribution, hidden by its `when` clause).
+    assert seen["toolShownBefore"] is False
+    assert "registered" in probe["invokeTool"]["error"], probe["invokeTool"]
+    # readmany.mcpServer.alsoLanguageModelTool: both; the tool answers through
+    # vscode.lm.invokeTool.
+    both = seen["probeBoth"]
+    assert seen["toolShownAfter"] is True
+    assert both["invokeTool"]["ok"], both["invokeTool"]
+    assert "--- src/m.py ---\nprint('m')" in both["invokeTool"]["value"]
+    assert mcp_tools <= set(both["allTools"]), both["allTools"]
     # Every palette command.
     assert "--- a.txt ---\nalpha\n\n--- src/m.py ---\nprint('m')" in seen["openInEditor"]
     assert seen["clipboard"] == "--- a.txt ---\nalpha\n\n--- End of content ---"

@@ -415,6 +415,67 @@ async def test_attachments_that_do_not_fit_are_named_not_dropped(
         assert base64.b64decode(image["data"]) == big
 
 
+def _conforms(result: dict[str, Any], tool: dict[str, Any]) -> None:
+    """``result``'s structuredContent is valid against ``tool``'s outputSchema (MCP: a
+    structured result must conform to it)."""
+    import jsonschema
+
+    jsonschema.validators.validator_for(tool["outputSchema"]).check_schema(tool["outputSchema"])
+    jsonschema.validate(result["structuredContent"], tool["outputSchema"])
+
+
+@pytest.mark.parametrize("how", ["flag", "environment"])
+async def test_structured_text_puts_each_tools_text_into_structured_content(
+    env: dict[str, str], tree: Path, how: str
+) -> None:
+    """``--structured-text`` (or ``READMANY_MCP_STRUCTURED_TEXT``): VS Code gives the
+    model a result's structuredContent in place of its text blocks, so each tool's text
+    is in it too, as ``llmContent``, declared in the output schemas; without it the
+    structured content carries no text (as the other clients get it)."""
+    write_tree(tree, {"img/logo.png": _png()})
+    args = ["--root", str(tree)]
+    if how == "flag":
+        args.append("--structured-text")
+    else:
+        env = {**env, "READMANY_MCP_STRUCTURED_TEXT": "true"}
+    async with mcp_session(env, *args) as session:
+        tools = {t["name"]: t for t in (_dump(t) for t in (await session.list_tools()).tools)}
+        r = await read(session, paths=["src/a.py", "README.md", "img/logo.png"])
+        listed = await call(session, "list_files", {"patterns": ["src/"]})
+        first = await call(session, "changed_since", {})
+    for tool in tools.values():
+        prop = tool["outputSchema"]["properties"]["llmContent"]
+        assert prop == {"type": "string"}
+        assert "llmContent" not in tool["outputSchema"].get("required", [])
+    s = r["structuredContent"]
+    assert next(iter(s)) == "llmContent" and s["llmContent"] == text(r)
+    assert "--- src/a.py ---\nprint('a')\n" in s["llmContent"]
+    assert "--- README.md ---\n# demo\n" in s["llmContent"]
+    # The text block stays (other clients read it); the image still follows as content.
+    assert [c["type"] for c in r["content"]] == ["text", "image"]
+    assert s["files"][0]["path"] == "src/a.py" and s["summary"]["read"] == 3
+    _conforms(r, tools["read_many_files"])
+    assert "src/a.py\n" in listed["structuredContent"]["llmContent"]
+    assert listed["structuredContent"]["llmContent"] == text(listed)
+    _conforms(listed, tools["list_files"])
+    assert first["structuredContent"]["llmContent"] == text(first)
+    assert "isFreshInstance" in first["structuredContent"]["llmContent"]
+    _conforms(first, tools["changed_since"])
+
+
+async def test_without_structured_text_the_structured_content_has_no_text(
+    env: dict[str, str], tree: Path
+) -> None:
+    async with mcp_session(env, "--root", str(tree)) as session:
+        tools = [_dump(t) for t in (await session.list_tools()).tools]
+        r = await read(session, paths=["src/a.py"])
+        listed = await call(session, "list_files", {})
+    assert all("llmContent" not in t["outputSchema"]["properties"] for t in tools)
+    assert "llmContent" not in r["structuredContent"]
+    assert "llmContent" not in listed["structuredContent"]
+    _conforms(r, tools[0])
+
+
 async def test_bad_arguments_are_tool_errors_naming_the_field(
     env: dict[str, str], tree: Path
 ) -> None:

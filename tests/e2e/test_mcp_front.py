@@ -91,9 +91,11 @@ def _finish(proc: subprocess.Popen[bytes]) -> str:
     return err
 
 
-def _pipelined(env: dict[str, str], tree: Path, version: str, front: bool) -> list[bytes]:
+def _pipelined(
+    env: dict[str, str], tree: Path, version: str, front: bool, *args: str
+) -> list[bytes]:
     env = {**env, "READMANY_MCP_FRONT": "1" if front else "0"}
-    proc = _start(env, "--root", str(tree), cwd=tree)
+    proc = _start(env, "--root", str(tree), *args, cwd=tree)
     _send(proc, _init(version), INITIALIZED, TOOLS_LIST, TOOLS_CALL, PING)
     # The clock names the process's index instance: the one part that differs per run.
     lines = [re.sub(rb'"clock":"[^"]*"', b'"clock":""', _line(proc)) for _ in range(4)]
@@ -158,3 +160,18 @@ def test_initialize_and_tools_list_are_answered_before_the_sdk_loads(
     answer = json.loads(_line(proc))
     assert answer["id"] == 3 and not answer["result"]["isError"]
     _finish(proc)
+
+
+def test_structured_text_is_listed_alike_by_the_front_stage_and_the_sdk(
+    env: dict[str, str], tree: Path
+) -> None:
+    """``--structured-text``: the front stage's ``tools/list`` names ``llmContent`` in
+    the output schemas, byte for byte as the SDK does, and the call carries it."""
+    with_front = _pipelined(env, tree, "2025-06-18", True, "--structured-text")
+    sdk_only = _pipelined(env, tree, "2025-06-18", False, "--structured-text")
+    assert with_front[:2] == sdk_only[:2]
+    tools = json.loads(with_front[1])["result"]["tools"]
+    assert all("llmContent" in t["outputSchema"]["properties"] for t in tools)
+    by_id = {json.loads(line)["id"]: json.loads(line) for line in with_front}
+    call = by_id[3]["result"]
+    assert call["structuredContent"]["llmContent"] == call["content"][0]["text"]

@@ -66,6 +66,7 @@ def test_wire_names_are_camel_case() -> None:
         "ignoreFileNames",
         "logLevel",
         "maxFileBytes",
+        "mcpStructuredText",
         "redactSecrets",
         "shareOverlays",
         "toolMaxTotalChars",
@@ -82,6 +83,7 @@ def test_wire_names_are_camel_case() -> None:
         ("READMANY_MAX_FILE_BYTES", "100", {"max_file_bytes": 100}),
         ("READMANY_CACHE_BYTES", "0", {"cache_bytes": 0}),
         ("READMANY_IDLE_TIMEOUT_SECONDS", "2.5", {"idle_timeout_seconds": 2.5}),
+        ("READMANY_MCP_STRUCTURED_TEXT", "true", {"mcp_structured_text": True}),
         ("READMANY_IDLE_TIMEOUT_SECONDS", "10", {"idle_timeout_seconds": 10.0}),
         ("READMANY_SHARE_OVERLAYS", "false", {"share_overlays": False}),
         ("READMANY_LOG_LEVEL", "DEBUG", {"log_level": "DEBUG"}),  # not JSON: a string

@@ -1,10 +1,12 @@
 /**
- * Wires the features to VS Code: output channel, settings, the server, the Language
- * Model Tool, the commands, the status bar. Receives the `vscode` API and an LSP client
+ * Wires the features to VS Code: output channel, settings, the server, what the agent
+ * reads with (the MCP server and/or the Language Model Tool, `agentTools.ts`), the
+ * commands, the status bar. Receives the `vscode` API and an LSP client
  * factory from `extension.ts`, so unit tests drive it with a fake `vscode` and a client
  * of their own.
  */
 import type * as vscode from 'vscode';
+import { AgentTools } from './agentTools';
 import { ReadCommands } from './commands';
 import { findServer, type DiscoveryHost, type ServerCommand } from './discovery';
 import { METHODS, type ReadManyParams, type ReadManyResult, type StatusResult } from './protocol';
@@ -50,6 +52,7 @@ export class ReadManyController implements vscode.Disposable {
   readonly server: ServerManager;
   readonly statusBar: StatusBar;
   readonly commands: ReadCommands;
+  readonly agentTools: AgentTools;
   settings: Settings;
   private readonly disposables: { dispose(): unknown }[] = [];
   private readonly now: () => number;
@@ -95,24 +98,43 @@ export class ReadManyController implements vscode.Disposable {
     register(COMMANDS.refreshStatus, () => this.refreshStatus());
     register(COMMANDS.showOutput, () => this.output.show(true));
 
-    if (typeof api.lm?.registerTool === 'function') {
-      const toolApi: ToolApi = {
-        LanguageModelTextPart: api.LanguageModelTextPart,
-        // 1.95's typings take text and prompt-tsx parts; hosts from 1.106 take data parts too.
-        LanguageModelToolResult: api.LanguageModelToolResult as unknown as ToolApi['LanguageModelToolResult'],
-        LanguageModelDataPart: (api as Partial<ToolPartsApi>).LanguageModelDataPart,
-      };
-      const tool = createReadManyTool(toolApi, {
-        read: (params, token) => this.read(params, token),
-        budgets: () => this.settings.tool,
-        workspaceFolders: () => api.workspace.workspaceFolders ?? [],
-      });
-      this.disposables.push(api.lm.registerTool(TOOL_NAME, tool));
-    } else {
-      this.output.warn(`This VS Code has no language model tools API (1.95 or newer has it): ${TOOL_NAME} is not registered`);
-    }
+    this.agentTools = new AgentTools(api, {
+      settings: () => this.settings,
+      folders: () => (api.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath),
+      server: () => this.server.found(),
+      registerTool: () => this.registerTool(),
+      log: this.output,
+    });
+    this.disposables.push(this.agentTools);
+    this.disposables.push(
+      this.server.onDidChangeState((state) => {
+        if (state === 'running' || state === 'notFound' || state === 'failed') void this.agentTools.refresh();
+      }),
+    );
+    this.disposables.push(api.workspace.onDidChangeWorkspaceFolders(() => void this.agentTools.refresh()));
 
     this.disposables.push(api.workspace.onDidChangeConfiguration((e) => void this.configurationChanged(e)));
+  }
+
+  /** The Language Model Tool, registered; undefined where the host has no tools API. */
+  private registerTool(): vscode.Disposable | undefined {
+    const api = this.api;
+    if (typeof api.lm?.registerTool !== 'function') {
+      this.output.warn(`This VS Code has no language model tools API (1.95 or newer has it): ${TOOL_NAME} is not registered`);
+      return undefined;
+    }
+    const toolApi: ToolApi = {
+      LanguageModelTextPart: api.LanguageModelTextPart,
+      // 1.95's typings take text and prompt-tsx parts; hosts from 1.106 take data parts too.
+      LanguageModelToolResult: api.LanguageModelToolResult as unknown as ToolApi['LanguageModelToolResult'],
+      LanguageModelDataPart: (api as Partial<ToolPartsApi>).LanguageModelDataPart,
+    };
+    const tool = createReadManyTool(toolApi, {
+      read: (params, token) => this.read(params, token),
+      budgets: () => this.settings.tool,
+      workspaceFolders: () => api.workspace.workspaceFolders ?? [],
+    });
+    return api.lm.registerTool(TOOL_NAME, tool);
   }
 
   /** The API other extensions get from `activate`. */
@@ -164,6 +186,7 @@ export class ReadManyController implements vscode.Disposable {
     const previous = this.settings;
     this.settings = this.readSettings();
     this.statusBar.setPeriod(this.settings.statusRefreshSeconds);
+    this.agentTools.update();
     if (launchKey(this.settings) !== launchKey(previous)) {
       this.output.info('readmany.path, readmany.interpreter or readmany.shared changed: restarting the server');
       await this.restart();

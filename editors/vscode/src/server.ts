@@ -79,6 +79,13 @@ export class ServerManager {
     return client.sendRequest<R>(method, params, token);
   }
 
+  /** The server the last start found (after any pending start/restart), or undefined
+   * when none was found; a server that failed to start counts as found. */
+  async found(): Promise<ServerCommand | undefined> {
+    await this.queue;
+    return this.server;
+  }
+
   async notify(method: string, params: unknown): Promise<void> {
     await this.queue;
     await this.client?.sendNotification(method, params);

@@ -12,7 +12,9 @@
  *   change, as `workspace/didChangeConfiguration`;
  * - the agent tool's budgets (`toolMaxTotalTokens`, `toolMaxTotalChars`): applied by the
  *   tool to each call that sets none of its own (the commands use `readmany.read.*`);
- * - UI settings (`statusRefreshSeconds`).
+ * - UI settings (`statusRefreshSeconds`);
+ * - which read tool the agent gets (`mcpServer.enabled`, `mcpServer.alsoLanguageModelTool`,
+ *   see `agentTools.ts`): a change re-registers, the server keeps running.
  */
 import type { Format } from './protocol';
 import type { ToolBudgets } from './tool';
@@ -46,6 +48,14 @@ export interface ReadDefaults {
   lineNumbers: boolean;
 }
 
+/** Which read tools the agent gets (`readmany.mcpServer.*`). */
+export interface McpServerSettings {
+  /** Register `readmany mcp` as an MCP server where VS Code has the API (1.101+). */
+  enabled: boolean;
+  /** Register the Language Model Tool too while the MCP server is registered. */
+  alsoLanguageModelTool: boolean;
+}
+
 export interface Settings {
   /** Paths of the `readmany` executable to try, in order (first that runs wins). */
   path: string[];
@@ -59,6 +69,7 @@ export interface Settings {
   read: ReadDefaults;
   /** The agent tool's budgets (`toolMaxTotalTokens`, `toolMaxTotalChars`). */
   tool: ToolBudgets;
+  mcpServer: McpServerSettings;
 }
 
 export const FORMATS: readonly Format[] = ['separator', 'heredoc', 'xml', 'json'];
@@ -85,6 +96,7 @@ export const DEFAULTS: Settings = {
     lineNumbers: false,
   },
   tool: { maxTotalTokens: 20000, maxTotalChars: 50000 },
+  mcpServer: { enabled: true, alsoLanguageModelTool: false },
 };
 
 type Check<T> = (value: unknown) => value is T;
@@ -138,6 +150,10 @@ export function readSettings(config: ConfigurationLike, warn: (message: string) 
     tool: {
       maxTotalTokens: get('toolMaxTotalTokens', isTokenBudget, d.tool.maxTotalTokens, 'an integer >= 1000'),
       maxTotalChars: get('toolMaxTotalChars', isAnswerChars, d.tool.maxTotalChars, 'an integer >= 4000'),
+    },
+    mcpServer: {
+      enabled: get('mcpServer.enabled', isBool, d.mcpServer.enabled, 'true or false'),
+      alsoLanguageModelTool: get('mcpServer.alsoLanguageModelTool', isBool, d.mcpServer.alsoLanguageModelTool, 'true or false'),
     },
   };
 }

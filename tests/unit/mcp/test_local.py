@@ -108,6 +108,37 @@ def test_an_attachment_over_the_ceiling_is_named_with_the_call_that_gets_it() ->
     assert not any(a.get("omitted") for a in structured["attachments"])
 
 
+def test_structured_text_carries_the_final_text_and_fits_as_without_it() -> None:
+    """``mcpStructuredText``: ``llmContent`` is the text block's text, the notice of an
+    attachment left out included; what fits is the same as without it (the ceiling
+    counts the text once: a client's model reads it from one place)."""
+    import base64
+    import random
+
+    from readmany_daemon.mcp.result import read_result
+
+    rng = random.Random(3)
+    big = base64.b64encode(bytes(rng.randrange(256) for _ in range(60_000))).decode()
+    small = base64.b64encode(b"GIF89a").decode()
+    answer = _answer(
+        [
+            {"path": "big.png", "mimeType": "image/png", "data": big},
+            {"path": "s.gif", "mimeType": "image/gif", "data": small},
+        ]
+    )
+    plain_content, plain = read_result(answer, "/r")
+    content, structured = read_result(answer, "/r", structured_text=True)
+    assert content == plain_content
+    assert next(iter(structured)) == "llmContent"
+    assert (
+        structured["llmContent"] == content[0]["text"]
+        and "big.png (image/png" in content[0]["text"]
+    )
+    assert {k: v for k, v in structured.items() if k != "llmContent"} == plain
+    _, small_only = read_result(_answer([]), "/r", structured_text=True)
+    assert small_only["llmContent"] == "--- a.py ---\nx = 1\n"
+
+
 def test_a_notebook_image_left_out_is_asked_for_by_its_cell() -> None:
     import base64
     import json

@@ -143,6 +143,25 @@ def test_the_read_tool_declares_its_result_size() -> None:
     assert "data" not in out["attachments"]["items"]["properties"]
 
 
+def test_structured_text_declares_llm_content_in_every_output_schema() -> None:
+    """``mcpStructuredText``: each output schema names ``llmContent`` first, optional;
+    the rest as without it (the default list stays the golden one)."""
+    plain = tool_definitions(Settings())
+    assert plain == tool_definitions()
+    with_text = tool_definitions(Settings(mcp_structured_text=True))
+    for got, want in zip(with_text, plain, strict=True):
+        out = got["outputSchema"]
+        assert next(iter(out["properties"])) == "llmContent"
+        assert out["properties"]["llmContent"] == {"type": "string"}
+        assert "llmContent" not in out.get("required", [])
+        rest = {k: v for k, v in out["properties"].items() if k != "llmContent"}
+        assert {**out, "properties": rest} == want["outputSchema"]
+        assert {k: v for k, v in got.items() if k != "outputSchema"} == {
+            k: v for k, v in want.items() if k != "outputSchema"
+        }
+    assert _compact({"tools": with_text}) <= TOOLS_LIST_MAX
+
+
 def test_the_read_tool_names_the_summary_counters() -> None:
     """``summary``'s counters, those that add up to ``matched`` and ``noMatch``,
     ``hidden`` and ``hiddenFolders`` beside them (PROTOCOL §4), are in the output schema."""

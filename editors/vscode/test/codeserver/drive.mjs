@@ -1,6 +1,7 @@
 // Drives a running code-server through headless Chromium (puppeteer-core) as a person
-// would: waits for the readmany status-bar item, runs every "Read Many Files" palette
-// command, and asks the probe extension (probe/) for what only the extension host sees.
+// would: waits for the readmany status-bar item, lists the MCP servers (MCP: List
+// Servers), runs every "Read Many Files" palette command, and asks the probe extension
+// (probe/) for what only the extension host sees; last, asks for both read tools.
 // Prints one JSON object of observations on stdout; tests/e2e/test_editor_codeserver.py
 // asserts on it. On an error, a screenshot goes to the artifacts folder and its path is
 // printed on stderr.
@@ -66,15 +67,20 @@ async function statusText(pattern) {
   return handle.jsonValue();
 }
 
-/** Run a command from the Command Palette by its title. */
-async function palette(title) {
+/** Open the Command Palette and type `text` into it. */
+async function typeInPalette(text) {
   await page.keyboard.press('Escape');
   await page.keyboard.press('F1');
   const input = await page.waitForSelector('.quick-input-widget input', { visible: true });
   await input.evaluate((el) => {
     el.value = '';
   });
-  await page.keyboard.type(`>${title}`.replace(/^>>/, '>'), { delay: 5 });
+  await page.keyboard.type(text, { delay: 5 });
+}
+
+/** Run a command from the Command Palette by its title. */
+async function palette(title) {
+  await typeInPalette(`>${title}`.replace(/^>>/, '>'));
   // The first row is the exact title once the list has filtered.
   await page.waitForFunction(
     (t) => [...document.querySelectorAll('.quick-input-list .monaco-list-row')].some((r) => (r.getAttribute('aria-label') ?? r.textContent ?? '').includes(t)),
@@ -132,6 +138,22 @@ async function editorText(needle) {
   return handle.jsonValue();
 }
 
+/** Whether the Command Palette offers "readmany probe: Tool Shown" (shown only while the
+ * context key readmany.languageModelTool is true), read once "Report" is listed. */
+async function toolShown() {
+  await typeInPalette('>readmany probe: ');
+  const handle = await page.waitForFunction(
+    () => {
+      const rows = [...document.querySelectorAll('.quick-input-list .monaco-list-row')].map((r) => r.getAttribute('aria-label') ?? r.textContent ?? '');
+      return rows.some((r) => r.includes('readmany probe: Report')) ? rows : false;
+    },
+    { timeout },
+  );
+  const rows = await handle.jsonValue();
+  await page.keyboard.press('Escape');
+  return rows.some((r) => r.includes('readmany probe: Tool Shown'));
+}
+
 async function probe() {
   rmSync(cfg.probeOut, { force: true });
   await palette('readmany probe: Report');
@@ -151,6 +173,22 @@ try {
   });
   out.statusBar = await step('status bar', () => statusText(/^readmany \d/));
   out.probeBefore = await step('probe', () => probe());
+
+  out.toolShownBefore = await step('tool contribution hidden', () => toolShown());
+
+  out.mcpServers = await step('MCP: List Servers', async () => {
+    await palette('MCP: List Servers');
+    const handle = await page.waitForFunction(
+      () => {
+        const rows = [...document.querySelectorAll('.quick-input-list .monaco-list-row')].map((r) => (r.getAttribute('aria-label') ?? r.textContent ?? '').trim());
+        return rows.some((r) => r.includes('readmany')) ? rows : false;
+      },
+      { timeout },
+    );
+    const rows = await handle.jsonValue();
+    await page.keyboard.press('Escape');
+    return rows;
+  });
 
   out.openInEditor = await step('Open in Editor', async () => {
     await palette('Read Many Files: Open in Editor');
@@ -203,6 +241,18 @@ try {
     }
   });
   out.statusBarAfterRestart = await step('status bar after restart', () => statusText(/^readmany \d/));
+
+  out.probeBoth = await step('both read tools', async () => {
+    await palette('readmany probe: Both Tools');
+    const deadline = Date.now() + timeout;
+    for (;;) {
+      const seen = await probe();
+      if (seen.invokeTool?.ok) return seen;
+      if (Date.now() > deadline) throw new Error('readmany.mcpServer.alsoLanguageModelTool did not register the Language Model Tool');
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  });
+  out.toolShownAfter = await step('tool contribution shown', () => toolShown());
 } catch {
   exitCode = 1;
 } finally {

@@ -64,6 +64,24 @@ export class LanguageModelDataPart {
   }
 }
 
+/** VS Code 1.101's `McpStdioServerDefinition`. */
+export class McpStdioServerDefinition {
+  cwd?: Uri;
+  constructor(
+    readonly label: string,
+    public command: string,
+    public args: string[] = [],
+    public env: Record<string, string | number | null> = {},
+    public version?: string,
+  ) {}
+}
+
+/** A provider registered through `lm.registerMcpServerDefinitionProvider`. */
+export interface FakeMcpProvider {
+  onDidChangeMcpServerDefinitions?: (listener: () => unknown) => Disposable;
+  provideMcpServerDefinitions(token: unknown): Promise<McpStdioServerDefinition[]> | McpStdioServerDefinition[];
+}
+
 export class MarkdownString {
   constructor(readonly value: string = '') {}
 }
@@ -135,6 +153,8 @@ export interface FakeOptions {
   dataPart?: boolean;
   /** false: a host without `vscode.lm` */
   lm?: boolean;
+  /** true: a host with the MCP server definition API (VS Code 1.101+) */
+  mcp?: boolean;
   /** answers of showInputBox, in order (undefined: the person pressed Escape) */
   inputs?: (string | undefined)[];
   /** answers of show*Message, in order */
@@ -153,6 +173,9 @@ export function createFakeVscode(options: FakeOptions = {}) {
   const choices = [...(options.choices ?? [])];
   const commands = new Map<string, (...args: unknown[]) => unknown>();
   const tools = new Map<string, unknown>();
+  const mcpProviders = new Map<string, FakeMcpProvider>();
+  const contextKeys = new Map<string, unknown>();
+  const workspaceFolders = new EventEmitter<unknown>();
   const configuration = new EventEmitter<{ affectsConfiguration(section: string): boolean }>();
   const recorded = {
     outputs: [] as FakeOutputChannel[],
@@ -182,6 +205,7 @@ export function createFakeVscode(options: FakeOptions = {}) {
     LanguageModelTextPart,
     LanguageModelToolResult,
     ...(options.dataPart === false ? {} : { LanguageModelDataPart }),
+    ...(options.mcp === true ? { McpStdioServerDefinition } : {}),
     MarkdownString,
     ThemeColor,
     StatusBarAlignment,
@@ -272,6 +296,7 @@ export function createFakeVscode(options: FakeOptions = {}) {
         };
       },
       onDidChangeConfiguration: configuration.event,
+      onDidChangeWorkspaceFolders: workspaceFolders.event,
       async openTextDocument(opts: { content: string; language?: string }) {
         recorded.documents.push({ content: opts.content, language: opts.language });
         return { getText: () => opts.content, languageId: opts.language ?? 'plaintext', uri: new Uri('untitled', 'Untitled-1') };
@@ -285,6 +310,7 @@ export function createFakeVscode(options: FakeOptions = {}) {
       },
       async executeCommand(id: string, ...args: unknown[]): Promise<unknown> {
         recorded.executed.push([id, ...args]);
+        if (id === 'setContext') contextKeys.set(String(args[0]), args[1]);
         return commands.get(id)?.(...args);
       },
     },
@@ -306,6 +332,15 @@ export function createFakeVscode(options: FakeOptions = {}) {
               tools.set(name, tool);
               return new Disposable(() => tools.delete(name));
             },
+            ...(options.mcp === true
+              ? {
+                  registerMcpServerDefinitionProvider(id: string, provider: FakeMcpProvider): Disposable {
+                    if (mcpProviders.has(id)) throw new Error(`MCP provider ${id} already registered`);
+                    mcpProviders.set(id, provider);
+                    return new Disposable(() => mcpProviders.delete(id));
+                  },
+                }
+              : {}),
           },
         }),
   };
@@ -315,7 +350,15 @@ export function createFakeVscode(options: FakeOptions = {}) {
     recorded,
     commands,
     tools,
+    mcpProviders,
+    contextKeys,
     settings,
+    /** fire onDidChangeWorkspaceFolders after changing `vscode.workspace.workspaceFolders` */
+    changeFolders(paths: string[]): void {
+      const next = paths.map((p, index) => ({ name: path.basename(p), index, uri: Uri.file(p) }));
+      (vscode.workspace as { workspaceFolders: unknown }).workspaceFolders = next.length > 0 ? next : undefined;
+      workspaceFolders.fire({ added: next, removed: [] });
+    },
     /** change settings as the person would, firing onDidChangeConfiguration */
     changeSettings(changes: Record<string, unknown>): void {
       Object.assign(settings, changes);

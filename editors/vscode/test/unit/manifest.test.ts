@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, test } from 'node:test';
+import { MCP_PROVIDER_ID, TOOL_CONTEXT_KEY } from '../../src/agentTools';
 import { READ_MANY_PARAM_FIELDS } from '../../src/protocol';
 import { DEFAULTS, FORMATS, readSettings, SECTION } from '../../src/settings';
 import { TOOL_NAME } from '../../src/tool';
@@ -106,6 +107,20 @@ describe('settings contribution', () => {
   });
 });
 
+describe('the MCP server contribution', () => {
+  test('one provider, under the id the code registers', () => {
+    assert.deepEqual(manifest.contributes.mcpServerDefinitionProviders, [{ id: MCP_PROVIDER_ID, label: 'Read Many Files' }]);
+  });
+
+  test('the tool is listed only while the extension says so (the MCP server may stand in for it)', () => {
+    assert.equal(tool.when, TOOL_CONTEXT_KEY);
+  });
+
+  test('a workspace extension: in a remote window it, and the servers it registers, run beside the files', () => {
+    assert.deepEqual(manifest.extensionKind, ['workspace']);
+  });
+});
+
 describe('commands, menus, packaging', () => {
   test('commands have titles in the "Read Many Files" category; the Explorer menu has the two read commands', () => {
     const commands: Json[] = manifest.contributes.commands;
@@ -123,7 +138,7 @@ describe('commands, menus, packaging', () => {
   test('engines.vscode matches the @types/vscode it is built against; versions are pinned', () => {
     const types: string = manifest.devDependencies['@types/vscode'];
     assert.equal(manifest.engines.vscode, `^${types}`);
-    assert.ok(Number(types.split('.')[1]) >= 95, 'language model tools need VS Code 1.95');
+    assert.ok(Number(types.split('.')[1]) >= 101, 'lm.registerMcpServerDefinitionProvider needs VS Code 1.101');
     for (const [name, version] of Object.entries<string>({ ...manifest.dependencies, ...manifest.devDependencies })) {
       assert.match(version, /^\d+\.\d+\.\d+$/, `${name} is pinned`);
     }

@@ -34,6 +34,8 @@ describe('readSettings', () => {
         'read.lineNumbers': true,
         toolMaxTotalTokens: 8000,
         toolMaxTotalChars: 30000,
+        'mcpServer.enabled': false,
+        'mcpServer.alsoLanguageModelTool': true,
       }),
     );
     assert.deepEqual(s, {
@@ -44,6 +46,7 @@ describe('readSettings', () => {
       server: { ignoreFileNames: ['.aiignore'], denyPatterns: ['*.secret'], defaultExcludes: [], maxFileBytes: 1000, shareOverlays: false, redactSecrets: false },
       read: { perFileMaxLines: 50, perFileMaxChars: 5000, maxTotalFiles: 100, maxTotalChars: 9999, format: 'xml', lineNumbers: true },
       tool: { maxTotalTokens: 8000, maxTotalChars: 30000 },
+      mcpServer: { enabled: false, alsoLanguageModelTool: true },
     });
   });
 
