@@ -54,7 +54,6 @@ READ_STRUCTURED = (
     "attachments",
     "nextCursor",
     "createdPaths",
-    "stale",
 )
 
 READ_DESCRIPTION = """\
@@ -318,7 +317,7 @@ def with_tool_budgets(args: Mapping[str, Any], settings: Settings | None = None)
 
 #: ``ReadManyParams`` fields the tools do not advertise yet (the wire and the CLI take
 #: them; the tools' footprint makes room for them first: docs/mcp.md).
-NOT_ADVERTISED: tuple[str, ...] = ()
+NOT_ADVERTISED = ("order",)
 
 
 def _advertised(schema: dict[str, Any]) -> dict[str, Any]:
@@ -390,13 +389,7 @@ def tool_definitions(settings: Settings | None = None) -> list[dict[str, Any]]:
             "outputSchema": output_schema(
                 messages.ReadManyResult,
                 READ_STRUCTURED,
-                # ``stale``: its items' members are named in the description of the
-                # result (docs/mcp.md), not here: ``tools/list`` stays within 8,000.
-                extra={
-                    "filesLeftOut": {"type": "integer"},
-                    "stale": {"type": "array"},
-                    "staleTruncated": {"type": "boolean"},
-                },
+                extra={"filesLeftOut": {"type": "integer"}},
                 drop={"Attachment": ("data",)},
                 full=("summary",),  # the counters (PROTOCOL §4: which add up to matched)
             ),

@@ -46,8 +46,6 @@ export interface FileFilteringOptions {
 }
 
 export type Packing = 'auto' | 'request-order' | 'smallest-first' | 'outlines';
-/** PROTOCOL §3 `order`: `rank` needs `focus`. */
-export type Order = 'request-order' | 'rank' | 'stable';
 export type Format = 'separator' | 'heredoc' | 'xml' | 'json';
 export type Sync = 'auto' | 'stat' | 'none';
 
@@ -71,8 +69,6 @@ export interface ReadManyParams {
   maxAnswerChars?: number;
   preferFullRead?: boolean;
   packing?: Packing;
-  /** `stable`: the root's stable order (the same bytes for an unchanged tree, changed files last). */
-  order?: Order;
   stopOnError?: boolean;
   format?: Format;
   lineNumbers?: boolean;
@@ -104,7 +100,6 @@ export const READ_MANY_PARAM_FIELDS = [
   'maxAnswerChars',
   'preferFullRead',
   'packing',
-  'order',
   'stopOnError',
   'format',
   'lineNumbers',

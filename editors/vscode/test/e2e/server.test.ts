@@ -190,7 +190,6 @@ describe('the real server over vscode-jsonrpc', { timeout: 60000 }, () => {
       root: path.basename(ws.dir),
       perFileMaxTokens: 5000,
       preferFullRead: false,
-      order: 'stable',
       stopOnError: false,
       lineNumbers: false,
       absolutePaths: false,
