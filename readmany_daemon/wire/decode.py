@@ -22,6 +22,7 @@ from readmany_daemon.errors import InvalidParams
 from readmany_daemon.wire.fold import (
     FILTER_ALIASES,
     TOP_ALIASES,
+    drop_nulls,
     fold,
     fold_read_params,
     member,
@@ -38,8 +39,9 @@ from readmany_daemon.wire.messages import (
 )
 
 _UNKNOWN = re.compile(r"unknown field `(.*?)`(?: - at `(\$[^`]*)`)?$", re.DOTALL)
-#: A required member missing at the top (one missing deeper ends `` - at `$.…```).
-_MISSING = re.compile(r"^Object missing required field `(.*)`$", re.DOTALL)
+#: A required member missing (or ``null``: ``wire.fold.drop_nulls``), at the top or
+#: deeper (`` - at `$.files[0]```).
+_MISSING = re.compile(r"^Object missing required field `(.*?)`(?: - at `(\$[^`]*)`)?$", re.DOTALL)
 
 
 def _convert(obj: Any, cls: type[msgspec.Struct], spelled: Mapping[str, str] | None = None) -> Any:
@@ -61,8 +63,11 @@ def _convert(obj: Any, cls: type[msgspec.Struct], spelled: Mapping[str, str] | N
             raise InvalidParams(one_line(f"invalid params: {text}"), field) from None
         missing = _MISSING.search(text)
         if missing:
-            field = member("$", missing.group(1))
-            raise InvalidParams(one_line(f"invalid params: {text} - at `$`"), field) from None
+            where = missing.group(2) or "$"
+            field = member(where, missing.group(1))
+            if missing.group(2) is None:
+                text += " - at `$`"
+            raise InvalidParams(one_line(f"invalid params: {text}"), field) from None
         match = re.search(r"at `(\$[^`]*)`", text)
         field = match.group(1) if match else "$"
         raise InvalidParams(one_line(f"invalid params: {text}"), field) from None
@@ -194,8 +199,9 @@ def as_object(raw: Any) -> dict[str, Any]:
 
 
 def decode_files_params(raw: Any) -> FilesParams:
-    """Validate ``readMany/files`` params; raises ``InvalidParams`` naming the field."""
-    params = fold(as_object(raw), TOP_ALIASES, "$")
+    """Validate ``readMany/files`` params (``null`` members absent, at any depth:
+    ``wire.fold.drop_nulls``); raises ``InvalidParams`` naming the field."""
+    params = fold(drop_nulls(as_object(raw)), TOP_ALIASES, "$")
     ffo = params.get("fileFilteringOptions")
     if isinstance(ffo, Mapping):
         params["fileFilteringOptions"] = fold(ffo, FILTER_ALIASES, "$.fileFilteringOptions")
@@ -209,9 +215,11 @@ def decode_files_params(raw: Any) -> FilesParams:
 
 
 def _given(raw: Any) -> dict[str, Any]:
-    """The members of object ``raw`` that are not ``null``: for these methods a ``null``
-    member is an absent one (``{"clock": null}`` is missing its clock)."""
-    return {k: v for k, v in as_object(raw).items() if v is not None}
+    """The members of object ``raw`` that are not ``null`` (at any depth:
+    ``wire.fold.drop_nulls``): a ``null`` member is an absent one (``{"clock": null}``
+    is missing its clock)."""
+    given: dict[str, Any] = drop_nulls(as_object(raw))
+    return given
 
 
 def decode_changed_since_params(raw: Any) -> ChangedSinceParams:

@@ -20,7 +20,15 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-__all__ = ["FILTER_ALIASES", "TOP_ALIASES", "fold", "fold_read_params", "member", "one_line"]
+__all__ = [
+    "FILTER_ALIASES",
+    "TOP_ALIASES",
+    "drop_nulls",
+    "fold",
+    "fold_read_params",
+    "member",
+    "one_line",
+]
 
 #: Reference spellings accepted for canonical names (PROTOCOL §3, seeds 000-003).
 TOP_ALIASES: dict[str, str] = {
@@ -75,6 +83,27 @@ def _camel(key: str) -> str:
     return "".join(out)
 
 
+def drop_nulls(value: Any) -> Any:
+    """``value`` with every object member whose value is ``null`` (``None``) left out, at
+    any depth: in nested objects and in the objects of arrays (``files`` entries,
+    ``fileFilteringOptions``, ``known`` entries). PROTOCOL §2: a ``null`` member is an
+    absent one, because several MCP clients send ``null`` for every optional argument
+    (issue 27). An array's own ``null`` elements stay (``paths: [null]`` is still
+    invalid), and so does a required member's absence: the decoder then names it.
+    Objects and arrays are copied only when something is dropped below them."""
+    if isinstance(value, dict):
+        out = {k: drop_nulls(v) for k, v in value.items() if v is not None}
+        if len(out) == len(value) and all(out[k] is value[k] for k in out):
+            return value
+        return out
+    if isinstance(value, list):
+        items = [drop_nulls(v) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return items
+    return value
+
+
 def fold(
     obj: Mapping[str, Any],
     aliases: Mapping[str, str],
@@ -121,10 +150,11 @@ def json_type(value: Any) -> str:
 
 
 def fold_read_params(raw: Any, spelled: dict[str, str] | None = None) -> dict[str, Any]:
-    """Canonical-name dict from a raw ``readMany/read`` params object (aliases folded),
-    not yet validated beyond the container types of ``paths``, ``files``, ``include``,
-    ``exclude``, ``known`` (arrays) and ``fileFilteringOptions`` (an object). ``spelled``
-    as for :func:`fold` (top-level names).
+    """Canonical-name dict from a raw ``readMany/read`` params object (aliases folded,
+    ``null`` members left out at any depth: :func:`drop_nulls`), not yet validated
+    beyond the container types of ``paths``, ``files``, ``include``, ``exclude``,
+    ``known`` (arrays) and ``fileFilteringOptions`` (an object). ``spelled`` as for
+    :func:`fold` (top-level names).
 
     Raises ``InvalidParams`` when ``raw`` is not an object, an alias conflicts or one of
     those members has the wrong type.
@@ -133,7 +163,7 @@ def fold_read_params(raw: Any, spelled: dict[str, str] | None = None) -> dict[st
         raw = {}
     if not isinstance(raw, dict):
         raise InvalidParams("invalid params: expected an object", "$")
-    params = fold(raw, TOP_ALIASES, "$", spelled)
+    params = fold(drop_nulls(raw), TOP_ALIASES, "$", spelled)
     ffo = params.get("fileFilteringOptions")
     if isinstance(ffo, dict):
         params["fileFilteringOptions"] = fold(ffo, FILTER_ALIASES, "$.fileFilteringOptions")
