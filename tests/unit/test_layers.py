@@ -4,7 +4,7 @@ Read from the source (``ast``, every ``import`` / ``from`` in ``readmany_daemon/
 inside functions and ``TYPE_CHECKING`` blocks too), nothing imported:
 
 1. no import cycles between modules (a cycle is reported as a path);
-2. imports go downward by layer: vocabulary < wire < rules < index < content < engine <
+2. imports go downward by layer: vocabulary < wire < rules < index < content < rank < engine <
    runtime < lsp < mcp < surfaces (sideways within a layer is fine); content does not
    import rules or index; ``route.py`` may be imported by ``mcp/`` and ``cli.py``;
 3. third-party seams: pygls/lsprotocol only in lsp/, watchdog only in the runtime's
@@ -35,6 +35,7 @@ LAYERS = [
     "rules",
     "index",
     "content",
+    "rank",
     "engine",
     "runtime",
     "lsp",
