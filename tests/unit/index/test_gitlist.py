@@ -400,17 +400,6 @@ def test_unmerged_paths(repo: Path) -> None:
     compare(repo)
 
 
-def test_sorted_diff() -> None:
-    a = [f"p{i:05d}" for i in range(0, 1000, 2)]
-    b = [f"p{i:05d}" for i in range(0, 1000, 3)]
-    b = sorted(b + b[10:20] + ["p99999", "p99999"])
-    only_a, only_b = gitlist._sorted_diff(a, b)
-    assert only_a == sorted(set(a) - set(b))
-    assert only_b == sorted(set(b) - set(a))
-    assert gitlist._sorted_diff(a, a) == ([], [])
-    assert gitlist._sorted_diff([], b[:3]) == ([], b[:3])
-
-
 def test_tracked_folder_replaced_by_symlink(repo: Path) -> None:
     write_tree(repo, {"d/x.txt": "", "other/y.txt": ""})
     git(repo, "add", "-A")
