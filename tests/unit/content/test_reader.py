@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from readmany_daemon.content import lines as lines_mod
+from readmany_daemon.content import prefix as prefix_mod
 from readmany_daemon.content import reader
 from readmany_daemon.content import reader as reader_mod
 from readmany_daemon.content.lines import LineCounter, count_lines, window
@@ -362,7 +363,7 @@ def test_over_limit_file_is_read_no_further_than_scan_bytes(
 ) -> None:
     # a 10 GB file must not be read (or counted) to its end: past SCAN_BYTES the line
     # count is unknown and a window starting further is too-large
-    monkeypatch.setattr(reader, "SCAN_BYTES", 2 * reader_mod.READ_CHUNK_BYTES)
+    monkeypatch.setattr(prefix_mod, "SCAN_BYTES", 2 * reader_mod.READ_CHUNK_BYTES)
     path = tmp_path / "big.log"
     path.write_bytes(b"".join(b"line %07d\n" % i for i in range(1, 600_001)))  # 7.2 MB
     head = read_file(str(path), ReadOptions(max_file_bytes=1000, limit=3))
