@@ -19,7 +19,6 @@ import pytest
 
 from readmany_daemon.content import lines as lines_mod
 from readmany_daemon.content import prefix as prefix_mod
-from readmany_daemon.content import reader
 from readmany_daemon.content import reader as reader_mod
 from readmany_daemon.content.lines import LineCounter, count_lines, window
 from readmany_daemon.content.reader import READ_CHUNK_BYTES as CHUNK_BYTES
