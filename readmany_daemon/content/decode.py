@@ -1,9 +1,9 @@
 """Bytes → text: byte-order marks, UTF-8/16/32, binary sniffing, legacy encodings.
 
-The one concept here is :func:`decode` and its result :class:`Decoded`, and the
-incremental decoder (:class:`StreamDecoder`, :func:`stream_codec`) that goes on decoding
-a file chunk by chunk once :func:`decode` has named the encoding of its first chunk; this
-is the only module that imports charset-normalizer (lazily: only legacy files need it,
+The one concept here is :func:`decode` and its result :class:`Decoded` (the incremental
+decoder that goes on decoding a file chunk by chunk once :func:`decode` has named the
+encoding of its first chunk is ``content/prefix.py``'s ``StreamDecoder``); this is the
+only module that imports charset-normalizer (lazily: only legacy files need it,
 and the one-shot CLI stays light). Nothing raises for a problem with the data.
 
 The decoding rules, in the order :func:`decode` applies them:
@@ -40,7 +40,7 @@ import msgspec
 if TYPE_CHECKING:
     from charset_normalizer.models import CharsetMatch
 
-__all__ = ["Decoded", "Kind", "StreamDecoder", "decode", "replace_escapes", "stream_codec"]
+__all__ = ["Decoded", "Kind", "decode", "replace_escapes"]
 
 #: Bytes (or characters) examined by the control-character and UTF-16 heuristics.
 _SNIFF_BYTES: Final = 8192
@@ -466,65 +466,3 @@ def _suspects(text: str) -> int:
             if 0 < i < len(text) - 1 and text[i - 1].isalpha() and text[i + 1].isalpha():
                 count += 1
     return count
-
-
-def stream_codec(decoded: Decoded) -> tuple[str, int]:
-    """``(codec, bom_length_in_bytes)`` to continue decoding after :func:`decode`.
-
-    ``decoded`` is what :func:`decode` made of a file's first chunk (text). ``codec`` is
-    the Python codec of the file's bytes after its BOM (``"utf-8"`` for UTF-8 with a BOM,
-    and for a first chunk too short to tell); ``bom_length_in_bytes`` is how many bytes
-    the file starts with before them: 3 (UTF-8), 2 (UTF-16), 4 (UTF-32) or 0."""
-    encoding = decoded.encoding or "utf-8"
-    if encoding == "utf-8-sig":
-        return "utf-8", len(codecs.BOM_UTF8)
-    if decoded.bom:
-        return encoding, (4 if encoding.startswith("utf-32") else 2)
-    return encoding, 0
-
-
-class StreamDecoder:
-    """Decodes a file's chunks in order with ``codec``, invalid bytes as U+FFFD: for UTF-8
-    one per byte, counted in ``replaced_bytes`` (as :func:`decode` does for mostly-UTF-8
-    text); for UTF-16/32, an incomplete last character as one U+FFFD, counted once;
-    otherwise as the codec's ``"replace"`` handler does.
-
-    UTF-8 chunks are decoded strictly first (the one C call valid text costs); only a
-    chunk that fails is decoded again with each bad byte marked, then replaced. A
-    character cut by a chunk's end waits for the next chunk (``_pending``).
-
-    ``replaced_bytes`` counts the U+FFFD made so far (as ``Decoded.replaced_bytes``).
-    The codec comes from :func:`stream_codec`; an unknown one raises ``LookupError``."""
-
-    def __init__(self, codec: str) -> None:
-        name = codecs.lookup(codec).name
-        self._utf8 = name == "utf-8"
-        self._unicode = name.startswith(("utf-16", "utf-32"))
-        self._decoder = None if self._utf8 else codecs.getincrementaldecoder(codec)("replace")
-        self._pending = b""
-        self.replaced_bytes = 0
-
-    def decode(self, chunk: bytes, final: bool) -> str:
-        """The text of ``chunk``, the next bytes of the file (past any BOM), as far as
-        its characters are whole; ``final`` says it is the last chunk, whose cut last
-        character is then replaced, not kept for later. Raises nothing."""
-        if self._decoder is not None:
-            legacy: str = self._decoder.decode(chunk, final=final and not self._unicode)
-            if final and self._unicode:
-                # UTF-16/32 cut inside its last character: one U+FFFD, counted once (as
-                # content.decode does for a whole file).
-                cut, _ = self._decoder.getstate()
-                if cut:
-                    self._decoder.reset()
-                    self.replaced_bytes += 1
-                    legacy += "\ufffd"
-            return legacy
-        data = self._pending + chunk if self._pending else chunk
-        try:
-            piece, used = codecs.utf_8_decode(data, "strict", final)
-        except UnicodeDecodeError:
-            escaped, used = codecs.utf_8_decode(data, "surrogateescape", final)
-            piece, bad = replace_escapes(escaped)
-            self.replaced_bytes += bad
-        self._pending = data[used:]
-        return piece

@@ -300,7 +300,7 @@ class LineCounter:
     """Counts lines (the :func:`split_lines` model) over a byte stream fed in chunks.
 
     For a file too large to decode whole: the bytes in ``codec`` (a Python codec name,
-    as :func:`~readmany_daemon.content.decode.stream_codec` gives) past any BOM, fed in
+    as :func:`~readmany_daemon.content.prefix.stream_codec` gives) past any BOM, fed in
     file order by :meth:`feed`; :meth:`total` gives the line count of all of them. The
     newline is counted in the raw bytes when that is exact (:func:`_newline_unit`:
     UTF-8, UTF-16/32, ASCII-compatible legacy codecs); other codecs (EBCDIC) are decoded
