@@ -47,9 +47,7 @@ imports what it needs when called.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-import stat
 import time
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -62,14 +60,9 @@ from readmany_daemon.client import (
     peer_credentials,
     runtime_dir,
 )
-from readmany_daemon.errors import DaemonError, UsageError
-from readmany_daemon.launch import (
-    POLL_SECONDS,
-    START_TIMEOUT,
-    ensure_private_dir,
-    probe_version,
-    stop,
-)
+from readmany_daemon.errors import UsageError
+from readmany_daemon.launch import ensure_private_dir
+from readmany_daemon.socketfiles import acquire_lock, bind_unix, mark_running
 
 __all__ = [
     "SOCKET_NAME",
@@ -259,83 +252,6 @@ class Daemon:
                 await asyncio.wait(list(self._connections), timeout=2.0)
 
 
-def _acquire_lock(path: str) -> int | None:
-    """Hold the daemon lock of socket ``path``: returns its fd, or None when a daemon of
-    this version already serves there. Replaces a daemon of another version."""
-    import fcntl
-
-    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(path + ".lock", flags, 0o600)
-    except OSError as exc:
-        raise DaemonError(f"cannot open the daemon lock {path}.lock: {exc}") from None
-    deadline = time.monotonic() + START_TIMEOUT
-    asked = False
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            pass  # held: a daemon runs (or is starting, or stopping)
-        version = probe_version(path, timeout=1.0)
-        if version == __version__:
-            os.close(fd)
-            return None
-        if version is not None and not asked:
-            _log().warning("replacing the daemon of version %s at %s", version, path)
-            asked = True
-            try:
-                stop(path, START_TIMEOUT, reason=f"replaced by version {__version__}")
-            except DaemonError as exc:
-                _log().warning("%s", exc)
-        if time.monotonic() >= deadline:
-            os.close(fd)
-            raise DaemonError(f"another daemon holds {path}.lock and does not answer")
-        time.sleep(POLL_SECONDS)
-
-
-def _bind_unix(path: str, *, private: bool = False) -> Any:
-    """A listening unix socket at ``path`` (mode 0600), replacing a stale socket file
-    (and, when the folder is the ``private`` per-user runtime folder, a regular file or
-    symlink left there). Call only while holding the lock."""
-    import socket
-
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        pass
-    else:
-        if stat.S_ISSOCK(st.st_mode):
-            _log().info("replacing the stale socket %s", path)
-        elif private and (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
-            _log().warning("replacing %s: it was not a socket", path)
-        else:
-            raise DaemonError(f"{path} exists and is not a socket; refusing to replace it")
-        try:
-            os.unlink(path)  # stale: its daemon no longer holds the lock
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise DaemonError(f"cannot replace the stale {path}: {exc}") from None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)
-    try:
-        sock.bind(path)
-    except OSError as exc:
-        sock.close()
-        hint = (
-            " (the path is too long for a unix socket)"
-            if exc.errno in (errno.ENAMETOOLONG, errno.EINVAL) or "too long" in str(exc)
-            else ""
-        )
-        raise DaemonError(f"cannot listen on {path}: {exc}{hint}") from None
-    finally:
-        os.umask(old)
-    os.chmod(path, 0o600)
-    sock.listen(128)
-    return sock
-
-
 def serve_socket(
     path: str | None,
     settings: Settings,
@@ -359,7 +275,7 @@ def serve_socket(
     private = directory == runtime_dir()
     if private or not os.path.exists(directory):
         ensure_private_dir(directory)
-    lock_fd = _acquire_lock(path)
+    lock_fd = acquire_lock(path)
     if lock_fd is None:
         if on_running is not None:
             on_running(f"a readmany {__version__} daemon already serves {path}")
@@ -368,9 +284,9 @@ def serve_socket(
     inode: int | None = None
     marker: str | None = None
     try:
-        sock = _bind_unix(path, private=private)
+        sock = bind_unix(path, private=private)
         inode = os.stat(path).st_ino
-        marker = _mark_running(path)
+        marker = mark_running(path)
 
         async def main(daemon: Daemon) -> None:
             server = await asyncio.start_unix_server(daemon._handle, sock=sock)
@@ -475,51 +391,3 @@ def _run_logged(
                 service.close()
         finally:
             _log().warning("daemon exiting (pid %d): %s", os.getpid(), cause)
-
-
-#: Beside the socket while its daemon serves (``<socket>.running``): its pid, version
-#: and start time as JSON; removed on every exit the daemon sees.
-RUNNING_SUFFIX = ".running"
-
-
-def _mark_running(path: str) -> str | None:
-    """Report a ``<path>.running`` left by a daemon that ended unseen (we hold the lock,
-    so it is gone: SIGKILL, the OOM killer, a crash) with one WARNING line, then write
-    this daemon's own. Returns the marker's path, None when it cannot be written (the
-    next daemon then reports nothing)."""
-    import json
-
-    marker = path + RUNNING_SUFFIX
-    try:
-        with open(marker, encoding="utf-8") as f:
-            left = json.load(f)
-    except FileNotFoundError:
-        left = None
-    except (OSError, ValueError) as exc:
-        left = {"unreadable": str(exc)}
-    if left is not None:
-        if not isinstance(left, dict):
-            left = {"unreadable": repr(left)}
-        started = left.get("started")
-        when = (
-            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started))
-            if isinstance(started, (int, float))
-            else "?"
-        )
-        _log().warning(
-            "the previous daemon (pid %s, version %s, started %s) ended without logging why: "
-            "killed (SIGKILL, the OOM killer: see `journalctl -k`) or crashed",
-            left.get("pid", "?"),
-            left.get("version", "?"),
-            when,
-        )
-    record = {"pid": os.getpid(), "version": __version__, "started": time.time()}
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(marker, flags, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(record, f)
-    except OSError as exc:
-        _log().warning("cannot write %s (%s): an unseen exit will not be reported", marker, exc)
-        return None
-    return marker

@@ -60,6 +60,7 @@ TOP_LEVEL = {
     "client": "surfaces",
     "quickargs": "surfaces",
     "daemon": "surfaces",
+    "socketfiles": "surfaces",
     "launch": "surfaces",
     "bridge": "surfaces",
     "__main__": "surfaces",
