@@ -98,7 +98,7 @@ def _same_frame(a: Frame, b: Frame) -> bool:
                 return False
         elif x is None or y is None or isinstance(x, tuple) or isinstance(y, tuple):
             return False
-        if getattr(x, "rel", None) != getattr(y, "rel", None):  # two _Excl markers
+        if getattr(x, "rel", None) != getattr(y, "rel", None):  # two Excluded markers
             return False
     return True
 

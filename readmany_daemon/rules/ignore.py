@@ -48,10 +48,22 @@ port of git and not pathspec: ``rules/patterns.py``.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable
-from typing import Any, Final
+from collections.abc import Collection
+from typing import Any
 
+from readmany_daemon.rules import checks
 from readmany_daemon.rules.files import MAX_PATTERN_FILE_BYTES, MAX_WARNINGS_PER_FILE, RuleFiles
+from readmany_daemon.rules.frame import (
+    K_DEFAULT,
+    K_DENY,
+    K_GIT,
+    K_IGNORE_FILE,
+    RESCUABLE,
+    Excluded,
+    Frame,
+    State,
+    last_match,
+)
 from readmany_daemon.rules.git import RepoLocation, TrackedSet
 from readmany_daemon.rules.kinds import (
     ALL,
@@ -60,67 +72,16 @@ from readmany_daemon.rules.kinds import (
     GITIGNORE,
     IGNORE_FILE,
     KIND_BITS,
-    KIND_NAMES,
     Filters,
     Verdict,
 )
-from readmany_daemon.rules.patterns import NameMatcher, Pattern, PatternList
+from readmany_daemon.rules.patterns import NameMatcher, PatternList
 from readmany_daemon.rules.regex import compile_quick
 from readmany_daemon.rules.repo import RepoFacts
 from readmany_daemon.rules.wildmatch import byte_view, from_byte_view
 from readmany_daemon.settings import Settings
 
 __all__ = ["MAX_PATTERN_FILE_BYTES", "MAX_WARNINGS_PER_FILE", "Frame", "IgnoreRules"]
-
-_RESCUABLE: Final = GITIGNORE | DEFAULT_EXCLUDE  # kinds that never hide a tracked path
-_K_DENY, _K_IGNORE_FILE, _K_GIT, _K_DEFAULT = 0, 1, 2, 3  # indexes into a state tuple
-
-
-# --------------------------------------------------------------------------------------
-# frames: the rules that apply to the entries of one folder
-
-
-class _Excl:
-    """A kind's state below a folder that kind excludes (kept only because the folder
-    holds tracked paths): every untracked path below is hidden by that kind."""
-
-    __slots__ = ("rel",)
-
-    def __init__(self, rel: str) -> None:
-        self.rel = rel
-
-
-_State = tuple[PatternList, ...] | _Excl | None  # lists (deepest first) | excluded | off
-
-
-class Frame:
-    """Per-kind states for the entries of one folder, plus its repository context.
-
-    ``states[k]`` for kind index k (deny, ignore-file, gitignore, default-exclude): a tuple
-    of pattern lists (deepest folder first), an ``_Excl`` marker, or ``None`` (kind off).
-    Frames are shared between folders whose rules are the same.
-    """
-
-    __slots__ = ("_q", "_ready", "excl_mask", "lists", "mask", "states", "tracked")
-
-    def __init__(
-        self, states: tuple[_State, _State, _State, _State], tracked: TrackedSet | None
-    ) -> None:
-        self.states = states
-        self.tracked = tracked
-        self.mask = 0
-        self.excl_mask = 0
-        #: every pattern list active for this frame (all kinds in lists mode)
-        self.lists: tuple[PatternList, ...] = tuple(
-            lst for st in states if isinstance(st, tuple) for lst in st
-        )
-        for k, st in enumerate(states):
-            if st is not None:
-                self.mask |= KIND_BITS[k]
-            if isinstance(st, _Excl):
-                self.excl_mask |= KIND_BITS[k]
-        self._ready = False
-        self._q: tuple[Any, Any] = (None, None)
 
 
 # --------------------------------------------------------------------------------------
@@ -256,18 +217,18 @@ class IgnoreRules:
         got = self._root_frames.get(mask)
         if got is not None:
             return got
-        states: list[_State] = [None, None, None, None]
-        states[_K_DENY] = (self.deny_list,)
+        states: list[State] = [None, None, None, None]
+        states[K_DENY] = (self.deny_list,)
         if mask & DEFAULT_EXCLUDE:
-            states[_K_DEFAULT] = (self.default_list,)
-        for k, bit in ((_K_IGNORE_FILE, IGNORE_FILE), (_K_GIT, GITIGNORE)):
+            states[K_DEFAULT] = (self.default_list,)
+        for k, bit in ((K_IGNORE_FILE, IGNORE_FILE), (K_GIT, GITIGNORE)):
             if mask & bit:
-                states[k] = self._down_to_root(bit)[0]
+                states[k] = self.down_to_root(bit)[0]
         frame = Frame((states[0], states[1], states[2], states[3]), self.tracked)
         self._root_frames[mask] = frame
         return frame
 
-    def _down_to_root(self, bit: int) -> tuple[tuple[PatternList, ...], Verdict | None]:
+    def down_to_root(self, bit: int) -> tuple[tuple[PatternList, ...], Verdict | None]:
         """The lists of kind ``bit`` (``IGNORE_FILE`` or ``GITIGNORE``) for the root's
         entries, read from the repository top down to the root (deepest folder first,
         then for ``GITIGNORE`` ``info/exclude`` and ``core.excludesFile``), and the rule
@@ -281,7 +242,7 @@ class IgnoreRules:
         cur = ""
         for part in self.root_prefix[:-1].split("/") if self.root_prefix else ():
             path = cur + part
-            hit = _last_match(lists, path, part, True)
+            hit = last_match(lists, path, part, True)
             if hit is not None and not hit[0].negated:
                 verdict = hit[1].verdict(hit[0])
                 first = first or verdict
@@ -325,8 +286,8 @@ class IgnoreRules:
         tracked = parent.tracked
         changed = False
         for k in range(4):
-            if excl_bits & KIND_BITS[k] and not isinstance(states[k], _Excl):
-                states[k] = _Excl(rel_dir)
+            if excl_bits & KIND_BITS[k] and not isinstance(states[k], Excluded):
+                states[k] = Excluded(rel_dir)
                 changed = True
         hidden = 0
         if files is None:
@@ -335,7 +296,7 @@ class IgnoreRules:
         else:
             is_repo = ".git" in files or (dirs is not None and ".git" in dirs)
         top_dir = self.root_prefix + byte_view(rel_dir) + "/"
-        st_if = states[_K_IGNORE_FILE]
+        st_if = states[K_IGNORE_FILE]
         if (
             isinstance(st_if, tuple)
             and self._ignore_names
@@ -343,24 +304,24 @@ class IgnoreRules:
         ):
             new = self.files.dir_lists(IGNORE_FILE, top_dir, files)
             if new:
-                states[_K_IGNORE_FILE] = new + st_if
+                states[K_IGNORE_FILE] = new + st_if
                 changed = True
-        st_git = states[_K_GIT]
+        st_git = states[K_GIT]
         if is_repo and st_git is not None:
             base = self.files.dir_lists(GITIGNORE, top_dir, files)
-            states[_K_GIT] = base + self.files.nested_globals(rel_dir)
+            states[K_GIT] = base + self.files.nested_globals(rel_dir)
             tracked = self.facts.nested_tracked.get(rel_dir, tracked)
             changed = True
         elif isinstance(st_git, tuple) and (files is None or ".gitignore" in files):
             new = self.files.dir_lists(GITIGNORE, top_dir, files)
             if new:
-                states[_K_GIT] = new + st_git
+                states[K_GIT] = new + st_git
                 changed = True
         elif is_repo:
             self.files.nested_globals(rel_dir)
             tracked = self.facts.nested_tracked.get(rel_dir, tracked)
             changed = True
-        st_def = states[_K_DEFAULT]
+        st_def = states[K_DEFAULT]
         if isinstance(st_def, tuple):
             full = os.path.join(self.root, rel_dir)
             if files is None:
@@ -372,7 +333,7 @@ class IgnoreRules:
             if venv:
                 # a virtualenv / conda env: hidden unless it holds tracked paths, and in
                 # both cases everything untracked below is hidden by default-exclude
-                states[_K_DEFAULT] = _Excl(rel_dir)
+                states[K_DEFAULT] = Excluded(rel_dir)
                 changed = True
                 if tracked is None or not tracked.has_under(rel_dir):
                     hidden |= DEFAULT_EXCLUDE
@@ -428,14 +389,14 @@ class IgnoreRules:
         for k, st in enumerate(frame.states):
             if st is None:
                 continue
-            if isinstance(st, _Excl):
+            if isinstance(st, Excluded):
                 excluded = True
             else:
-                hit = _last_match(st, path, bname, is_dir)
+                hit = last_match(st, path, bname, is_dir)
                 excluded = hit is not None and not hit[0].negated
             if excluded:
                 bit = KIND_BITS[k]
-                if bit & _RESCUABLE:
+                if bit & RESCUABLE:
                     soft |= bit
                 else:
                     hard |= bit
@@ -478,87 +439,14 @@ class IgnoreRules:
         return frame, hidden
 
     def check(self, rel: str, is_dir: bool, filters: Filters = ALL) -> Verdict | None:
-        """Which rule hides ``rel`` (root-relative POSIX, not ``""``), or ``None``.
-
-        ``is_dir``: whether ``rel`` is a folder (a symlink is not). Kinds are tried in the
-        order deny, ignore-file, gitignore, default-exclude; for each, folders above
-        ``rel`` are checked first (an excluded folder decides for everything below it,
-        git's ``prep_exclude``); ``gitignore``/``default-exclude`` never hide a tracked
-        path (a folder: one holding tracked paths). Works for paths that do not exist
-        (their ignore files are simply absent)."""
-        parts = rel.split("/")
-        if ".git" in parts:
-            return Verdict("deny", ".git", ".git")
-        for bit, _, v in self._hits(parts, is_dir, filters.mask):
-            if not (bit & _RESCUABLE and self.facts.tracks(rel, is_dir)):
-                return v
-        return None
+        """Which rule hides ``rel`` (root-relative POSIX, not ``""``), or ``None``
+        (``rules.checks.check``: the rules, their order and the tracked rescue)."""
+        return checks.check(self, rel, is_dir, filters)
 
     def check_folders_first(self, rel: str, is_dir: bool, filters: Filters = ALL) -> Verdict | None:
-        """``check`` of the shallowest folder above ``rel`` that it hides (each folder
-        checked as ``check(folder, True, filters)`` would), else ``check`` of ``rel``.
-
-        The same answer as those calls one after another, in one walk down ``rel``'s
-        folders: linear in its depth, where the calls cost its cube (each ``check``
-        walks from the root, entering every folder on the way)."""
-        parts = rel.split("/")
-        n = len(parts)
-        git = parts.index(".git") if ".git" in parts else n
-        hits = self._hits(parts[:git], is_dir if git == n else True, filters.mask)
-        top = min((j for _, j, _ in hits), default=n)
-        for i in range(max(1, min(top, git) + 1), n):  # the folder of the first i parts
-            if git < i:
-                return Verdict("deny", ".git", ".git")
-            folder = "/".join(parts[:i])
-            for bit, j, v in hits:
-                if j < i and not (bit & _RESCUABLE and self.facts.tracks(folder, True)):
-                    return v
-        if git < n:
-            return Verdict("deny", ".git", ".git")
-        for bit, _, v in hits:  # rel itself, as ``check`` judges it
-            if not (bit & _RESCUABLE and self.facts.tracks(rel, is_dir)):
-                return v
-        return None
-
-    def _hits(self, parts: list[str], is_dir: bool, mask: int) -> list[tuple[int, int, Verdict]]:
-        """Per kind of ``mask`` that hides the path ``parts`` (or a folder above it) by a
-        pattern or a virtualenv marker, tracked paths aside: ``(kind bit, index of the
-        part where it first does (-1: the root itself), verdict)``, in kind order."""
-        out = []
-        for bit in KIND_BITS:
-            if mask & bit:
-                hit = self._first_hit(bit, parts, is_dir)
-                if hit is not None:
-                    out.append((bit, *hit))
-        return out
-
-    def _first_hit(self, bit: int, parts: list[str], is_dir: bool) -> tuple[int, Verdict] | None:
-        k = KIND_BITS.index(bit)
-        frame = self.root_frame(bit | DENY)
-        if isinstance(frame.states[k], _Excl):  # the rule of the root or above it
-            return -1, self._down_to_root(bit)[1] or Verdict(KIND_NAMES[bit], "?", "?")
-        cur = ""
-        for i, part in enumerate(parts):
-            last = i == len(parts) - 1
-            path = cur + part
-            d = is_dir if last else True
-            st = frame.states[k]
-            if not isinstance(st, tuple):
-                return None
-            hit = _last_match(st, self.root_prefix + byte_view(path), byte_view(part), d)
-            if hit is not None and not hit[0].negated:
-                return i, hit[1].verdict(hit[0])
-            if not d:
-                return None
-            if bit == DEFAULT_EXCLUDE:
-                marker = _env_marker(os.path.join(self.root, path))
-                if marker is not None:
-                    return i, Verdict("default-exclude", "defaultExcludes:" + marker, marker)
-            if last:
-                return None
-            frame, _ = self.enter(frame, path, 0, None, None)
-            cur = path + "/"
-        return None
+        """``check`` of the shallowest folder above ``rel`` that it hides, else ``check``
+        of ``rel``, in one walk down ``rel``'s folders (``rules.checks.check_folders_first``)."""
+        return checks.check_folders_first(self, rel, is_dir, filters)
 
     # ---- maintenance ------------------------------------------------------------------
 
@@ -589,24 +477,3 @@ class IgnoreRules:
             if self.tracked.error:
                 out.append(self.tracked.error)
         return out
-
-
-def _last_match(
-    lists: Iterable[PatternList], path: str, name: str, is_dir: bool
-) -> tuple[Pattern, PatternList] | None:
-    """The deciding pattern over ``lists`` (precedence order) for top-relative ``path``
-    (byte view) with basename ``name``: git's ``last_matching_pattern_from_lists``."""
-    for lst in lists:
-        pat = lst.last_match(path, name, is_dir)
-        if pat is not None:
-            return pat, lst
-    return None
-
-
-def _env_marker(folder: str) -> str | None:
-    """``"pyvenv.cfg"`` if ``folder`` is a virtualenv, ``"conda-meta/"`` if a conda env."""
-    if os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
-        return "pyvenv.cfg"
-    if os.path.isdir(os.path.join(folder, "conda-meta")):
-        return "conda-meta/"
-    return None
