@@ -41,11 +41,12 @@ from readmany_daemon.index.records import (
     is_under,
     prune_child,
     subtree_of,
+    visible_files,
 )
 from readmany_daemon.index.store import FolderRecords
 from readmany_daemon.index.walk import IndexWalk
 from readmany_daemon.racy import is_racy
-from readmany_daemon.rules.ignore import Frame
+from readmany_daemon.rules.frame import Frame, same_rules
 from readmany_daemon.rules.kinds import DEFAULT_EXCLUDE
 
 __all__ = ["RETRACK_LIMIT", "ROOT_GONE", "IndexChanges"]
@@ -80,36 +81,6 @@ class _Delta:
 
 def _depth(rel: str) -> int:
     return rel.count("/") + 1 if rel else 0
-
-
-def _same_frame(a: Frame, b: Frame) -> bool:
-    """Whether two frames apply the same rules: the same pattern lists (by identity:
-    the rules cache them per file), the same excluded-kind markers, the same tracked
-    set."""
-    if a is b:
-        return True
-    if a.tracked is not b.tracked:
-        return False
-    for x, y in zip(a.states, b.states, strict=True):
-        if x is y:
-            continue
-        if isinstance(x, tuple) and isinstance(y, tuple):
-            if len(x) != len(y) or any(p is not q for p, q in zip(x, y, strict=True)):
-                return False
-        elif x is None or y is None or isinstance(x, tuple) or isinstance(y, tuple):
-            return False
-        if getattr(x, "rel", None) != getattr(y, "rel", None):  # two Excluded markers
-            return False
-    return True
-
-
-def _files_of(records: dict[str, DirRecord]) -> set[str]:
-    """Every visible file of ``records`` (root-relative)."""
-    out: set[str] = set()
-    for d, rec in records.items():
-        prefix = d + "/" if d else ""
-        out.update(prefix + e for e in rec.entries if e[-1] != "/")
-    return out
 
 
 class IndexChanges:
@@ -319,7 +290,7 @@ class IndexChanges:
             while rel_dir and rel_dir not in records:
                 rel_dir = rel_dir.rpartition("/")[0]
         old = subtree_of(records, rel_dir)
-        old_files = _files_of(old)
+        old_files = visible_files(old)
         for key in old:
             del records[key]
         self.rules.forget_dir(rel_dir)
@@ -342,7 +313,7 @@ class IndexChanges:
                     )
                 self.walker.walk_into_records(rel_dir, prec.frame, r, mtime, parent)
         new = subtree_of(records, rel_dir) if rel_dir in records or not rel_dir else {}
-        new_files = _files_of(new)
+        new_files = visible_files(new)
         delta.removed_dirs.update(k for k in old if k not in new)
         delta.added_dirs.update(k for k in new if k not in old)
         delta.fresh.update(new)
@@ -379,7 +350,7 @@ class IndexChanges:
         rest: list[tuple[str, Frame, int, int, str | None]] = []
         self.walker.walk([(rel, pframe, ex, st.st_mtime_ns, None)], temp, 1, rest)
         new = temp.get(rel)
-        if new is None or not _same_frame(new.frame, old.frame):
+        if new is None or not same_rules(new.frame, old.frame):
             return _RULES
         if self._rule_marks(old) != self._rule_marks(new):
             return _RULES  # an ignore file, .git or a marker came or went (the root's too)
@@ -422,7 +393,7 @@ class IndexChanges:
             walked = subtree_of(records, prefix + d)
             delta.added_dirs.update(walked)
             delta.fresh.update(walked)
-            delta.changed |= _files_of(walked)
+            delta.changed |= visible_files(walked)
         return _DONE
 
     def _rule_marks(self, rec: DirRecord) -> set[str]:
@@ -436,7 +407,7 @@ class IndexChanges:
     def _drop_subtree(self, rel: str, delta: _Delta) -> None:
         records = self.store.dirs
         old = subtree_of(records, rel)
-        delta.deleted |= _files_of(old)
+        delta.deleted |= visible_files(old)
         delta.removed_dirs.update(old)
         for key in old:
             del records[key]

@@ -29,6 +29,8 @@ __all__ = [
     "prune_child",
     "sort_keys",
     "subtree_of",
+    "visible_files",
+    "visible_files",
 ]
 
 #: Change-hint kinds for ``Index.apply`` (bit flags; one hint may carry several).
@@ -167,3 +169,12 @@ class DirRecord:
             and self.pruned == other.pruned
             and self.excl == other.excl
         )
+
+
+def visible_files(records: dict[str, DirRecord]) -> set[str]:
+    """Every visible file of ``records`` (root-relative)."""
+    out: set[str] = set()
+    for d, rec in records.items():
+        prefix = d + "/" if d else ""
+        out.update(prefix + e for e in rec.entries if e[-1] != "/")
+    return out

@@ -23,6 +23,7 @@ __all__ = [
     "State",
     "env_marker",
     "last_match",
+    "same_rules",
 ]
 
 #: Kinds that never hide a tracked path (git: a tracked file is never ignored).
@@ -92,3 +93,24 @@ def env_marker(folder: str) -> str | None:
     if os.path.isdir(os.path.join(folder, "conda-meta")):
         return "conda-meta/"
     return None
+
+
+def same_rules(a: Frame, b: Frame) -> bool:
+    """Whether two frames apply the same rules: the same pattern lists (by identity:
+    the rules cache them per file), the same excluded-kind markers, the same tracked
+    set."""
+    if a is b:
+        return True
+    if a.tracked is not b.tracked:
+        return False
+    for x, y in zip(a.states, b.states, strict=True):
+        if x is y:
+            continue
+        if isinstance(x, tuple) and isinstance(y, tuple):
+            if len(x) != len(y) or any(p is not q for p, q in zip(x, y, strict=True)):
+                return False
+        elif x is None or y is None or isinstance(x, tuple) or isinstance(y, tuple):
+            return False
+        if getattr(x, "rel", None) != getattr(y, "rel", None):  # two Excluded markers
+            return False
+    return True
