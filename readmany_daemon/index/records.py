@@ -30,7 +30,6 @@ __all__ = [
     "sort_keys",
     "subtree_of",
     "visible_files",
-    "visible_files",
 ]
 
 #: Change-hint kinds for ``Index.apply`` (bit flags; one hint may carry several).
