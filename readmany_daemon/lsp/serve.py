@@ -182,9 +182,9 @@ def dispatch(server: ReadManyServer, body: bytes) -> None:
         return
     try:
         protocol.handle_message(message)
-    except Exception:
-        # Connection boundary: a bug met while dispatching one message must not end the
-        # connection (or the daemon); it is logged with its traceback and answered.
+    except Exception:  # the connection boundary (below): logged and answered -32603
+        # A bug met while dispatching one message must not end the connection (or the
+        # daemon); it is logged with its traceback and answered.
         log.exception("connection %d: could not handle a message", server.conn_id)
         if is_request:
             _send_error(server, reply_id, -32603, "Internal error (see the daemon log)")

@@ -335,9 +335,9 @@ class Watcher:
         """One inotify event (watchdog ``WatchCallback``): turn it into a hint."""
         try:
             self._on_event(event.wd, event.mask, event.name)
-        except Exception:
-            # Thread boundary: an exception here would end watchdog's reader thread and
-            # silently stop every later event; log it and rescan as for a lost event.
+        except Exception:  # the thread boundary (below): logged, then a rescan
+            # An exception here would end watchdog's reader thread and silently stop
+            # every later event; log it and rescan as for a lost event.
             log.exception("watcher %s: handling an inotify event failed", self.root)
             self._hints.overflowed()
             self._set_degraded("an event could not be handled (see the log); rescanning the root")
