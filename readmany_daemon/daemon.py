@@ -60,8 +60,8 @@ from readmany_daemon.client import (
     peer_credentials,
     runtime_dir,
 )
-from readmany_daemon.errors import UsageError
-from readmany_daemon.launch import ensure_private_dir
+from readmany_daemon.errors import DaemonError, UsageError
+from readmany_daemon.launch import clear_starting, ensure_private_dir
 from readmany_daemon.socketfiles import acquire_lock, bind_unix, mark_running
 
 __all__ = [
@@ -275,8 +275,13 @@ def serve_socket(
     private = directory == runtime_dir()
     if private or not os.path.exists(directory):
         ensure_private_dir(directory)
-    lock_fd = acquire_lock(path)
+    try:
+        lock_fd = acquire_lock(path)
+    except DaemonError:
+        clear_starting(path)
+        raise
     if lock_fd is None:
+        clear_starting(path)
         if on_running is not None:
             on_running(f"a readmany {__version__} daemon already serves {path}")
         return 0
@@ -287,6 +292,7 @@ def serve_socket(
         sock = bind_unix(path, private=private)
         inode = os.stat(path).st_ino
         marker = mark_running(path)
+        clear_starting(path)  # it listens now: ``stop`` reaches it through the socket
 
         async def main(daemon: Daemon) -> None:
             server = await asyncio.start_unix_server(daemon._handle, sock=sock)
@@ -298,6 +304,7 @@ def serve_socket(
         _run_logged(settings, main, kind="socket")
         return 0
     finally:
+        clear_starting(path)
         if marker is not None:
             with contextlib.suppress(OSError):
                 os.unlink(marker)

@@ -17,12 +17,14 @@ import time
 from collections.abc import Callable
 
 from readmany_daemon import __version__
-from readmany_daemon.client import Client, RpcError, connect
+from readmany_daemon.client import Client, RpcError, connect, default_socket_path
 from readmany_daemon.errors import DaemonError
 
 __all__ = [
     "POLL_SECONDS",
+    "STARTING_SUFFIX",
     "START_TIMEOUT",
+    "clear_starting",
     "default_log_path",
     "ensure_private_dir",
     "ensure_running",
@@ -36,6 +38,11 @@ __all__ = [
 #: How long a start waits for a daemon being replaced or still starting up (s).
 START_TIMEOUT = 10.0
 POLL_SECONDS = 0.02
+
+#: Beside the socket from ``spawn`` until the daemon it started serves or exits
+#: (``<socket>.starting``, the child's pid): ``stop`` then waits for a daemon that is
+#: still starting instead of saying none runs.
+STARTING_SUFFIX = ".starting"
 
 # ------------------------------------------------------------------------------- paths
 
@@ -99,12 +106,20 @@ def _answers(path: str) -> bool:
 def stop(path: str, timeout: float = START_TIMEOUT, reason: str | None = None) -> int | None:
     """Stop the daemon at ``path``: ``readMany/stopDaemon`` (with ``reason``, which the
     daemon's exit line names: ``"readmany stop"``, ``"replaced by version X"``), falling
-    back to SIGTERM on the pid from ``readMany/status``. Returns its pid once it is gone,
-    None when no daemon answered. Raises ``DaemonError`` when it does not go within
-    ``timeout``."""
+    back to SIGTERM on the pid from ``readMany/status``. A daemon ``spawn`` started that
+    does not listen yet (its ``<socket>.starting`` names a live pid) is waited for first.
+    Returns its pid once it is gone, None when no daemon answered. Raises
+    ``DaemonError`` when it does not go within ``timeout``."""
     client = connect(path)
     if client is None:
-        return None
+        starting = _starting_pid(path)
+        if starting is None:
+            return None
+        # a daemon ``spawn`` started is not listening yet: wait for it, then stop it
+        wait_for(lambda: _answers(path) or not _pid_alive(starting), timeout)
+        client = connect(path)
+        if client is None:
+            return None
     pid: int | None = None
     try:
         try:
@@ -154,7 +169,7 @@ def spawn(path: str | None = None, environ: dict[str, str] | None = None) -> Non
     if path:
         cmd.append(path)
     cmd += ["--log-file", default_log_path(env)]
-    subprocess.Popen(
+    child = subprocess.Popen(
         cmd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -164,6 +179,45 @@ def spawn(path: str | None = None, environ: dict[str, str] | None = None) -> Non
         start_new_session=True,
         close_fds=True,
     )
+    _mark_starting(path or default_socket_path(env), child.pid)
+
+
+def _mark_starting(path: str, pid: int) -> None:
+    """Write ``<path>.starting`` (0600) naming the daemon ``pid`` that ``spawn`` just
+    started; best effort (the folder is made 0700 as the daemon would make it)."""
+    folder = os.path.dirname(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        if not os.path.isdir(folder):
+            ensure_private_dir(folder)
+        fd = os.open(path + STARTING_SUFFIX, flags, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(str(pid))
+    except (OSError, DaemonError):
+        pass  # ``stop`` then cannot tell a starting daemon from none
+
+
+def _starting_pid(path: str) -> int | None:
+    """The live pid ``<path>.starting`` names, else None."""
+    try:
+        with open(path + STARTING_SUFFIX, encoding="ascii") as f:
+            pid = int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+    return pid if _pid_alive(pid) else None
+
+
+def clear_starting(path: str) -> None:
+    """Remove ``<path>.starting`` when it names this process (the daemon serves or exits;
+    a marker of another ``spawn`` is left to its own daemon)."""
+    marker = path + STARTING_SUFFIX
+    try:
+        with open(marker, encoding="ascii") as f:
+            mine = f.read().strip() == str(os.getpid())
+        if mine:
+            os.unlink(marker)
+    except OSError:
+        pass
 
 
 def ensure_running(path: str, timeout: float = START_TIMEOUT) -> None:

@@ -10,12 +10,13 @@ import signal
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
 from readmany_daemon import __version__
 from readmany_daemon.client import RpcError
-from tests.e2e.daemon_helpers import Daemon, cli, fresh_daemon, wait_for
+from tests.e2e.daemon_helpers import Daemon, cli, daemon_pids, fresh_daemon, wait_for
 
 daemon = fresh_daemon
 
@@ -173,3 +174,22 @@ def test_a_bad_stop_reason_is_refused_and_the_daemon_stays(daemon: Daemon) -> No
         client.exit()
     assert daemon.proc is not None and daemon.proc.poll() is None
     assert exit_lines(daemon) == []
+
+
+def test_readmany_stop_right_after_the_first_read_stops_the_daemon_it_started(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    # The first read answers in process and starts the daemon in the background; a stop
+    # at once used to find no socket yet and say "no daemon runs", leaving it running.
+    env = {k: v for k, v in daemon.env.items() if k != "READMANY_NO_DAEMON"}
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.txt").write_text("alpha\n")
+    first = cli(env, "read", str(tree / "a.txt"))
+    assert first.returncode == 0, first.stderr
+    stopped = cli(env, "stop")
+    assert stopped.returncode == 0, stopped.stderr
+    said = stopped.stdout + stopped.stderr
+    assert "stopped the daemon (pid" in said, said
+    assert daemon_pids(daemon.socket) == []  # stop waits until it is gone
+    assert not os.path.exists(daemon.socket + ".starting")
