@@ -113,6 +113,12 @@ class IgnoreRules:
         self.root = root
         self.settings = settings
         self.warnings: list[str] = []
+        self._load(tracked)
+
+    def _load(self, tracked: list[str] | None) -> None:
+        """Everything git and the rule files decide, read from scratch (``__init__``,
+        ``reload``)."""
+        root, settings = self.root, self.settings
         #: what git says: the repository, the tracked sets, the configuration
         self.facts = RepoFacts(root, self.warnings, tracked)
         loc = self.facts.repo
@@ -151,6 +157,16 @@ class IgnoreRules:
             self._ignore_names,
             (self.deny_list, self.default_list),
         )
+
+    def reload(self) -> None:
+        """Read git's facts and the rule files afresh, as for a new root: the workspace
+        folder was deleted and made again (a new clone, a repository made or removed
+        there), so the repository it is in, its tracked set and its rule files may all
+        differ from what was read. Warnings start empty again. The caller walks the root
+        again (``Index.apply`` with ``RULES``)."""
+        self.facts.collect()
+        self.warnings.clear()
+        self._load(None)
 
     # ---- git facts (``RepoFacts``) -----------------------------------------------------
 

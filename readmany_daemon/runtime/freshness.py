@@ -214,7 +214,12 @@ class Freshness:
             # The folder is back (recreated, moved back): watch it afresh. The old
             # watcher is stopped on another thread (its loop may wait for this lock).
             threading.Thread(target=watcher.stop, name="readmany-watcher-stop").start()
-            self.watch(entry, entry.ws.index)
+            # A new folder may be another repository, or none: git's facts and the
+            # rule files are read again and the root walked with them.
+            index = entry.ws.index
+            index.rules.reload()
+            index.apply([("", RULES)])
+            self.watch(entry, index)
             watcher = None  # this answer goes through stat checks; later ones the barrier
         if mode == "auto" and watcher is not None and watcher.barrier(since=since):
             sync_outside_rules(entry.ws.index)

@@ -212,6 +212,37 @@ def test_root_deleted_and_recreated_is_seen(daemon: Daemon, tmp_path: Path) -> N
         eventually(client, "**", ["five.txt", "sub/four.txt", "sub/three.txt", "two.txt"])
 
 
+def _made_repo(root: Path, env: dict[str, str], files: dict[str, str]) -> None:
+    """``root`` made with ``files``, a new repository there tracking them all."""
+    write_tree(root, files)
+    git(root, "init", "-q", env=env)
+    git(root, "add", "-f", *files, env=env)
+
+
+@pytest.mark.parametrize("before", ["plain", "repository"])
+def test_root_recreated_as_another_repository_is_read_with_its_git(
+    daemon: Daemon, tmp_path: Path, env: dict[str, str], before: str
+) -> None:
+    """The root deleted and made again as a new repository (a fresh clone over an old
+    folder or an old clone): its tracked set decides, not the one read before. ``*.bin``
+    is ignored; the new repository tracks ``new.bin`` (visible), not ``old.bin``."""
+    root = tmp_path / f"again-{before}"
+    files = {".gitignore": "*.bin\n", "a.txt": "a\n"}
+    if before == "plain":
+        write_tree(root, {**files, "new.bin": ""})
+        seen = [".gitignore", "a.txt"]
+    else:
+        _made_repo(root, env, {**files, "old.bin": ""})
+        write_tree(root, {"new.bin": ""})
+        seen = [".gitignore", "a.txt", "old.bin"]
+    with open_root(daemon, root) as client:
+        assert listed(client, sync="auto") == seen
+        shutil.rmtree(root)
+        _made_repo(root, env, {**files, "new.bin": ""})
+        write_tree(root, {"old.bin": ""})
+        assert listed(client, sync="auto") == [".gitignore", "a.txt", "new.bin"]
+
+
 def test_git_index_changes_what_is_visible(daemon: Daemon, repo: Path, env: dict[str, str]) -> None:
     write_tree(
         repo,

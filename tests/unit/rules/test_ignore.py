@@ -506,3 +506,17 @@ def test_git_verdicts_where_pathspec_differs(
     # and git agrees (the table is git's verdict)
     listed = git(repo, "ls-files", "-o", "--exclude-standard", "-z").split("\0")
     assert (path not in listed) == ignored
+
+
+def test_reload_reads_a_new_repository_in_the_same_folder(tmp_path: Path) -> None:
+    # the workspace folder made again as a repository: reload forgets that it was none
+    root = tmp_path / "ws"
+    write_tree(root, {".gitignore": "*.bin\n", "new.bin": ""})
+    rules = IgnoreRules(str(root), Settings())
+    assert rules.repo is None and rules.check("new.bin", False) is not None
+    git(root, "init", "-q")
+    git(root, "add", "-f", "new.bin")
+    assert rules.repo is None  # nothing read again by itself
+    rules.reload()
+    assert rules.repo is not None and rules.is_tracked("new.bin")
+    assert rules.check("new.bin", False) is None  # tracked: gitignore does not hide it
