@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_mcp import call, mcp_session, text
+from tests.e2e.test_mcp import call, mcp_session, roots_callback, text
 from tests.helpers import write_tree
 
 client_module = pytest.importorskip("mcp.client.client", reason="the SDK 1.x has no Client")
@@ -44,14 +44,7 @@ async def client(
 
     kwargs: dict[str, Any] = {"mode": mode}
     if roots is not None:
-        import mcp.types as types
-
-        async def list_roots(context: Any) -> Any:
-            return types.ListRootsResult.model_validate(
-                {"roots": [{"uri": p.as_uri(), "name": p.name} for p in roots]}
-            )
-
-        kwargs["list_roots_callback"] = list_roots
+        kwargs["list_roots_callback"] = roots_callback(roots)
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "readmany_daemon", "mcp", *args],

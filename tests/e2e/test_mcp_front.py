@@ -62,6 +62,27 @@ TOOLS_CALL = {
 PING = {"jsonrpc": "2.0", "id": 4, "method": "ping"}
 
 
+def _envelope(**params: Any) -> dict[str, Any]:
+    meta = {
+        modern.PROTOCOL_VERSION_KEY: "2026-07-28",
+        modern.CLIENT_INFO_KEY: {"name": "test", "version": "0"},
+        modern.CLIENT_CAPABILITIES_KEY: {},
+    }
+    return {**params, "_meta": meta}
+
+
+DISCOVER = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": _envelope()}
+MODERN_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": _envelope()}
+MODERN_CALL = {
+    "jsonrpc": "2.0",
+    "id": 4,
+    "method": "tools/call",
+    "params": _envelope(name="read_many_files", arguments={"paths": ["a.py", "src/b.py"]}),
+}
+SERVED = modern.served(front.sdk_major())
+needs_modern = pytest.mark.skipif(not SERVED, reason="this mcp SDK serves the legacy era only")
+
+
 def _start(env: dict[str, str], *args: str, cwd: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "readmany_daemon", "mcp", *args],
@@ -149,21 +170,29 @@ def test_the_sdk_asks_the_clients_roots_after_the_hand_over(
     _finish(proc)
 
 
-def test_initialize_and_tools_list_are_answered_before_the_sdk_loads(
-    env: dict[str, str], tree: Path, tmp_path: Path
+@pytest.mark.parametrize("era", ["legacy", pytest.param("2026-07-28", marks=needs_modern)])
+def test_the_first_answers_come_before_the_sdk_loads(
+    env: dict[str, str], tree: Path, tmp_path: Path, era: str
 ) -> None:
+    """``initialize`` and ``tools/list``, or ``server/discover`` and ``tools/list``, are
+    answered while the SDK is held back; the tool call after them once it loads."""
     gate = tmp_path / "sdk-gate"
     os.mkfifo(gate)
     proc = _start({**env, "READMANY_MCP_SDK_GATE": str(gate)}, "--root", str(tree), cwd=tree)
-    _send(proc, _init("2025-06-18"), INITIALIZED, TOOLS_LIST, TOOLS_CALL)
-    assert json.loads(_line(proc))["result"]["serverInfo"]["name"] == "readmany"
+    if era == "legacy":
+        _send(proc, _init("2025-06-18"), INITIALIZED, TOOLS_LIST, TOOLS_CALL)
+        assert json.loads(_line(proc))["result"]["serverInfo"]["name"] == "readmany"
+    else:
+        _send(proc, DISCOVER, MODERN_LIST, MODERN_CALL)
+        assert json.loads(_line(proc))["result"]["supportedVersions"] == ["2026-07-28"]
     assert len(json.loads(_line(proc))["result"]["tools"]) == 3
     # The loader still waits at the gate, before importing the SDK: a FIFO opens for
     # writing without blocking only while a reader holds it (else ENXIO).
     fd = os.open(gate, os.O_WRONLY | os.O_NONBLOCK)
     os.close(fd)  # the loader reads the end of the FIFO: the SDK loads now
     answer = json.loads(_line(proc))
-    assert answer["id"] == 3 and not answer["result"]["isError"]
+    assert answer["id"] == (TOOLS_CALL if era == "legacy" else MODERN_CALL)["id"]
+    assert not answer["result"]["isError"]
     _finish(proc)
 
 
@@ -180,27 +209,6 @@ def test_structured_text_is_listed_alike_by_the_front_stage_and_the_sdk(
     by_id = {json.loads(line)["id"]: json.loads(line) for line in with_front}
     call = by_id[3]["result"]
     assert call["structuredContent"]["llmContent"] == call["content"][0]["text"]
-
-
-def _envelope(**params: Any) -> dict[str, Any]:
-    meta = {
-        modern.PROTOCOL_VERSION_KEY: "2026-07-28",
-        modern.CLIENT_INFO_KEY: {"name": "test", "version": "0"},
-        modern.CLIENT_CAPABILITIES_KEY: {},
-    }
-    return {**params, "_meta": meta}
-
-
-DISCOVER = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": _envelope()}
-MODERN_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": _envelope()}
-MODERN_CALL = {
-    "jsonrpc": "2.0",
-    "id": 4,
-    "method": "tools/call",
-    "params": _envelope(name="read_many_files", arguments={"paths": ["a.py", "src/b.py"]}),
-}
-SERVED = modern.served(front.sdk_major())
-needs_modern = pytest.mark.skipif(not SERVED, reason="this mcp SDK serves the legacy era only")
 
 
 def _modern_pipelined(env: dict[str, str], tree: Path, with_front: bool) -> list[bytes]:
@@ -232,23 +240,6 @@ def test_2026_requests_are_answered_in_order_as_the_sdk_answers(
         assert result["cacheScope"] == modern.CACHE_SCOPE
     call = json.loads(by_id[4])["result"]
     assert not call["isError"] and "print('b')" in call["content"][0]["text"]
-
-
-@needs_modern
-def test_discover_and_tools_list_are_answered_before_the_sdk_loads(
-    env: dict[str, str], tree: Path, tmp_path: Path
-) -> None:
-    gate = tmp_path / "sdk-gate"
-    os.mkfifo(gate)
-    proc = _start({**env, "READMANY_MCP_SDK_GATE": str(gate)}, "--root", str(tree), cwd=tree)
-    _send(proc, DISCOVER, MODERN_LIST, MODERN_CALL)
-    assert json.loads(_line(proc))["result"]["supportedVersions"] == ["2026-07-28"]
-    assert len(json.loads(_line(proc))["result"]["tools"]) == 3
-    fd = os.open(gate, os.O_WRONLY | os.O_NONBLOCK)  # the loader still waits at the gate
-    os.close(fd)
-    answer = json.loads(_line(proc))
-    assert answer["id"] == 4 and not answer["result"]["isError"]
-    _finish(proc)
 
 
 def test_the_era_is_the_first_requests_and_a_legacy_only_sdk_refuses_the_probe(
