@@ -214,8 +214,10 @@ def test_structured_text_is_listed_alike_by_the_front_stage_and_the_sdk(
 def _modern_pipelined(env: dict[str, str], tree: Path, with_front: bool) -> list[bytes]:
     env = {**env, "READMANY_MCP_FRONT": "1" if with_front else "0"}
     proc = _start(env, "--root", str(tree), cwd=tree)
-    _send(proc, DISCOVER, MODERN_LIST, {**MODERN_LIST, "id": 3}, MODERN_CALL)
-    lines = [re.sub(rb'"clock":"[^"]*"', b'"clock":""', _line(proc)) for _ in range(4)]
+    # The last tools/list comes after the call: the SDK answers it, the front stage the others.
+    lists = [{**MODERN_LIST, "id": i} for i in (2, 3, 5)]
+    _send(proc, DISCOVER, lists[0], lists[1], MODERN_CALL, lists[2])
+    lines = [re.sub(rb'"clock":"[^"]*"', b'"clock":""', _line(proc)) for _ in range(5)]
     err = _finish(proc)
     assert "otherwise than the front stage" not in err, err
     return lines
@@ -235,6 +237,7 @@ def test_2026_requests_are_answered_in_order_as_the_sdk_answers(
     listed = [json.loads(by_id[i])["result"] for i in (2, 3)]
     # Byte-identical call to call, with the cache hints the revision asks for.
     assert by_id[2].replace(b'"id":2', b'"id":3', 1) == by_id[3]
+    assert by_id[2].replace(b'"id":2', b'"id":5', 1) == by_id[5]
     for result in (discover, listed[0]):
         assert result["ttlMs"] == modern.CACHE_TTL_MS
         assert result["cacheScope"] == modern.CACHE_SCOPE
