@@ -375,15 +375,22 @@ def cmd_lsp(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     """``readmany mcp``: the MCP server on stdio (``mcp.front`` answers first while
-    ``mcp.sdk`` loads). Without ``--root``, or with a relative one, the current
-    directory must exist (``route.current_dir``: else one line and exit 2)."""
+    ``mcp.sdk`` loads), for each ``--root`` (repeatable). Without ``--root``, or with a
+    relative one, the current directory must exist (``route.current_dir``: else one
+    line and exit 2)."""
     from readmany_daemon.mcp import front
+    from readmany_daemon.paths import uri_to_path
 
-    root = args.root
-    if root is None or not (os.path.isabs(root) or root.startswith("file:")):
-        cwd = current_dir()
-        root = None if root is None else os.path.join(cwd, root)
-    return front.run(root, args.no_daemon, args.structured_text)
+    roots: list[str] = []
+    for root in args.root or []:
+        if root.startswith("file:"):
+            root = uri_to_path(root) or root
+        if not os.path.isabs(root):
+            root = os.path.join(current_dir(), root)
+        roots.append(root)
+    if not roots:
+        current_dir()
+    return front.run(roots or None, args.no_daemon, args.structured_text)
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -249,7 +249,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument(
         "--root",
         metavar="DIR",
-        help="workspace folder (default: the client's MCP roots, else the current directory)",
+        action="append",
+        help=(
+            "a workspace folder; repeat for several, the first is the default (default: the "
+            "client's MCP roots, else the current directory)"
+        ),
     )
     m.add_argument("--no-daemon", action="store_true", help="answer in this process only")
     m.add_argument(

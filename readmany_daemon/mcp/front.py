@@ -5,18 +5,22 @@ Importing the ``mcp`` SDK (pydantic models) takes most of a second; a client's
 and the tools (``mcp/sdk.py``) in a background thread at once, reads the client's
 newline-delimited JSON-RPC from stdin itself and, until the SDK is loaded:
 
-- answers ``initialize`` when the SDK would answer it with the client's own protocol
-  version (``ECHOED``, by SDK major version; any other request waits for the SDK), with
-  the bytes the SDK writes: serverInfo, capabilities, instructions and the key order of
-  its major version (1.x: field order; 2.x: sorted model fields);
-- answers ``tools/list`` (no cursor) after ``notifications/initialized`` from
-  ``schema.tool_definitions``, when no other request is waiting;
-- keeps everything else, in order.
+- the legacy era (the first request is ``initialize``): answers ``initialize`` when the
+  SDK would answer it with the client's own protocol version (``ECHOED``, by SDK major
+  version; any other request waits for the SDK), with the bytes the SDK writes:
+  serverInfo, capabilities, instructions and the key order of its major version (1.x:
+  field order; 2.x: sorted model fields); then ``tools/list`` (no cursor) after
+  ``notifications/initialized`` from ``schema.tool_definitions``;
+- the 2026-07-28 era (the first request carries a protocol version in ``_meta``, on an
+  SDK that serves it: ``mcp/modern.py``): answers ``server/discover`` and ``tools/list``
+  (no cursor) that carry an envelope the SDK accepts as it is, statelessly, with the
+  bytes the SDK writes;
+- answers only while no other request is waiting, and keeps everything else, in order.
 
 Then it hands the connection over: the SDK's stdio transport reads the kept messages
-(the ``initialize`` first, then ``notifications/initialized`` and what followed), then
-the rest of stdin; its answer to the replayed ``initialize`` is dropped (a warning names
-it when it differs from the one sent). The SDK serves everything from there on
+(the first request answered here, so that the SDK settles on the same era, then what
+followed), then the rest of stdin; its answer to that replayed request is dropped (a
+warning names it when it differs from the one sent). The SDK serves everything from there on
 (tools/call, roots, cancellation, progress, ping). The ``mcp`` package is never
 imported here (``mcp/sdk.py`` is its seam).
 
@@ -44,6 +48,7 @@ import msgspec
 from readmany_daemon import __version__
 from readmany_daemon.errors import RootNotFound
 from readmany_daemon.frames import write_all
+from readmany_daemon.mcp import modern
 from readmany_daemon.settings import Settings, load_settings
 from readmany_daemon.wire.messages import SERVER_NAME
 
@@ -166,10 +171,13 @@ class Front:
     #: The server's settings (``server_settings``); None: the environment's.
     settings: Settings | None = None
     kept: list[bytes] = field(default_factory=list)
-    #: The ``initialize`` answered here: its id and the bytes written (else None).
+    #: The first request answered here (``initialize``, or the first of the 2026-07-28
+    #: era), replayed to the SDK: its id and the bytes written (else None).
     init_id: Any = None
     init_answer: bytes | None = None
     initialized: bool = False
+    #: The first request opened the 2026-07-28 era.
+    modern: bool = False
     #: A request (or an unreadable line) waits for the SDK: answer nothing more here.
     waiting: bool = False
 
@@ -192,6 +200,14 @@ class Front:
             self.waiting = True
             return None
         method = msg.get("method")
+        if self.modern or (
+            self.init_answer is None
+            and "id" in msg
+            and method != "initialize"
+            and modern.has_envelope(msg)
+            and modern.served(self.major)
+        ):
+            return self._answer_modern(msg, line)
         if self.init_answer is None:
             if _plain_initialize(msg) and msg["params"]["protocolVersion"] in ECHOED[self.major]:
                 self.init_id = msg["id"]
@@ -206,10 +222,35 @@ class Front:
             return None
         params = msg.get("params")
         plain = params is None or (isinstance(params, dict) and set(params) <= {"_meta"})
+        plain = plain and not modern.has_envelope(msg)  # the SDK refuses it on this era
         if method == "tools/list" and self.initialized and plain and msg.get("jsonrpc") == "2.0":
             return _response(msg["id"], tools_result(self.major, self.settings))
         self.waiting = True
         return None
+
+    def _answer_modern(self, msg: dict[str, Any], line: bytes) -> bytes | None:
+        """A 2026-07-28 request: ``server/discover`` or ``tools/list`` answered when its
+        envelope is one the SDK accepts as it is; the first one answered is also kept
+        for the SDK (it settles the era), with its answer to drop."""
+        self.modern = True
+        if "id" not in msg:  # a notification: kept, in order
+            return None
+        method = msg.get("method")
+        if method not in ("server/discover", "tools/list") or not modern.modern_request(msg):
+            self.waiting = True
+            return None
+        if method == "server/discover":
+            result = modern.discover_result()
+        else:
+            from readmany_daemon.mcp.schema import tool_definitions
+
+            settings = self.settings if self.settings is not None else load_settings()[0]
+            result = modern.tools_result(tool_definitions(settings))
+        answer = _response(msg["id"], result)
+        if self.init_answer is None:
+            self.init_id, self.init_answer = msg["id"], answer
+            self.kept.append(line)  # replayed to the SDK, its answer dropped
+        return answer
 
 
 # ------------------------------------------------------------------------ plumbing
@@ -227,7 +268,7 @@ _EOF = b""
 
 
 def _load(
-    root: str | None, no_daemon: bool, settings: Settings, events: queue.SimpleQueue[Any]
+    roots: list[str] | None, no_daemon: bool, settings: Settings, events: queue.SimpleQueue[Any]
 ) -> None:
     try:
         gate = os.environ.get(ENV_SDK_GATE)
@@ -238,7 +279,7 @@ def _load(
         from readmany_daemon.mcp.tools import ReadManyMcp
 
         sdk.load()
-        events.put(_Loaded(app=ReadManyMcp(root, no_daemon, settings)))
+        events.put(_Loaded(app=ReadManyMcp(roots, no_daemon, settings)))
     except BaseException as exc:  # handed to the main thread, raised there
         events.put(_Loaded(error=exc))
 
@@ -297,7 +338,8 @@ class _Lines:
 
 class _Out:
     """The SDK transport's stdout: writes each message to the client, except the SDK's
-    answer to the replayed ``initialize`` (compared with the one sent)."""
+    answer to the replayed request (``initialize``, or the first of the 2026-07-28
+    era; compared with the one sent)."""
 
     def __init__(self, fd: int, front: Front) -> None:
         self.fd = fd
@@ -312,7 +354,8 @@ class _Out:
             if isinstance(msg, dict) and "method" not in msg and msg.get("id") == self.drop_id:
                 if data != self.sent:
                     log.warning(
-                        "the SDK answers initialize otherwise than the front stage did: %s",
+                        "the SDK answers the replayed request otherwise than the front "
+                        "stage did: %s",
                         data.decode(errors="replace").strip(),
                     )
                 self.sent = None
@@ -344,20 +387,24 @@ def server_settings(structured_text: bool = False) -> Settings:
     return settings
 
 
-def run(root: str | None = None, no_daemon: bool = False, structured_text: bool = False) -> int:
+def run(
+    roots: list[str] | None = None, no_daemon: bool = False, structured_text: bool = False
+) -> int:
     """``readmany mcp``: serve on stdio until the client closes stdin; returns the exit
-    code. ``structured_text``: ``--structured-text``. Raises ``RootNotFound`` (``--root``
-    is no folder) and whatever loading the SDK raised."""
-    if root is not None and not os.path.isdir(root):
-        raise RootNotFound(f"--root: no such folder: {root}", "root")
+    code. ``roots``: the ``--root`` folders (None: the client's roots, else the current
+    directory); ``structured_text``: ``--structured-text``. Raises ``RootNotFound`` (a
+    ``--root`` is no folder) and whatever loading the SDK raised."""
+    for root in roots or []:
+        if not os.path.isdir(root):
+            raise RootNotFound(f"--root: no such folder: {root}", "root")
     _setup_logging()
     settings = server_settings(structured_text)
     if os.environ.get(ENV_FRONT) == "0":
         from readmany_daemon.mcp import sdk
 
-        return sdk.run(root, no_daemon, settings)
+        return sdk.run(roots, no_daemon, settings)
     events: queue.SimpleQueue[Any] = queue.SimpleQueue()
-    loader = threading.Thread(target=_load, args=(root, no_daemon, settings, events), daemon=True)
+    loader = threading.Thread(target=_load, args=(roots, no_daemon, settings, events), daemon=True)
     loader.start()
     wire_in, wire_out = _claim_stdio()
     threading.Thread(target=_read_lines, args=(wire_in, events), daemon=True).start()

@@ -1,9 +1,10 @@
 """The ``mcp`` SDK seam: ``readmany mcp`` served over stdio by the official SDK.
 
 The only module that imports the ``mcp`` package, and only when a server is built.
-Works with SDK 2.x (``Server(on_list_tools=…, on_call_tool=…)``) and 1.x from 1.10
-(the decorator API; structured content needs 1.10). Nothing but protocol goes to
-stdout; logs go to stderr.
+Works with SDK 2.x (``Server(on_list_tools=…, on_call_tool=…)``: both eras, the
+legacy handshake and 2026-07-28, ``ttlMs``/``cacheScope`` from ``mcp/modern.py``) and
+1.x from 1.10 (the decorator API, the legacy era only; structured content needs 1.10).
+Nothing but protocol goes to stdout; logs go to stderr.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from readmany_daemon import __version__
 from readmany_daemon.errors import RootNotFound
+from readmany_daemon.mcp import modern
 from readmany_daemon.mcp.schema import INSTRUCTIONS, tool_definitions
 from readmany_daemon.mcp.tools import ReadManyMcp, ToolFailure
 from readmany_daemon.settings import Settings
@@ -84,12 +86,16 @@ def build_server(app: ReadManyMcp) -> Any:
         async def roots_changed(ctx: Any, params: Any) -> None:
             app.roots_changed()
 
+        from mcp.server.caching import CacheHint
+
+        hint = CacheHint(ttl_ms=modern.CACHE_TTL_MS, scope=modern.CACHE_SCOPE)
         server = Server(
             SERVER_NAME,
             version=__version__,
             instructions=INSTRUCTIONS,
             on_list_tools=list_tools,
             on_call_tool=call_tool,
+            cache_hints={"tools/list": hint, "server/discover": hint},
         )
         server.add_notification_handler(
             "notifications/roots/list_changed", types.NotificationParams, roots_changed
@@ -141,19 +147,24 @@ async def serve(app: ReadManyMcp, stdin: Any = None, stdout: Any = None) -> None
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def run(root: str | None = None, no_daemon: bool = False, settings: Settings | None = None) -> int:
+def run(
+    roots: list[str] | None = None, no_daemon: bool = False, settings: Settings | None = None
+) -> int:
     """``readmany mcp``: serve until the client closes stdin; returns the exit code.
-    ``settings``: the server's (default: from the environment)."""
+    ``roots``: the ``--root`` folders (None: the client's roots, else the current
+    directory); ``settings``: the server's (default: from the environment). Raises
+    ``RootNotFound`` when a ``--root`` is no folder."""
     import anyio
 
-    if root is not None and not os.path.isdir(root):
-        raise RootNotFound(f"--root: no such folder: {root}", "root")
+    for root in roots or []:
+        if not os.path.isdir(root):
+            raise RootNotFound(f"--root: no such folder: {root}", "root")
     if not logging.getLogger().handlers:
         logging.basicConfig(
             stream=sys.stderr,
             level=logging.WARNING,
             format="readmany mcp: %(levelname)s: %(message)s",
         )
-    app = ReadManyMcp(root, no_daemon, settings)
+    app = ReadManyMcp(roots, no_daemon, settings)
     anyio.run(serve, app)
     return 0

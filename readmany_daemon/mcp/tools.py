@@ -10,9 +10,11 @@ whole within the client's limits (``mcp/result.py``). With the setting
 its text too, as ``llmContent``: VS Code gives the model a result's structured content
 in place of its text blocks.
 
-The workspace root is ``--root``, else the client's MCP roots (``roots/list``, when the
-client declares the roots capability), else the current directory. A request's ``root``
-may name one of those roots or a folder inside one; nothing outside them is opened.
+The workspace roots are the ``--root`` folders (repeatable), else the client's MCP roots
+(``roots/list``: a legacy-era client that declares the roots capability; the 2026-07-28
+era has no server-to-client requests), else the current directory. A request's ``root``
+picks one of them (its name, path or ``file:`` URI) or a folder inside one, the first
+root by default; nothing outside them is opened.
 
 Bad arguments come back as a tool result with ``isError: true`` whose text names the
 field (the engine's ``InvalidParams`` message); a per-file problem is part of an ok
@@ -150,9 +152,20 @@ class ReadManyMcp:
     ``(content, structured)`` or raises ``ToolFailure`` / ``InvalidParams``."""
 
     def __init__(
-        self, root: str | None = None, no_daemon: bool = False, settings: Settings | None = None
+        self,
+        root: str | Sequence[str] | None = None,
+        no_daemon: bool = False,
+        settings: Settings | None = None,
     ) -> None:
-        self.fixed = [make_root(root)] if root is not None else None
+        """``root``: the ``--root`` folder, or the folders of a repeated ``--root`` (the
+        first is the default root; one named twice counts once); None or empty: the
+        client's roots, else the current directory (``roots``)."""
+        paths = [root] if isinstance(root, str) else list(root or [])
+        fixed: dict[str, Root] = {}
+        for path in paths:
+            made = make_root(path)
+            fixed.setdefault(made.path, made)
+        self.fixed = list(fixed.values()) or None
         self._roots: list[Root] | None = self.fixed
         self.local = LocalBackend(settings)
         self.daemon = None if daemon_off(no_daemon) else DaemonBackend(self.local)

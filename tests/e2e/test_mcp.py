@@ -57,6 +57,19 @@ def _dump(obj: Any) -> Any:
     return obj.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
+def roots_callback(roots: list[Path]) -> Any:
+    """A client's ``list_roots_callback`` that answers ``roots`` (``file:`` URIs, each
+    named by its last component)."""
+    import mcp.types as types
+
+    async def list_roots(context: Any) -> Any:
+        return types.ListRootsResult.model_validate(
+            {"roots": [{"uri": p.as_uri(), "name": p.name} for p in roots]}
+        )
+
+    return list_roots
+
+
 @asynccontextmanager
 async def mcp_session(
     env: dict[str, str],
@@ -76,14 +89,7 @@ async def mcp_session(
         timeout = datetime.timedelta(seconds=60)
     kwargs: dict[str, Any] = {"read_timeout_seconds": timeout}
     if roots is not None:
-        import mcp.types as types
-
-        async def list_roots(context: Any) -> Any:
-            return types.ListRootsResult.model_validate(
-                {"roots": [{"uri": p.as_uri(), "name": p.name} for p in roots]}
-            )
-
-        kwargs["list_roots_callback"] = list_roots
+        kwargs["list_roots_callback"] = roots_callback(roots)
     with open(Path(env["HOME"]) / "mcp-stderr.log", "a") as errlog:
         async with (
             stdio_client(params, errlog=errlog) as streams,

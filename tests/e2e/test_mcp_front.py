@@ -8,6 +8,10 @@ JSON-RPC over the real process's pipes, as a client writes it.
 - ``roots/list`` is still asked by the SDK after the hand-over.
 - ``initialize`` and ``tools/list`` are answered while the SDK is held back
   (``READMANY_MCP_SDK_GATE``: the loader waits on a FIFO before importing it).
+- The 2026-07-28 era (on an SDK that serves it): ``server/discover`` and ``tools/list``
+  with ``_meta`` envelopes, stateless, answered the same ways; ``tools/list`` is the
+  same bytes call after call; a legacy-only SDK refuses the probe and takes the
+  handshake that follows.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from readmany_daemon.mcp import front, modern
 from tests.helpers import write_tree
 
 
@@ -55,6 +60,27 @@ TOOLS_CALL = {
     "params": {"name": "read_many_files", "arguments": {"paths": ["a.py", "src/b.py"]}},
 }
 PING = {"jsonrpc": "2.0", "id": 4, "method": "ping"}
+
+
+def _envelope(**params: Any) -> dict[str, Any]:
+    meta = {
+        modern.PROTOCOL_VERSION_KEY: "2026-07-28",
+        modern.CLIENT_INFO_KEY: {"name": "test", "version": "0"},
+        modern.CLIENT_CAPABILITIES_KEY: {},
+    }
+    return {**params, "_meta": meta}
+
+
+DISCOVER = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": _envelope()}
+MODERN_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": _envelope()}
+MODERN_CALL = {
+    "jsonrpc": "2.0",
+    "id": 4,
+    "method": "tools/call",
+    "params": _envelope(name="read_many_files", arguments={"paths": ["a.py", "src/b.py"]}),
+}
+SERVED = modern.served(front.sdk_major())
+needs_modern = pytest.mark.skipif(not SERVED, reason="this mcp SDK serves the legacy era only")
 
 
 def _start(env: dict[str, str], *args: str, cwd: Path) -> subprocess.Popen[bytes]:
@@ -144,21 +170,29 @@ def test_the_sdk_asks_the_clients_roots_after_the_hand_over(
     _finish(proc)
 
 
-def test_initialize_and_tools_list_are_answered_before_the_sdk_loads(
-    env: dict[str, str], tree: Path, tmp_path: Path
+@pytest.mark.parametrize("era", ["legacy", pytest.param("2026-07-28", marks=needs_modern)])
+def test_the_first_answers_come_before_the_sdk_loads(
+    env: dict[str, str], tree: Path, tmp_path: Path, era: str
 ) -> None:
+    """``initialize`` and ``tools/list``, or ``server/discover`` and ``tools/list``, are
+    answered while the SDK is held back; the tool call after them once it loads."""
     gate = tmp_path / "sdk-gate"
     os.mkfifo(gate)
     proc = _start({**env, "READMANY_MCP_SDK_GATE": str(gate)}, "--root", str(tree), cwd=tree)
-    _send(proc, _init("2025-06-18"), INITIALIZED, TOOLS_LIST, TOOLS_CALL)
-    assert json.loads(_line(proc))["result"]["serverInfo"]["name"] == "readmany"
+    if era == "legacy":
+        _send(proc, _init("2025-06-18"), INITIALIZED, TOOLS_LIST, TOOLS_CALL)
+        assert json.loads(_line(proc))["result"]["serverInfo"]["name"] == "readmany"
+    else:
+        _send(proc, DISCOVER, MODERN_LIST, MODERN_CALL)
+        assert json.loads(_line(proc))["result"]["supportedVersions"] == ["2026-07-28"]
     assert len(json.loads(_line(proc))["result"]["tools"]) == 3
     # The loader still waits at the gate, before importing the SDK: a FIFO opens for
     # writing without blocking only while a reader holds it (else ENXIO).
     fd = os.open(gate, os.O_WRONLY | os.O_NONBLOCK)
     os.close(fd)  # the loader reads the end of the FIFO: the SDK loads now
     answer = json.loads(_line(proc))
-    assert answer["id"] == 3 and not answer["result"]["isError"]
+    assert answer["id"] == (TOOLS_CALL if era == "legacy" else MODERN_CALL)["id"]
+    assert not answer["result"]["isError"]
     _finish(proc)
 
 
@@ -175,3 +209,57 @@ def test_structured_text_is_listed_alike_by_the_front_stage_and_the_sdk(
     by_id = {json.loads(line)["id"]: json.loads(line) for line in with_front}
     call = by_id[3]["result"]
     assert call["structuredContent"]["llmContent"] == call["content"][0]["text"]
+
+
+def _modern_pipelined(env: dict[str, str], tree: Path, with_front: bool) -> list[bytes]:
+    env = {**env, "READMANY_MCP_FRONT": "1" if with_front else "0"}
+    proc = _start(env, "--root", str(tree), cwd=tree)
+    # The last tools/list comes after the call: the SDK answers it, the front stage the others.
+    lists = [{**MODERN_LIST, "id": i} for i in (2, 3, 5)]
+    _send(proc, DISCOVER, lists[0], lists[1], MODERN_CALL, lists[2])
+    lines = [re.sub(rb'"clock":"[^"]*"', b'"clock":""', _line(proc)) for _ in range(5)]
+    err = _finish(proc)
+    assert "otherwise than the front stage" not in err, err
+    return lines
+
+
+@needs_modern
+def test_2026_requests_are_answered_in_order_as_the_sdk_answers(
+    env: dict[str, str], tree: Path
+) -> None:
+    with_front = _modern_pipelined(env, tree, True)
+    sdk_only = _modern_pipelined(env, tree, False)
+    assert [json.loads(line)["id"] for line in with_front[:3]] == [1, 2, 3]
+    by_id = {json.loads(line)["id"]: line for line in with_front}
+    assert by_id == {json.loads(line)["id"]: line for line in sdk_only}
+    discover = json.loads(by_id[1])["result"]
+    assert discover["supportedVersions"] == ["2026-07-28"]
+    listed = [json.loads(by_id[i])["result"] for i in (2, 3)]
+    # Byte-identical call to call, with the cache hints the revision asks for.
+    assert by_id[2].replace(b'"id":2', b'"id":3', 1) == by_id[3]
+    assert by_id[2].replace(b'"id":2', b'"id":5', 1) == by_id[5]
+    for result in (discover, listed[0]):
+        assert result["ttlMs"] == modern.CACHE_TTL_MS
+        assert result["cacheScope"] == modern.CACHE_SCOPE
+    call = json.loads(by_id[4])["result"]
+    assert not call["isError"] and "print('b')" in call["content"][0]["text"]
+
+
+def test_the_era_is_the_first_requests_and_a_legacy_only_sdk_refuses_the_probe(
+    env: dict[str, str], tree: Path
+) -> None:
+    """The probe a modern client's ``auto`` mode sends first: answered on an SDK that
+    serves 2026-07-28 (the handshake is then refused, -32022 naming the versions);
+    refused on a legacy-only SDK, whose handshake then works (the client falls back)."""
+    proc = _start(env, "--root", str(tree), cwd=tree)
+    _send(proc, DISCOVER)
+    probe = json.loads(_line(proc))
+    _send(proc, {**_init("2025-06-18"), "id": 2})
+    handshake = json.loads(_line(proc))
+    if SERVED:
+        assert probe["result"]["supportedVersions"] == ["2026-07-28"]
+        assert handshake["error"]["code"] == -32022
+    else:
+        assert "error" in probe
+        assert handshake["result"]["protocolVersion"] == "2025-06-18"
+    _finish(proc)

@@ -3,8 +3,12 @@
 ``mcp-inspector --cli python -m readmany_daemon mcp --root TREE --method …``: the tool
 list (and the Inspector's ``--strict`` schema portability check), each tool called, an
 invalid call, and every ``structuredContent`` validated against its tool's
-``outputSchema`` with ``jsonschema``. The server runs on this Python's ``mcp`` SDK, so
-``.ci/run`` runs this file in the newest venv and in the one pinned to the oldest SDK.
+``outputSchema`` with ``jsonschema``, in each protocol era the Inspector negotiates
+(``--protocol-era``): ``legacy`` (the handshake), ``auto`` (the ``server/discover``
+probe: the 2026-07-28 era on SDK 2.x, the fallback to the handshake on 1.x) and
+``modern`` (2026-07-28 only; skipped on an SDK that does not serve it). The server runs
+on this Python's ``mcp`` SDK, so ``.ci/run`` runs this file in the newest venv and in the
+one pinned to the oldest SDK.
 
 The Inspector needs Node.js 22.19 or newer. It is found as ``READMANY_MCP_INSPECTOR``
 (its ``mcp-inspector`` script), else ``$READMANY_CI_TOOLS/node_modules/.bin/
@@ -27,6 +31,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from readmany_daemon.mcp import front, modern
 from tests.e2e.editor_support import missing
 from tests.helpers import write_tree
 
@@ -79,10 +84,11 @@ def tree(tmp_path: Path) -> Path:
 class Inspector:
     """Runs ``mcp-inspector --cli`` against ``readmany mcp --root TREE``."""
 
-    def __init__(self, command: list[str], tree: Path, env: dict[str, str]) -> None:
+    def __init__(self, command: list[str], tree: Path, env: dict[str, str], era: str) -> None:
         self.command = command
         self.tree = tree
         self.env = dict(env, READMANY_NO_DAEMON="1")
+        self.era = era
 
     def run(self, *args: str) -> tuple[int, Any, str]:
         """Exit code, the JSON it printed (None if none), stderr."""
@@ -97,7 +103,7 @@ class Inspector:
             for arg in ("-e", f"{key}={value}")
         ]
         proc = subprocess.run(
-            [*self.command, "--cli", *passed, *server, *args],
+            [*self.command, "--cli", "--protocol-era", self.era, *passed, *server, *args],
             env=self.env,
             cwd=self.tree,
             capture_output=True,
@@ -123,9 +129,13 @@ class Inspector:
         return self.run(*args)
 
 
-@pytest.fixture
-def client(inspector: list[str], tree: Path, env: dict[str, str]) -> Inspector:
-    return Inspector(inspector, tree, env)
+@pytest.fixture(params=["legacy", "auto", "modern"])
+def client(
+    inspector: list[str], tree: Path, env: dict[str, str], request: pytest.FixtureRequest
+) -> Inspector:
+    if request.param == "modern" and not modern.served(front.sdk_major()):
+        pytest.skip(f"mcp {version('mcp')} serves the legacy era only")
+    return Inspector(inspector, tree, env, request.param)
 
 
 def _valid(result: dict[str, Any], tool: dict[str, Any]) -> dict[str, Any]:

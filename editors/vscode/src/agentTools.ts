@@ -34,16 +34,17 @@ export const TOOL_CONTEXT_KEY = 'readmany.languageModelTool';
 /**
  * The arguments of `readmany mcp` for `server` (what discovery found: its leading
  * arguments, e.g. `-m readmany_daemon`, then the LSP mode's, which are dropped):
- * `mcp`, then `--root DIR` for a window of one workspace folder (an absolute path on the
- * machine the extension runs on), then `--no-daemon` when the window has a server of
- * its own (`readmany.shared` off, or Windows: `mode` `stdio`). No folder or several: no
- * `--root` (`readmany mcp` takes one), and the server follows the client's MCP roots,
- * VS Code's workspace folders, else its working directory (docs/mcp.md, "Roots").
+ * `mcp`, then `--root DIR` for each workspace folder, in the window's order (absolute
+ * paths on the machine the extension runs on; the first is the server's default root,
+ * a call's `root` picks another), then `--no-daemon` when the window has a server of
+ * its own (`readmany.shared` off, or Windows: `mode` `stdio`). No folder: no `--root`,
+ * and the server follows the client's MCP roots, else its working directory
+ * (docs/mcp.md, "Roots").
  */
 export function mcpServerArgs(server: ServerCommand, folders: readonly string[]): string[] {
   const tail = modeArgs(server.mode);
   const base = server.args.slice(0, server.args.length - tail.length);
-  const roots = folders.length === 1 ? ['--root', folders[0] as string] : [];
+  const roots = folders.flatMap((folder) => ['--root', folder]);
   return [...base, 'mcp', ...roots, ...(server.mode === 'stdio' ? ['--no-daemon'] : [])];
 }
 

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
-from readmany_daemon.mcp import front, sdk
+from readmany_daemon.mcp import front, modern, sdk
 from readmany_daemon.mcp.tools import ReadManyMcp
 from tests.helpers import write_tree
 
@@ -121,3 +121,79 @@ def test_the_front_stage_writes_the_sdks_own_bytes(
     assert by_id[2] + b"\n" == front._response(2, front.tools_result(MAJOR)), (
         f"{MCP} answers tools/list otherwise than the front stage"
     )
+
+
+def _envelope(version: str = "2026-07-28") -> dict[str, Any]:
+    return {
+        "_meta": {
+            modern.PROTOCOL_VERSION_KEY: version,
+            modern.CLIENT_INFO_KEY: {"name": "contract", "version": "0"},
+            modern.CLIENT_CAPABILITIES_KEY: {},
+        }
+    }
+
+
+@pytest.mark.skipif(not modern.served(MAJOR), reason=f"{MCP} serves the legacy era only")
+def test_the_front_stage_writes_the_sdks_own_bytes_in_the_2026_era(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``server/discover`` and ``tools/list`` of the 2026-07-28 era, stateless: the
+    front stage's answers (``Front.receive``, as ``readmany mcp`` runs it) are the SDK's
+    bytes, ``ttlMs`` and ``cacheScope`` included, and two listings are identical."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    write_tree(tmp_path / "ws", {"a.py": "a = 1\n"})
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": _envelope()},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": _envelope()},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": _envelope()},
+    ]
+    stdout = _Stdout()
+    app = ReadManyMcp(str(tmp_path / "ws"), True)
+    anyio.run(sdk.serve, app, _Stdin(messages, stdout, 3), stdout)
+    by_id = {json.loads(line)["id"]: line.encode() + b"\n" for line in stdout.lines}
+
+    stage = front.Front(MAJOR)
+    answers = [stage.receive(json.dumps(m).encode()) for m in messages]
+    assert answers == [by_id[1], by_id[2], by_id[3]], (
+        f"{MCP} answers the 2026-07-28 era otherwise than the front stage"
+    )
+    assert stage.kept == [json.dumps(messages[0]).encode()]  # replayed: settles the era
+    listed = [json.loads(a)["result"] for a in answers[1:] if a is not None]
+    assert listed[0] == listed[1]
+    for result in (json.loads(by_id[1])["result"], listed[0]):
+        assert result["ttlMs"] == modern.CACHE_TTL_MS
+        assert result["cacheScope"] == modern.CACHE_SCOPE
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": _envelope("2099-01-01")},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"cursor": 1} | _envelope()},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": _envelope()},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/list",
+            "params": {"_meta": {**_envelope()["_meta"], "progressToken": 1}},
+        },
+    ],
+)
+def test_the_front_stage_leaves_other_2026_requests_to_the_sdk(message: dict[str, Any]) -> None:
+    """An unknown version, a cursor, another method or another ``_meta`` key: the SDK
+    answers, and nothing after it is answered before it."""
+    stage = front.Front(2)
+    assert stage.receive(json.dumps(message).encode()) is None
+    later = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": _envelope()}
+    assert stage.receive(json.dumps(later).encode()) is None
+    assert len(stage.kept) == 2
+
+
+def test_an_sdk_of_the_legacy_era_only_answers_2026_requests_itself() -> None:
+    """SDK 1.x: a ``server/discover`` probe waits for the SDK (which refuses it, and the
+    client's ``auto`` mode falls back to ``initialize``)."""
+    stage = front.Front(1)
+    probe = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": _envelope()}
+    assert stage.receive(json.dumps(probe).encode()) is None
+    assert not stage.modern

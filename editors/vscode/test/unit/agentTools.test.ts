@@ -11,9 +11,9 @@ import { ScriptedClient, until } from '../helpers';
 const onPath: ServerCommand = { command: '/usr/bin/readmany', args: ['lsp'], source: 'PATH', version: 'readmany 0.1.0', mode: 'lsp' };
 
 describe('mcpServerArgs', () => {
-  test('`mcp --root` for a window of one folder; several folders: the client’s roots (one --root at most)', () => {
+  test('`mcp --root` for each folder of the window, in its order', () => {
     assert.deepEqual(mcpServerArgs(onPath, ['/w/app']), ['mcp', '--root', '/w/app']);
-    assert.deepEqual(mcpServerArgs(onPath, ['/w/app', '/w/lib']), ['mcp']);
+    assert.deepEqual(mcpServerArgs(onPath, ['/w/app', '/w/lib']), ['mcp', '--root', '/w/app', '--root', '/w/lib']);
   });
 
   test("an interpreter's leading arguments stay; the LSP mode's go", () => {
@@ -87,12 +87,12 @@ describe('AgentTools in the controller', () => {
     assert.ok(definition instanceof McpStdioServerDefinition);
     assert.equal(definition.label, MCP_SERVER_LABEL);
     assert.equal(definition.command, '/usr/bin/readmany');
-    // two folders: no --root (readmany mcp takes one); the server follows VS Code's roots
-    assert.deepEqual(definition.args, ['mcp']);
+    // two folders: one --root each, the first the server's default root
+    assert.deepEqual(definition.args, ['mcp', '--root', '/w/app', '--root', '/w/lib']);
     assert.equal(definition.cwd?.fsPath, '/w/app');
     assert.equal(definition.version, 'readmany 0.1.0');
     assert.equal(definition.env.READMANY_TOOL_MAX_TOTAL_TOKENS, '20000');
-    assert.ok(output().some((l) => l.includes('MCP server for VS Code') && l.endsWith('/usr/bin/readmany mcp')), output().join('\n'));
+    assert.ok(output().some((l) => l.includes('MCP server for VS Code') && l.endsWith('/usr/bin/readmany mcp --root /w/app --root /w/lib')), output().join('\n'));
     assert.ok(output().some((l) => l.includes(`${TOOL_NAME} not registered while the MCP server is`)));
     controller.dispose();
     assert.equal(fake.mcpProviders.size, 0);
