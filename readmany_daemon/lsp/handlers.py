@@ -19,7 +19,6 @@ import functools
 import hmac
 import logging
 import os
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -35,7 +34,7 @@ from pygls.exceptions import (
 from readmany_daemon.errors import Cancelled, InvalidParams, ReadManyError, jsonrpc_code
 from readmany_daemon.lsp.encode import encode_read_framed, encode_read_result
 from readmany_daemon.lsp.session import ReadManyServer, real_uri_path
-from readmany_daemon.runtime.ledger import Ledger, answer_stale, place_notice, stale_members
+from readmany_daemon.runtime.ledger import Ledger, read_with_stale
 from readmany_daemon.runtime.roots import RootEntry
 from readmany_daemon.runtime.service import Service
 from readmany_daemon.wire.cursor import ReadRequest, decode_read_request
@@ -55,7 +54,6 @@ from readmany_daemon.wire.messages import (
     STATUS,
     STOP_DAEMON,
     RescanResult,
-    StaleFile,
     StopDaemonResult,
     to_builtins,
 )
@@ -199,15 +197,7 @@ def _read_encoded(
     :func:`encode_read_result` (``framed``: :func:`encode_read_framed`), on the engine's
     thread: a large answer is encoded off the event loop, after the root's lock is
     released."""
-    began = time.time_ns()
-    result, parts = service.read_sync(entry, req, True)
-    files = ((f.path, f.status, f.sha256) for f in result.files)
-    stale = answer_stale(ledger, files, entry.ws.root, req.params.absolute_paths, began)
-    if stale:
-        members = stale_members(stale)
-        result.stale = [StaleFile(**s) for s in members["stale"]]
-        result.stale_truncated = "staleTruncated" in members
-        parts = place_notice(parts, req.params.format, stale)
+    result, parts = read_with_stale(service, entry, req, ledger)
     encode = encode_read_framed if framed else encode_read_result
     return encode(result, parts, entry.ws.cache)
 

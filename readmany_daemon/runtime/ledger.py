@@ -30,11 +30,17 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from readmany_daemon.engine.notices import framed_name
 from readmany_daemon.engine.render import xml_escape
 from readmany_daemon.racy import StatKey, file_sha256, is_racy, stat_key
+from readmany_daemon.wire.messages import ReadManyResult, StaleFile
+
+if TYPE_CHECKING:
+    from readmany_daemon.runtime.roots import RootEntry
+    from readmany_daemon.runtime.service import Service
+    from readmany_daemon.wire.cursor import ReadRequest
 
 __all__ = [
     "MAX_ENTRIES",
@@ -47,6 +53,7 @@ __all__ = [
     "labelled",
     "notice_text",
     "place_notice",
+    "read_with_stale",
     "stale_members",
 ]
 
@@ -187,6 +194,24 @@ def answer_stale(
         return []
     changed = ledger.settle(given_files(files, root), began_ns)
     return labelled(changed, root, absolute)
+
+
+def read_with_stale(
+    service: Service, entry: RootEntry, req: ReadRequest, ledger: Ledger
+) -> tuple[ReadManyResult, list[str]]:
+    """``Service.read_sync`` (with its parts) for a session with ``ledger`` (an LSP
+    connection), with ``stale`` and its notice (:func:`place_notice`) filled in."""
+    began = time.time_ns()
+    result, parts = service.read_sync(entry, req, True)
+    # An open buffer's sha256 is of its text, not of the file on disk: not kept.
+    files = ((f.path, f.status, f.sha256) for f in result.files if f.source != "overlay")
+    stale = answer_stale(ledger, files, entry.ws.root, req.params.absolute_paths, began)
+    if stale:
+        members = stale_members(stale)
+        result.stale = [StaleFile(**s) for s in members["stale"]]
+        result.stale_truncated = "staleTruncated" in members
+        parts = place_notice(parts, req.params.format, stale)
+    return result, parts
 
 
 def stale_members(stale: Sequence[Stale]) -> dict[str, Any]:
