@@ -59,12 +59,19 @@ def build(dest: Path, entries: int) -> list[str]:
     return names
 
 
+#: The command line: flag → (type, default).
+OPTIONS: dict[str, tuple[type, object]] = {
+    "--entries": (int, 10_000),
+    "--runs": (int, 41),
+    "--tree": (Path, None),
+    "--results-dir": (Path, None),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--entries", type=int, default=10_000)
-    parser.add_argument("--runs", type=int, default=41)
-    parser.add_argument("--tree", type=Path, default=None)
-    parser.add_argument("--results-dir", type=Path, default=None)
+    for flag, (kind, default) in OPTIONS.items():
+        parser.add_argument(flag, type=kind, default=default)
     args = parser.parse_args(argv)
     dest = args.tree or REPO_ROOT / "bench" / ".trees" / f"ledger-{args.entries}"
     names = build(dest, args.entries)
@@ -106,18 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print(table(rows))
     print(f"\nledger check: {cost:+.2f} ms p50 (target ≤ {TARGET_MS} ms): {verdict}")
-    write_results(
-        "ledger",
-        {
-            "tree": str(dest),
-            "entries": args.entries,
-            "runs_ms": {k: [round(s * 1000, 3) for s in v] for k, v in times.items()},
-            "median_ms": med,
-            "cost_ms": round(cost, 3),
-            "verdict": verdict,
-        },
-        args.results_dir,
-    )
+    summary: dict[str, object] = {"tree": str(dest), "entries": args.entries}
+    summary.update(median_ms=med, cost_ms=round(cost, 3), verdict=verdict)
+    summary["runs_ms"] = {k: [round(s * 1000, 3) for s in v] for k, v in times.items()}
+    write_results("ledger", summary, args.results_dir)
     return 0
 
 

@@ -123,11 +123,10 @@ class Ledger:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def _changed(self, path: str, entry: _Entry) -> str | None:
+    def _changed(self, path: str, entry: _Entry, began: int) -> str | None:
         """``"modified"``, ``"deleted"`` or ``None`` for one entry, updating it: a
         modified file's entry takes its new ``sha256`` (named once per change), a
         deleted one is dropped, a proved one keeps its ``sha256`` with the new proof."""
-        began = time.time_ns()
         st = _stat(path)
         if st is None:
             del self._entries[path]
@@ -149,10 +148,11 @@ class Ledger:
         change), oldest given first; the paths in ``skip`` (given again now) are left
         alone."""
         changed: list[tuple[str, str]] = []
+        began = time.time_ns()  # before every stat: a proof no later than its stat
         for path, entry in list(self._entries.items()):
             if path in skip:
                 continue
-            change = self._changed(path, entry)
+            change = self._changed(path, entry, began)
             if change is not None:
                 changed.append((path, change))
         return changed

@@ -15,13 +15,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-from pytest_lsp import ClientServerConfig
-
 from readmany_daemon.client import Client
 from tests.e2e.daemon_helpers import Daemon
 from tests.e2e.test_mcp import mcp_session, read, text
-from tests.e2e.test_server_stdio import SERVER, _folder, _init, make_client
-from tests.e2e.test_server_stdio import Client as LspClient
+from tests.e2e.test_null_params import stdio_client
 from tests.helpers import write_tree
 
 OLD = (1_600_000_000_000_000_000, 1_600_000_000_000_000_000)
@@ -124,15 +121,7 @@ async def test_serve_stdio_connection_names_stale_files(
 ) -> None:
     root = tmp_path / "ws"
     write_tree(root, {"a.txt": "a1\n", "b.txt": "b1\n"})
-    config = ClientServerConfig(
-        server_command=SERVER,
-        client_factory=make_client,
-        server_env=dict(env, READMANY_NO_DAEMON="1"),
-    )
-    client = await config.start()
-    assert isinstance(client, LspClient)
-    try:
-        await _init(client, "visual-studio-code", [_folder(root)])
+    async with stdio_client(env, root) as client:
         first = await client.call("readMany/read", {"paths": ["a.txt"], "format": "heredoc"})
         assert first["stale"] == []
         (root / "a.txt").write_text("a2\n")
@@ -140,6 +129,3 @@ async def test_serve_stdio_connection_names_stale_files(
         assert second["stale"] == [{"path": "a.txt", "change": "modified"}]
         assert second["llmContent"].startswith("[Changed since given to you: a.txt (modified).")
         assert "]\n\n@b.txt\n" in second["llmContent"]
-        await client.shutdown_session()
-    finally:
-        await client.stop()
