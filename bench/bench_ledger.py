@@ -33,7 +33,8 @@ from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.engine.answer import answer
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.racy import RACY_NS
-from readmany_daemon.runtime.ledger import Ledger, answer_stale, place_notice
+from readmany_daemon.runtime.ledger import Ledger
+from readmany_daemon.runtime.stale import answer_stale, place_notice
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.decode import decode_read_params
 

@@ -34,9 +34,10 @@ from pygls.exceptions import (
 from readmany_daemon.errors import Cancelled, InvalidParams, ReadManyError, jsonrpc_code
 from readmany_daemon.lsp.encode import encode_read_framed, encode_read_result
 from readmany_daemon.lsp.session import ReadManyServer, real_uri_path
-from readmany_daemon.runtime.ledger import Ledger, read_with_stale
+from readmany_daemon.runtime.ledger import Ledger
 from readmany_daemon.runtime.roots import RootEntry
 from readmany_daemon.runtime.service import Service
+from readmany_daemon.runtime.stale import read_with_stale
 from readmany_daemon.wire.cursor import ReadRequest, decode_read_request
 from readmany_daemon.wire.decode import (
     decode_changed_since_params,

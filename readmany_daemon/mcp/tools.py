@@ -42,7 +42,8 @@ from readmany_daemon.mcp.schema import (
 from readmany_daemon.paths import uri_to_path
 from readmany_daemon.roots import Root, make_root
 from readmany_daemon.route import current_dir, daemon_off
-from readmany_daemon.runtime.ledger import Ledger, answer_stale, place_notice, stale_members
+from readmany_daemon.runtime.ledger import Ledger
+from readmany_daemon.runtime.stale import answer_stale, place_notice, stale_members
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.decode import as_object, decode_changed_since_params
 from readmany_daemon.wire.fold import fold_read_params
@@ -198,13 +199,16 @@ class ReadManyMcp:
     ) -> dict[str, Any]:
         """``answer`` (a ``ReadManyResult`` as builtins, for folder ``root``, asked with
         ``params`` at ``began_ns``) with this session's ``stale`` and its notice in
-        ``llmContent`` (``runtime.ledger``); the files it gives are remembered."""
+        ``llmContent`` (``runtime/stale.py``); the files it gives are remembered. The
+        answer came from another process (the daemon) or a watcher-less one: no barrier
+        mark, so the ledger checks its entries by stat (``runtime/ledger.py``)."""
         files = ((f["path"], f["status"], f.get("sha256")) for f in answer.get("files", []))
         stale = answer_stale(self.ledger, files, root, params.absolute_paths, began_ns)
         answer = {**answer, **stale_members(stale)}
         if stale:
             text = answer.get("llmContent", "")
-            answer["llmContent"] = "".join(place_notice([text], params.format, stale))
+            after = params.order == "stable"  # the stable prefix holds
+            answer["llmContent"] = "".join(place_notice([text], params.format, stale, after))
         return answer
 
     async def call(

@@ -4,66 +4,58 @@ An MCP server session (one ``readmany mcp`` process) and an LSP connection each 
 :class:`Ledger` (PROTOCOL §4, "Stale files"). A file is *given* when an answer delivers
 it with content (``ok`` or ``partial``: windows, symbols and cursor pages included) or
 answers it ``unchanged`` to a receipt; the ledger keeps its ``sha256`` as that answer
-gave it. Each later read answer names, in ``stale``, the given files whose bytes no
-longer hash to that ``sha256`` (``modified``) or that are gone (``deleted``), once per
-change: the named file's entry then holds its new ``sha256`` (a deleted one leaves the
-ledger). A file delivered again in the same answer is not named; what it holds then
-becomes its entry.
+gave it. Each later read answer names the given files whose bytes no longer hash to that
+``sha256`` (``modified``) or that are gone (``deleted``), once per change: the named
+file's entry then holds its new ``sha256`` (a deleted one leaves the ledger). A file
+delivered again in the same answer is not named; what it holds then becomes its entry.
+Rewriting the same bytes changes the stat, not the ``sha256``: no change.
 
-Checking is a ``stat`` per entry; a file is hashed again (``racy.file_sha256``) only
-when its ``StatKey`` changed since it was last proved, or when that proof was racy
-(git's rule, ``racy.is_racy``, applied to the later of its mtime and ctime: a write
-restores an mtime but always sets the ctime). Rewriting the same bytes changes the
-stat, not the ``sha256``: no change.
+A check costs what changed, not what the ledger holds. Two kinds of entries:
 
-:func:`place_notice` puts the one short notice into ``llmContent``'s parts: before the
-first file in ``separator`` and ``heredoc``, a ``<notice>`` before the first
-``<document>`` in ``xml``, a ``"stale"`` list beside ``"results"`` in ``json``; with
-``after=True`` (for an order that keeps a stable prefix) after the content instead.
+- **Fed by a change log.** The read that gave the file ran behind the barrier of a
+  watcher in state ``running`` (a cookie or a quiet queue, PROTOCOL §6), and the file
+  was a visible regular file of the index with one link. The watcher sees every write
+  to such a file (inotify reports a same-size write with the mtime put back; a stat
+  compare may not) and the index records each one in the root's change log
+  (``ChangeLog.touched_after``) with the generation it produced. The entry's root keeps
+  a :class:`Mark`: the index generation taken right after a barrier, before any content
+  was loaded. A later check reads only the paths the log recorded after that
+  generation; a path it does not name did not change. A link elsewhere, a symbolic
+  link's target or a hidden file would be reported under another name, or not at all:
+  those are not fed.
+- **Checked by stat** (no watcher, the stat route, ``sync`` other than ``auto``, the
+  in-process MCP backend, a file the log would not report, and every entry of a root
+  whose watcher degraded, restarted, overflowed or stopped since its mark, or whose log
+  dropped that generation): a ``stat`` per entry, and the file hashed again
+  (``racy.file_sha256``) only when its ``StatKey`` changed since it was last proved, or
+  when that proof was racy (git's rule, ``racy.is_racy``, applied to the later of its
+  mtime and ctime: a write restores an mtime but always sets the ctime). Such an entry
+  is fed again once a check after a running watcher's barrier finds it coverable.
+
+The notice, ``stale`` and their place in each format are ``runtime/stale.py``'s.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import stat as stat_mod
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Final, NamedTuple
 
-from readmany_daemon.engine.notices import framed_name
-from readmany_daemon.engine.render import xml_escape
 from readmany_daemon.racy import StatKey, file_sha256, is_racy, stat_key
-from readmany_daemon.wire.messages import ReadManyResult, StaleFile
 
 if TYPE_CHECKING:
     from readmany_daemon.runtime.roots import RootEntry
-    from readmany_daemon.runtime.service import Service
-    from readmany_daemon.wire.cursor import ReadRequest
+    from readmany_daemon.runtime.watcher import Watcher
 
-__all__ = [
-    "MAX_ENTRIES",
-    "NOTICE_NAMES",
-    "STALE_LISTED",
-    "Ledger",
-    "Stale",
-    "answer_stale",
-    "given_files",
-    "labelled",
-    "notice_text",
-    "place_notice",
-    "read_with_stale",
-    "stale_members",
-]
+__all__ = ["MAX_ENTRIES", "Ledger", "Mark", "barrier_mark", "given_files"]
 
 #: Entries a session's ledger keeps at most; past it the oldest given is dropped
 #: (PROTOCOL §4, "Stale files").
 MAX_ENTRIES: Final = 100_000
-#: Files the notice in ``llmContent`` names at most; then ``and N more``.
-NOTICE_NAMES: Final = 20
-#: Entries of ``stale`` at most; then ``staleTruncated: true`` (the rest count as named).
-STALE_LISTED: Final = 200
 #: The most bytes hashed of one file (a larger one is ``modified``: no answer gave it).
 _HASH_LIMIT: Final = 1 << 40
 
@@ -71,23 +63,102 @@ _HASH_LIMIT: Final = 1 << 40
 _GIVEN: Final = frozenset({"ok", "partial", "unchanged"})
 
 
-class Stale(NamedTuple):
-    """One given file that changed: ``path`` labelled as ``files[].path`` labels it
-    (relative to the answer's root; absolute for another root), ``change``
-    ``"modified"`` or ``"deleted"``."""
+class Mark(NamedTuple):
+    """Where one root's change log stood at a read's barrier: the root (``entry``), the
+    watcher that vouched (``watcher``, in state ``running``), the root's clock
+    ``instance``, the watcher's ``gaps`` count, and ``generation``, the index generation
+    (``Index.clock``) taken after the barrier and before any content was loaded."""
 
-    path: str
-    change: str
+    entry: RootEntry
+    watcher: Watcher
+    instance: str
+    gaps: int
+    generation: int
+
+    def same_log(self, other: Mark) -> bool:
+        """Whether ``other`` is a position in the same change log: the same root,
+        watcher, instance and gaps (the generations may differ)."""
+        return self[:4] == other[:4]
+
+
+def barrier_mark(entry: RootEntry, sync: str, stat_route: bool) -> Mark | None:
+    """The :class:`Mark` of a read of ``entry`` (asked with ``sync``) right after its
+    barrier (``Freshness.ensure``, which yielded ``stat_route``), or None when no
+    running watcher's barrier vouched for it (the stat route, ``sync`` ``stat`` or
+    ``none``, no watcher, a watcher starting, degraded or off). The caller holds the
+    root's lock."""
+    watcher = entry.watcher
+    if sync != "auto" or stat_route or watcher is None:
+        return None
+    if watcher.state != "running" or watcher.root_lost:
+        return None
+    return Mark(entry, watcher, entry.ws.instance, watcher.gaps, entry.ws.index.clock)
 
 
 class _Entry(NamedTuple):
     """What the ledger holds of one given file: the ``sha256`` given, the ``StatKey``
-    that last proved it (``None``: not yet), and when that proof began (ns since the
-    epoch, ``time.time_ns()`` taken before the ``stat``)."""
+    that last proved it (``None``: not yet), when that proof began (ns since the epoch,
+    ``time.time_ns()`` taken before the ``stat``), and ``seq``, the order it was given
+    in (the oldest first)."""
 
     sha256: str
     key: StatKey | None
     proved_ns: int
+    seq: int
+
+
+class _Feed:
+    """The entries of one root fed by its change log since ``generation``: their
+    absolute ``paths``, and the :class:`Mark` whose watcher, instance and gaps must
+    still hold for the log to be whole."""
+
+    __slots__ = ("generation", "mark", "paths", "prefix")
+
+    def __init__(self, mark: Mark) -> None:
+        self.mark = mark
+        self.generation = mark.generation
+        self.prefix = mark.entry.ws.root.rstrip(os.sep) + os.sep
+        self.paths: set[str] = set()
+
+    def holds(self) -> bool:
+        """Whether the log still holds every change since the mark: the same watcher,
+        still ``running``, with no gap since, and the same clock instance."""
+        mark = self.mark
+        watcher = mark.watcher
+        return (
+            mark.entry.watcher is watcher
+            and watcher.state == "running"
+            and not watcher.root_lost
+            and watcher.gaps == mark.gaps
+            and mark.entry.ws.instance == mark.instance
+        )
+
+    def touched(self) -> tuple[set[str], int] | None:
+        """The absolute paths the log recorded after ``generation``, with the
+        generation up to which that is whole (every batch before the index's clock at
+        the call), or None when the log cannot tell (``holds`` no longer)."""
+        if not self.holds():
+            return None
+        entry = self.mark.entry
+        whole = entry.ws.index.clock - 1  # the batch of ``clock`` may be in progress
+        rels = entry.changelog.touched_after(self.generation)
+        if rels is None or not self.holds():  # checked again: a reset swaps the log
+            return None
+        return {self.prefix + rel for rel in rels}, whole
+
+    def coverable(self, path: str, st: os.stat_result | None, names: dict[str, set[str]]) -> bool:
+        """Whether the log reports every write of ``path`` (``st``: its ``stat`` now):
+        a regular file with one link, visible in the index (``names`` caches each
+        folder's visible names for one call)."""
+        if st is None or not stat_mod.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            return False
+        if not path.startswith(self.prefix):
+            return False
+        parent, _, name = path[len(self.prefix) :].rpartition("/")
+        visible = names.get(parent)
+        if visible is None:
+            visible = names[parent] = set(self.mark.entry.ws.index.dir_entries(parent))
+        return name in visible
 
 
 def _stat(path: str) -> os.stat_result | None:
@@ -113,182 +184,150 @@ def given_files(files: Iterable[tuple[str, str, str | None]], root: str) -> dict
 
 class Ledger:
     """One session's given files: {absolute path: sha256 given}, oldest first, at most
-    ``max_entries``. Thread-safe: one lock around each :meth:`settle`."""
+    ``max_entries``; each entry fed by its root's change log or checked by stat (see the
+    module). Thread-safe: one lock around each :meth:`settle`."""
 
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
         self.max_entries = max_entries
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        #: One feed per root (``id`` of its ``RootEntry``); every other entry is stat'ed.
+        self._feeds: dict[int, _Feed] = {}
+        self._by_stat: set[str] = set()
+        self._seq = 0
         self._lock = threading.Lock()
+        #: Entries stat'ed by the last check (for tests and the benchmark).
+        self.last_stat_checks = 0
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def _changed(self, path: str, entry: _Entry, began: int) -> str | None:
-        """``"modified"``, ``"deleted"`` or ``None`` for one entry, updating it: a
-        modified file's entry takes its new ``sha256`` (named once per change), a
-        deleted one is dropped, a proved one keeps its ``sha256`` with the new proof."""
+    def _changed(
+        self, path: str, entry: _Entry, began: int
+    ) -> tuple[str | None, os.stat_result | None]:
+        """``"modified"``, ``"deleted"`` or ``None`` for one entry, with its ``stat``,
+        updating it: a modified file's entry takes its new ``sha256`` (named once per
+        change), a deleted one is dropped, a proved one keeps its ``sha256`` with the
+        new proof."""
         st = _stat(path)
         if st is None:
-            del self._entries[path]
-            return "deleted"
+            self._forget(path)
+            return "deleted", None
         key = stat_key(st)
         if key == entry.key and not is_racy(max(key.mtime_ns, key.ctime_ns), entry.proved_ns):
-            return None
+            return None, st
         try:
             sha = file_sha256(path, _HASH_LIMIT, key=key)
         except OSError:
-            return None  # unreadable now (a folder, no permission): nothing to claim
+            return None, st  # unreadable now (a folder, no permission): nothing to claim
         if sha is None:
-            return None  # changed while hashed: the key no longer matches, checked next time
-        self._entries[path] = _Entry(sha, key, began)
-        return None if sha == entry.sha256 else "modified"
+            return None, st  # changed while hashed: checked again next time
+        self._entries[path] = entry._replace(sha256=sha, key=key, proved_ns=began)
+        return (None if sha == entry.sha256 else "modified"), st
 
-    def _check(self, skip: Mapping[str, str]) -> list[tuple[str, str]]:
-        """Every entry that changed since it was given or last named, as (absolute path,
-        change), oldest given first; the paths in ``skip`` (given again now) are left
-        alone."""
-        changed: list[tuple[str, str]] = []
-        began = time.time_ns()  # before every stat: a proof no later than its stat
-        for path, entry in list(self._entries.items()):
-            if path in skip:
+    def _forget(self, path: str) -> None:
+        """Drop ``path``'s entry, from whichever set checks it."""
+        self._entries.pop(path, None)
+        self._by_stat.discard(path)
+        for feed in self._feeds.values():
+            feed.paths.discard(path)
+
+    def _check_feed(
+        self, feed: _Feed, skip: Mapping[str, str], began: int, out: dict[str, tuple[str, int]]
+    ) -> bool:
+        """Check ``feed``'s entries the log names (``skip`` left alone) into ``out``
+        {path: (change, seq)}; False when the log cannot tell (the caller stats them)."""
+        got = feed.touched()
+        if got is None:
+            return False
+        touched, whole = got
+        names: dict[str, set[str]] = {}
+        for path in touched & feed.paths:
+            entry = self._entries.get(path)
+            if entry is None or path in skip:
                 continue
-            change = self._changed(path, entry, began)
+            change, st = self._changed(path, entry, began)
             if change is not None:
-                changed.append((path, change))
-        return changed
+                out[path] = (change, entry.seq)
+            if change != "deleted" and not feed.coverable(path, st, names):
+                feed.paths.discard(path)  # hidden now, or a link: the log may not report it
+                self._by_stat.add(path)
+        feed.generation = max(feed.generation, whole)
+        return True
 
-    def _record(self, given: Mapping[str, str], began_ns: int) -> None:
+    def _check(self, skip: Mapping[str, str], mark: Mark | None) -> dict[str, tuple[str, int]]:
+        """Every entry that changed since it was given or last named, as {absolute
+        path: (change, the order it was given in)}; the paths in ``skip`` (given again
+        now) are left alone. ``mark``: this read's, or None."""
+        out: dict[str, tuple[str, int]] = {}
+        began = time.time_ns()  # before every stat: a proof no later than its stat
+        for key, feed in list(self._feeds.items()):
+            if not self._check_feed(feed, skip, began, out):
+                self._by_stat |= feed.paths  # the log lost track: stat them from now on
+                del self._feeds[key]
+            elif mark is not None and key == id(mark.entry) and feed.mark.same_log(mark):
+                # This read's files were loaded after its barrier: what the log records
+                # after it is looked at again at the next check.
+                feed.generation = mark.generation
+        own = self._feed_for(mark)
+        names: dict[str, set[str]] = {}
+        self.last_stat_checks = len(self._by_stat)
+        for path in list(self._by_stat):
+            entry = self._entries.get(path)
+            if entry is None or path in skip:
+                continue
+            change, st = self._changed(path, entry, began)
+            if change is not None:
+                out[path] = (change, entry.seq)
+            if change != "deleted" and own is not None and own.coverable(path, st, names):
+                self._by_stat.discard(path)  # proved after the barrier: the log from here
+                own.paths.add(path)
+        return out
+
+    def _feed_for(self, mark: Mark | None) -> _Feed | None:
+        """The feed of ``mark``'s root, made anew when the last one's mark no longer
+        holds (its entries are stat'ed then); None without a mark."""
+        if mark is None:
+            return None
+        feed = self._feeds.get(id(mark.entry))
+        if feed is not None and not feed.mark.same_log(mark):
+            self._by_stat |= feed.paths  # another log now: the old one's entries are stat'ed
+            feed = None
+        if feed is None:
+            feed = self._feeds[id(mark.entry)] = _Feed(mark)
+        return feed
+
+    def _record(self, given: Mapping[str, str], began_ns: int, mark: Mark | None) -> None:
         """Remember ``given`` ({absolute path: sha256}) as answered by a read that began
-        at ``began_ns``: each is proved by the ``stat`` taken now, racy unless its ctime
-        is older than the read (a write during the read is hashed at the next check)."""
+        at ``began_ns`` behind ``mark``: each is proved by the ``stat`` taken now, racy
+        unless its ctime is older than the read (a write during the read is hashed at
+        the next check), and fed by ``mark``'s log when coverable."""
+        own = self._feed_for(mark)
+        names: dict[str, set[str]] = {}
         for path, sha in given.items():
             st = _stat(path)
-            self._entries.pop(path, None)
-            self._entries[path] = _Entry(sha, None if st is None else stat_key(st), began_ns)
+            self._forget(path)
+            self._seq += 1
+            key = None if st is None else stat_key(st)
+            self._entries[path] = _Entry(sha, key, began_ns, self._seq)
+            if own is not None and own.coverable(path, st, names):
+                own.paths.add(path)
+            else:
+                self._by_stat.add(path)
         while len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
+            path, _ = self._entries.popitem(last=False)
+            self._forget(path)
 
-    def settle(self, given: Mapping[str, str], began_ns: int) -> list[tuple[str, str]]:
+    def settle(
+        self, given: Mapping[str, str], began_ns: int, mark: Mark | None = None
+    ) -> list[tuple[str, str]]:
         """For one read answer: the given files that changed since (``given`` left
-        out), then ``given`` ({absolute path: sha256}, the answer's own,
+        out), oldest given first, as (absolute path, ``"modified"`` or ``"deleted"``);
+        then ``given`` ({absolute path: sha256}, the answer's own,
         :func:`given_files`) remembered as of ``began_ns`` (``time.time_ns()`` taken
-        before the read began)."""
+        before the read began). ``mark``: the read's :func:`barrier_mark` (None: no
+        watcher vouched, or a read answered elsewhere)."""
         with self._lock:
-            changed = self._check(given)
-            self._record(given, began_ns)
-            return changed
-
-
-def answer_stale(
-    ledger: Ledger | None,
-    files: Iterable[tuple[str, str, str | None]],
-    root: str,
-    absolute: bool,
-    began_ns: int,
-) -> list[Stale]:
-    """The ``stale`` of one read answer of a session with ``ledger`` (``None``: a
-    one-shot call, none): its ``files`` as (path, status, sha256), answered for folder
-    ``root`` (``absolute``: the request's ``absolutePaths``) by a read that began at
-    ``began_ns`` (``time.time_ns()``). The files it gives are remembered."""
-    if ledger is None:
-        return []
-    changed = ledger.settle(given_files(files, root), began_ns)
-    return labelled(changed, root, absolute)
-
-
-def read_with_stale(
-    service: Service, entry: RootEntry, req: ReadRequest, ledger: Ledger
-) -> tuple[ReadManyResult, list[str]]:
-    """``Service.read_sync`` (with its parts) for a session with ``ledger`` (an LSP
-    connection), with ``stale`` and its notice (:func:`place_notice`) filled in."""
-    began = time.time_ns()
-    result, parts = service.read_sync(entry, req, True)
-    # An open buffer's sha256 is of its text, not of the file on disk: not kept.
-    files = ((f.path, f.status, f.sha256) for f in result.files if f.source != "overlay")
-    stale = answer_stale(ledger, files, entry.ws.root, req.params.absolute_paths, began)
-    if stale:
-        members = stale_members(stale)
-        result.stale = [StaleFile(**s) for s in members["stale"]]
-        result.stale_truncated = "staleTruncated" in members
-        parts = place_notice(parts, req.params.format, stale)
-    return result, parts
-
-
-def stale_members(stale: Sequence[Stale]) -> dict[str, Any]:
-    """The result members of ``stale`` as builtins: ``stale`` (at most
-    ``STALE_LISTED`` ``{path, change}``) and ``staleTruncated: true`` when cut."""
-    members: dict[str, Any] = {
-        "stale": [{"path": s.path, "change": s.change} for s in stale[:STALE_LISTED]]
-    }
-    if len(stale) > STALE_LISTED:
-        members["staleTruncated"] = True
-    return members
-
-
-def labelled(changed: Sequence[tuple[str, str]], root: str, absolute: bool) -> list[Stale]:
-    """``changed`` (absolute path, change) as ``stale`` entries: each path relative to
-    ``root`` as ``files[].path`` labels it, absolute under ``absolute`` (the request's
-    ``absolutePaths``) or for a file outside ``root``."""
-    prefix = root.rstrip(os.sep) + os.sep
-    out: list[Stale] = []
-    for path, change in changed:
-        label = path[len(prefix) :] if not absolute and path.startswith(prefix) else path
-        out.append(Stale(label, change))
-    return out
-
-
-def notice_text(stale: Sequence[Stale]) -> str:
-    """The one-line notice naming ``stale`` (at most ``NOTICE_NAMES``, then ``and N
-    more``), with the call that reads the modified ones again, e.g. ``[Changed since
-    given to you: a.py (modified), b.py (deleted). Read again: {"paths":["a.py"]}]``."""
-    shown = stale[:NOTICE_NAMES]
-    names = ", ".join(f"{framed_name(s.path)} ({s.change})" for s in shown)
-    more = len(stale) - len(shown)
-    if more:
-        names += f", and {more} more (see stale)"
-    again = [s.path for s in shown if s.change == "modified"]
-    call = f" Read again: {json.dumps({'paths': again}, ensure_ascii=False)}" if again else ""
-    return f"[Changed since given to you: {names}.{call}]"
-
-
-def _json_stale(stale: Sequence[Stale]) -> str:
-    shown = [{"path": s.path, "change": s.change} for s in stale[:NOTICE_NAMES]]
-    more = len(stale) - len(shown)
-    tail = [f"and {more} more"] if more else []
-    return json.dumps(shown + tail, ensure_ascii=False)
-
-
-def place_notice(
-    parts: list[str], fmt: str, stale: Sequence[Stale], after: bool = False
-) -> list[str]:
-    """``parts`` (an ``llmContent``'s strings, in order) with the notice of ``stale``
-    placed for format ``fmt`` (PROTOCOL §5): before the first file in ``separator`` and
-    ``heredoc``; a ``<notice>`` right after ``<documents>`` in ``xml``; a ``"stale"``
-    list (``{path, change}`` objects, then ``"and N more"``) before ``"results"`` in
-    ``json``. ``after``: after the content instead (the last notice line in ``xml``, the
-    last member in ``json``), so that the text before it stays the same. ``parts`` is
-    returned unchanged when ``stale`` is empty."""
-    if not stale or not parts:
-        return parts
-    out = list(parts)
-    if fmt == "json":
-        member = f'"stale": {_json_stale(stale)}'
-        if after:
-            end = out[-1].rstrip()
-            out[-1] = end[: -len("}")].rstrip() + f",\n  {member}\n}}"
-        else:
-            out[0] = "{\n  " + member + "," + out[0][len("{") :]
-        return out
-    text = notice_text(stale)
-    if fmt == "xml":
-        line = f"<notice>{xml_escape(text)}</notice>"
-        if after:
-            end = out[-1]
-            cut = end.rfind("</documents>")
-            out[-1] = end[:cut].rstrip("\n") + "\n" + line + "\n</documents>"
-        else:
-            out[0] = "<documents>" + line + "\n" + out[0][len("<documents>") :]
-        return out
-    if after:
-        return [*out, "\n" + text + "\n"]
-    return [text + "\n\n", *out]
+            changed = self._check(given, mark)
+            self._record(given, began_ns, mark)
+        ranked = sorted(changed.items(), key=lambda item: item[1][1])
+        return [(path, change) for path, (change, _seq) in ranked]

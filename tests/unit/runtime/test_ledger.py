@@ -12,9 +12,9 @@ import xml.dom.minidom
 from pathlib import Path
 
 from readmany_daemon.content import tokens
-from readmany_daemon.runtime.ledger import (
+from readmany_daemon.runtime.ledger import Ledger
+from readmany_daemon.runtime.stale import (
     NOTICE_NAMES,
-    Ledger,
     Stale,
     answer_stale,
     notice_text,
