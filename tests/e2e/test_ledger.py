@@ -90,6 +90,10 @@ def test_each_connection_has_its_own_ledger(daemon: Daemon, tmp_path: Path) -> N
         (root / "a.txt").write_text("a4\n")
         doc = ask(one, ["c.txt"], format="json")
         assert json.loads(doc["llmContent"])["stale"] == [{"path": "a.txt", "change": "modified"}]
+        (root / "a.txt").write_text("a5\n")
+        stable = ask(one, ["c.txt"], order="stable")["llmContent"]
+        assert stable.index("--- c.txt ---") < stable.index("[Changed since given to you: a.txt")
+        assert stable.rstrip().endswith('Read again: {"paths": ["a.txt"]}]')
 
 
 async def test_mcp_session_names_stale_files(env: dict[str, str], tmp_path: Path) -> None:
@@ -111,6 +115,10 @@ async def test_mcp_session_names_stale_files(env: dict[str, str], tmp_path: Path
         )
         third = await read(session, paths=["b.txt"])
         assert third["structuredContent"]["stale"] == []
+        (root / "a.txt").write_text("a9\n")
+        stable = text(await read(session, paths=["b.txt"], order="stable"))
+        assert stable.startswith("--- b.txt ---")
+        assert stable.rstrip().endswith('Read again: {"paths": ["a.txt"]}]')
     async with mcp_session(env, "--root", str(root)) as fresh:
         (root / "a.txt").write_text("a3\n")
         assert (await read(fresh, paths=["b.txt"]))["structuredContent"]["stale"] == []
