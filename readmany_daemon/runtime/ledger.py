@@ -42,7 +42,7 @@ import stat as stat_mod
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from readmany_daemon.racy import StatKey, file_sha256, is_racy, stat_key
@@ -231,6 +231,25 @@ class Ledger:
         for feed in self._feeds.values():
             feed.paths.discard(path)
 
+    def _recheck(
+        self,
+        paths: Iterable[str],
+        skip: Mapping[str, str],
+        began: int,
+        out: dict[str, tuple[str, int]],
+    ) -> Iterator[tuple[str, os.stat_result | None]]:
+        """Check each of ``paths`` that has an entry (those in ``skip`` left alone) into
+        ``out`` {path: (change, seq)}; yields (path, its ``stat``) for each not deleted."""
+        for path in paths:
+            entry = self._entries.get(path)
+            if entry is None or path in skip:
+                continue
+            change, st = self._changed(path, entry, began)
+            if change is not None:
+                out[path] = (change, entry.seq)
+            if change != "deleted":
+                yield path, st
+
     def _check_feed(
         self, feed: _Feed, skip: Mapping[str, str], began: int, out: dict[str, tuple[str, int]]
     ) -> bool:
@@ -241,14 +260,8 @@ class Ledger:
             return False
         touched, whole = got
         names: dict[str, set[str]] = {}
-        for path in touched & feed.paths:
-            entry = self._entries.get(path)
-            if entry is None or path in skip:
-                continue
-            change, st = self._changed(path, entry, began)
-            if change is not None:
-                out[path] = (change, entry.seq)
-            if change != "deleted" and not feed.coverable(path, st, names):
+        for path, st in self._recheck(touched & feed.paths, skip, began, out):
+            if not feed.coverable(path, st, names):
                 feed.paths.discard(path)  # hidden now, or a link: the log may not report it
                 self._by_stat.add(path)
         feed.generation = max(feed.generation, whole)
@@ -271,14 +284,8 @@ class Ledger:
         own = self._feed_for(mark)
         names: dict[str, set[str]] = {}
         self.last_stat_checks = len(self._by_stat)
-        for path in list(self._by_stat):
-            entry = self._entries.get(path)
-            if entry is None or path in skip:
-                continue
-            change, st = self._changed(path, entry, began)
-            if change is not None:
-                out[path] = (change, entry.seq)
-            if change != "deleted" and own is not None and own.coverable(path, st, names):
+        for path, st in self._recheck(list(self._by_stat), skip, began, out):
+            if own is not None and own.coverable(path, st, names):
                 self._by_stat.discard(path)  # proved after the barrier: the log from here
                 own.paths.add(path)
         return out

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import random
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,40 +20,15 @@ from readmany_daemon.runtime.requests import RequestContext
 from readmany_daemon.runtime.roots import RootEntry
 from readmany_daemon.runtime.service import Service
 from readmany_daemon.runtime.stale import read_with_stale
-from readmany_daemon.settings import Settings
 from readmany_daemon.wire.cursor import decode_read_request
 from tests.helpers import write_tree
+from tests.unit.runtime.test_watcher_restart import service, wait_for, watched
+
+__all__ = ["service"]  # the fixture: a watching Service, its cookies under tmp_path
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/sys/fs/inotify"), reason="inotify")
 
 OLD = (1_600_000_000_000_000_000, 1_600_000_000_000_000_000)
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        assert time.monotonic() < deadline, f"not within {timeout} s"
-        time.sleep(0.005)
-    return value
-
-
-@pytest.fixture()
-def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Service]:
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # cookie folders stay in here
-    svc = Service(Settings(), watch=True, snapshots=False, warm_cache=False)
-    try:
-        yield svc
-    finally:
-        svc.close()
-
-
-def watched(svc: Service, root: Path) -> RootEntry:
-    entry = svc.acquire(str(root), Settings())
-    svc.call(RequestContext(1), svc.index_sync, entry)
-    watcher = entry.watcher
-    assert watcher is not None and watcher.wait_started(10)
-    wait_for(lambda: watcher.state == "running")
-    return entry
 
 
 def stale(svc: Service, entry: RootEntry, ledger: Ledger, *paths: str, **more: Any) -> list[str]:
@@ -84,7 +57,7 @@ def tree(tmp_path: Path) -> Path:
 
 
 def test_a_watched_read_checks_only_what_the_log_names(service: Service, tree: Path) -> None:
-    entry = watched(service, tree)
+    entry, _ = watched(service, tree)
     ledger = Ledger()
     assert stale(service, entry, ledger, "**/*.txt") == []
     assert len(ledger) == 1001
@@ -112,7 +85,7 @@ def test_a_watched_read_checks_only_what_the_log_names(service: Service, tree: P
 
 
 def test_files_the_log_would_miss_are_stat_checked(service: Service, tree: Path) -> None:
-    entry = watched(service, tree)
+    entry, _ = watched(service, tree)
     os.link(tree / "d00/f0001.txt", tree / "link.txt")  # one file, two names
     ledger = Ledger()
     assert stale(service, entry, ledger, "x.log", "link.txt", "d01/f0100.txt") == []
@@ -129,9 +102,7 @@ def test_files_the_log_would_miss_are_stat_checked(service: Service, tree: Path)
 def test_after_an_overflow_or_the_stat_route_entries_are_stat_checked_then_fed_again(
     service: Service, tree: Path
 ) -> None:
-    entry = watched(service, tree)
-    watcher = entry.watcher
-    assert watcher is not None
+    entry, watcher = watched(service, tree)
     ledger = Ledger()
     assert stale(service, entry, ledger, "d00/*.txt") == []
     watcher.on_queue_overflow()  # as watchdog reports IN_Q_OVERFLOW: events were lost
