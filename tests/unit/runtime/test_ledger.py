@@ -1,24 +1,21 @@
-"""The change ledger (``runtime/ledger.py``, PROTOCOL §4 "Stale files") on real files:
-named once per change, same bytes are no change, a same-size write with its mtime put
-back is caught, bounded, and the notice placed in each format within its token cost."""
+"""The change ledger (``runtime/ledger.py``, PROTOCOL §4 "Stale files") on real files,
+its entries checked by stat (no watcher): named once per change, same bytes are no
+change, a same-size write with its mtime put back is caught, bounded, a bulk change cut
+(the watched route: ``test_ledger_feed.py``; the notice: ``test_stale.py``)."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
-import xml.dom.minidom
 from pathlib import Path
 
-from readmany_daemon.content import tokens
 from readmany_daemon.runtime.ledger import Ledger
 from readmany_daemon.runtime.stale import (
     NOTICE_NAMES,
     Stale,
     answer_stale,
     notice_text,
-    place_notice,
     stale_members,
 )
 
@@ -118,34 +115,3 @@ def test_a_bulk_change_is_cut_and_counts_as_named(tmp_path: Path) -> None:
     assert text.count("(modified)") == NOTICE_NAMES and "and 230 more" in text
     assert _settle(ledger, tmp_path) == []  # the rest counted as named
     assert stale_members([]) == {"stale": []}
-
-
-def test_notice_placement_in_every_format_and_its_cost() -> None:
-    stale = [Stale("src/app/main.py", "modified"), Stale("docs/old notes.md", "deleted")]
-    text = notice_text(stale)
-    assert text == (
-        "[Changed since given to you: src/app/main.py (modified), docs/old notes.md "
-        '(deleted). Read again: {"paths": ["src/app/main.py"]}]'
-    )
-    assert tokens.count(text) <= 40 * len(stale)
-    many = [Stale(f"src/pkg/module_{i:02d}.py", "modified") for i in range(20)]
-    assert tokens.count(notice_text(many)) <= 40 * len(many)
-    sep = place_notice(["--- a.txt ---\nA\n\n", "--- End of content ---"], "separator", stale)
-    assert sep[0] == text + "\n\n" and sep[1].startswith("--- a.txt ---")
-    assert place_notice(["@a.txt\n<<'X'\nA\nX"], "heredoc", stale)[0] == text + "\n\n"
-    xml_parts = ['<documents><document index="1"><source>a</source>', "</document></documents>"]
-    placed = "".join(place_notice(xml_parts, "xml", stale))
-    assert placed.index("<notice>") < placed.index("<document ")
-    xml.dom.minidom.parseString(placed)
-    after = "".join(place_notice(xml_parts, "xml", stale, after=True))
-    assert after.startswith("".join(xml_parts)[: -len("</documents>")])
-    xml.dom.minidom.parseString(after)
-    body = json.dumps({"results": {"a": {"status": "ok", "content": "A"}}}, indent=2)
-    doc = json.loads("".join(place_notice([body], "json", stale)))
-    assert list(doc) == ["stale", "results"]
-    assert doc["stale"][0] == {"path": "src/app/main.py", "change": "modified"}
-    later = json.loads("".join(place_notice([body], "json", stale, after=True)))
-    assert list(later) == ["results", "stale"]
-    sep_after = place_notice(["--- a.txt ---\nA\n\n"], "separator", stale, after=True)
-    assert sep_after[0] == "--- a.txt ---\nA\n\n" and text in sep_after[1]
-    assert place_notice(["x"], "separator", []) == ["x"]
