@@ -37,6 +37,7 @@ The notice, ``stale`` and their place in each format are ``runtime/stale.py``'s.
 
 from __future__ import annotations
 
+import bisect
 import os
 import stat as stat_mod
 import threading
@@ -146,19 +147,17 @@ class _Feed:
             return None
         return {self.prefix + rel for rel in rels}, whole
 
-    def coverable(self, path: str, st: os.stat_result | None, names: dict[str, set[str]]) -> bool:
+    def coverable(self, path: str, st: os.stat_result | None) -> bool:
         """Whether the log reports every write of ``path`` (``st``: its ``stat`` now):
-        a regular file with one link, visible in the index (``names`` caches each
-        folder's visible names for one call)."""
+        a regular file with one link, visible in the index."""
         if st is None or not stat_mod.S_ISREG(st.st_mode) or st.st_nlink != 1:
             return False
         if not path.startswith(self.prefix):
             return False
         parent, _, name = path[len(self.prefix) :].rpartition("/")
-        visible = names.get(parent)
-        if visible is None:
-            visible = names[parent] = set(self.mark.entry.ws.index.dir_entries(parent))
-        return name in visible
+        entries = self.mark.entry.ws.index.dir_entries(parent)  # in byte order
+        at = bisect.bisect_left(entries, name)  # code point order: byte order but escapes
+        return (at < len(entries) and entries[at] == name) or name in entries
 
 
 def _stat(path: str) -> os.stat_result | None:
@@ -259,9 +258,8 @@ class Ledger:
         if got is None:
             return False
         touched, whole = got
-        names: dict[str, set[str]] = {}
         for path, st in self._recheck(touched & feed.paths, skip, began, out):
-            if not feed.coverable(path, st, names):
+            if not feed.coverable(path, st):
                 feed.paths.discard(path)  # hidden now, or a link: the log may not report it
                 self._by_stat.add(path)
         feed.generation = max(feed.generation, whole)
@@ -282,10 +280,9 @@ class Ledger:
                 # after it is looked at again at the next check.
                 feed.generation = mark.generation
         own = self._feed_for(mark)
-        names: dict[str, set[str]] = {}
         self.last_stat_checks = len(self._by_stat)
         for path, st in self._recheck(list(self._by_stat), skip, began, out):
-            if own is not None and own.coverable(path, st, names):
+            if own is not None and own.coverable(path, st):
                 self._by_stat.discard(path)  # proved after the barrier: the log from here
                 own.paths.add(path)
         return out
@@ -307,22 +304,37 @@ class Ledger:
         """Remember ``given`` ({absolute path: sha256}) as answered by a read that began
         at ``began_ns`` behind ``mark``: each is proved by the ``stat`` taken now, racy
         unless its ctime is older than the read (a write during the read is hashed at
-        the next check), and fed by ``mark``'s log when coverable."""
+        the next check), and fed by ``mark``'s log when coverable. A file given again
+        keeps its path, ``sha256`` and key objects where they are equal (a long session
+        given a large tree again and again holds one copy)."""
         own = self._feed_for(mark)
-        names: dict[str, set[str]] = {}
+        entries = self._entries
         for path, sha in given.items():
             st = _stat(path)
-            self._forget(path)
-            self._seq += 1
             key = None if st is None else stat_key(st)
-            self._entries[path] = _Entry(sha, key, began_ns, self._seq)
-            if own is not None and own.coverable(path, st, names):
-                own.paths.add(path)
-            else:
-                self._by_stat.add(path)
-        while len(self._entries) > self.max_entries:
-            path, _ = self._entries.popitem(last=False)
+            self._seq += 1
+            old = entries.get(path)
+            if old is not None:
+                entries.move_to_end(path)
+                sha = old.sha256 if old.sha256 == sha else sha
+                key = old.key if old.key == key else key
+            entries[path] = _Entry(sha, key, began_ns, self._seq)
+            if own is not None and own.coverable(path, st):
+                if path not in own.paths:
+                    self._move(path, own.paths)
+            elif path not in self._by_stat:
+                self._move(path, self._by_stat)
+        while len(entries) > self.max_entries:
+            path, _ = entries.popitem(last=False)
             self._forget(path)
+
+    def _move(self, path: str, into: set[str]) -> None:
+        """Make ``into`` (a feed's paths or the stat-checked set) the one set holding
+        ``path``."""
+        self._by_stat.discard(path)
+        for feed in self._feeds.values():
+            feed.paths.discard(path)
+        into.add(path)
 
     def settle(
         self, given: Mapping[str, str], began_ns: int, mark: Mark | None = None
