@@ -40,6 +40,7 @@ from __future__ import annotations
 import bisect
 import os
 import stat as stat_mod
+import struct
 import threading
 import time
 from collections import OrderedDict
@@ -96,14 +97,24 @@ def barrier_mark(entry: RootEntry, sync: str, stat_route: bool) -> Mark | None:
     return Mark(entry, watcher, entry.ws.instance, watcher.gaps, entry.ws.index.clock)
 
 
-class _Entry(NamedTuple):
-    """What the ledger holds of one given file: the ``sha256`` given, the ``StatKey``
-    that last proved it (``None``: not yet), when that proof began (ns since the epoch,
-    ``time.time_ns()`` taken before the ``stat``), and ``seq``, the order it was given
-    in (the oldest first)."""
+#: A ``StatKey`` packed (size, mtime_ns, ino, ctime_ns): 32 bytes, not four ints.
+_KEY: Final = struct.Struct("<QqQq")
 
-    sha256: str
-    key: StatKey | None
+
+def _packed(key: StatKey) -> bytes:
+    """``key`` as the 32 bytes an entry keeps (compared whole, as ``StatKey`` is)."""
+    return _KEY.pack(key.size, key.mtime_ns, key.ino, key.ctime_ns)
+
+
+class _Entry(NamedTuple):
+    """What the ledger holds of one given file: the ``sha256`` given (its 32-byte
+    digest), the ``StatKey`` that last proved it (``_packed``; ``None``: not yet), when
+    that proof began (ns since the epoch, ``time.time_ns()`` taken before the
+    ``stat``), and ``seq``, the order it was given in (the oldest first). Compact: a
+    session may hold 100,000."""
+
+    sha256: bytes
+    key: bytes | None
     proved_ns: int
     seq: int
 
@@ -212,15 +223,19 @@ class Ledger:
             self._forget(path)
             return "deleted", None
         key = stat_key(st)
-        if key == entry.key and not is_racy(max(key.mtime_ns, key.ctime_ns), entry.proved_ns):
+        packed = _packed(key)
+        racy = is_racy(max(key.mtime_ns, key.ctime_ns), entry.proved_ns)
+        if packed == entry.key and not racy:
             return None, st
         try:
-            sha = file_sha256(path, _HASH_LIMIT, key=key)
+            hexdigest = file_sha256(path, _HASH_LIMIT, key=key)
         except OSError:
             return None, st  # unreadable now (a folder, no permission): nothing to claim
-        if sha is None:
+        if hexdigest is None:
             return None, st  # changed while hashed: checked again next time
-        self._entries[path] = entry._replace(sha256=sha, key=key, proved_ns=began)
+        sha = bytes.fromhex(hexdigest)
+        sha = entry.sha256 if sha == entry.sha256 else sha
+        self._entries[path] = entry._replace(sha256=sha, key=packed, proved_ns=began)
         return (None if sha == entry.sha256 else "modified"), st
 
     def _forget(self, path: str) -> None:
@@ -305,20 +320,28 @@ class Ledger:
         at ``began_ns`` behind ``mark``: each is proved by the ``stat`` taken now, racy
         unless its ctime is older than the read (a write during the read is hashed at
         the next check), and fed by ``mark``'s log when coverable. A file given again
-        keeps its path, ``sha256`` and key objects where they are equal (a long session
-        given a large tree again and again holds one copy)."""
+        with the same ``sha256`` and stat keeps its entry object and its place in the
+        stale order (``seq``), and moves to the newest end of the bound: a long session
+        given a large tree again and again allocates nothing lasting for it (objects
+        made amid a large answer's short-lived ones would pin its memory).
+        """
         own = self._feed_for(mark)
         entries = self._entries
-        for path, sha in given.items():
+        for path, hexdigest in given.items():
+            try:
+                sha = bytes.fromhex(hexdigest)
+            except ValueError:
+                continue  # no digest: nothing to compare with later
             st = _stat(path)
-            key = None if st is None else stat_key(st)
-            self._seq += 1
+            key = None if st is None else _packed(stat_key(st))
             old = entries.get(path)
             if old is not None:
-                entries.move_to_end(path)
-                sha = old.sha256 if old.sha256 == sha else sha
-                key = old.key if old.key == key else key
-            entries[path] = _Entry(sha, key, began_ns, self._seq)
+                entries.move_to_end(path)  # given again: the newest
+            if old is None or old.sha256 != sha or old.key != key:
+                self._seq += 1
+                entries[path] = _Entry(sha, key, began_ns, self._seq)
+            # else: the same bytes and stat as last given, and that proof still holds
+            # (an older one is no less strict): no new object for a file given again
             if own is not None and own.coverable(path, st):
                 if path not in own.paths:
                     self._move(path, own.paths)
