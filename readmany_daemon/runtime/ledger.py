@@ -300,6 +300,8 @@ class Ledger:
             if own is not None and own.coverable(path, st):
                 self._by_stat.discard(path)  # proved after the barrier: the log from here
                 own.paths.add(path)
+        if not self._by_stat:
+            self._by_stat = set()  # a set keeps its table when emptied: let it go
         return out
 
     def _feed_for(self, mark: Mark | None) -> _Feed | None:
