@@ -517,6 +517,7 @@ def _assemble(
         packing=packing,
         clock=ws.clock(),
         attachments=acc.attachments,
+        stale=[],
         next_cursor=next_cursor,
         created_paths=created,
     )

@@ -34,8 +34,10 @@ from pygls.exceptions import (
 from readmany_daemon.errors import Cancelled, InvalidParams, ReadManyError, jsonrpc_code
 from readmany_daemon.lsp.encode import encode_read_framed, encode_read_result
 from readmany_daemon.lsp.session import ReadManyServer, real_uri_path
+from readmany_daemon.runtime.ledger import Ledger
 from readmany_daemon.runtime.roots import RootEntry
 from readmany_daemon.runtime.service import Service
+from readmany_daemon.runtime.stale import read_with_stale
 from readmany_daemon.wire.cursor import ReadRequest, decode_read_request
 from readmany_daemon.wire.decode import (
     decode_changed_since_params,
@@ -186,14 +188,17 @@ async def _read(ls: ReadManyServer, raw: Any) -> Any:
         params = msgspec.structs.replace(req.params, redact_secrets=False)
         req = msgspec.structs.replace(req, params=params)
     entry = ls.root_for(req.params.root)
-    return await ls.engine(_read_encoded, ls.service, entry, req, ls.content_frames)
+    return await ls.engine(_read_encoded, ls.service, entry, req, ls.content_frames, ls.ledger)
 
 
-def _read_encoded(service: Service, entry: RootEntry, req: ReadRequest, framed: bool) -> Any:
-    """``Service.read_sync`` then :func:`encode_read_result` (``framed``:
-    :func:`encode_read_framed`), on the engine's thread: a large answer is encoded off
-    the event loop, after the root's lock is released."""
-    result, parts = service.read_sync(entry, req, True)
+def _read_encoded(
+    service: Service, entry: RootEntry, req: ReadRequest, framed: bool, ledger: Ledger
+) -> Any:
+    """``Service.read_sync``, the connection's ``stale`` (``runtime.ledger``), then
+    :func:`encode_read_result` (``framed``: :func:`encode_read_framed`), on the engine's
+    thread: a large answer is encoded off the event loop, after the root's lock is
+    released."""
+    result, parts = read_with_stale(service, entry, req, ledger)
     encode = encode_read_framed if framed else encode_read_result
     return encode(result, parts, entry.ws.cache)
 

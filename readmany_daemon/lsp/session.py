@@ -31,6 +31,7 @@ from readmany_daemon.lsp.clientlog import CLIENT_NOTIFIED, ClientLog
 from readmany_daemon.lsp.protocol import ReadManyProtocol, share_stop_event
 from readmany_daemon.paths import uri_to_path
 from readmany_daemon.roots import Root, resolve_root
+from readmany_daemon.runtime.ledger import Ledger
 from readmany_daemon.runtime.requests import RequestContext
 from readmany_daemon.runtime.roots import RootEntry, index_key
 from readmany_daemon.runtime.service import Service
@@ -117,6 +118,8 @@ class ReadManyServer(LanguageServer):
         self.folders: list[Folder] = []
         self.extra_roots: dict[str, RootEntry] = {}
         self.pending_warnings: list[str] = []
+        #: The files this connection was given, for ``stale`` (``runtime.ledger``).
+        self.ledger = Ledger()
         #: ``serve --stdio``'s log handler sending records to this client (``clientlog``)
         self.client_log: ClientLog | None = None
         self._doc_paths: dict[str, str] = {}

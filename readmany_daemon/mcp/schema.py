@@ -54,6 +54,7 @@ READ_STRUCTURED = (
     "attachments",
     "nextCursor",
     "createdPaths",
+    "stale",
 )
 
 READ_DESCRIPTION = """\
@@ -389,7 +390,13 @@ def tool_definitions(settings: Settings | None = None) -> list[dict[str, Any]]:
             "outputSchema": output_schema(
                 messages.ReadManyResult,
                 READ_STRUCTURED,
-                extra={"filesLeftOut": {"type": "integer"}},
+                # ``stale``: its items' members are named in the description of the
+                # result (docs/mcp.md), not here: ``tools/list`` stays within 8,000.
+                extra={
+                    "filesLeftOut": {"type": "integer"},
+                    "stale": {"type": "array"},
+                    "staleTruncated": {"type": "boolean"},
+                },
                 drop={"Attachment": ("data",)},
                 full=("summary",),  # the counters (PROTOCOL §4: which add up to matched)
             ),

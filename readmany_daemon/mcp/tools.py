@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -43,10 +44,12 @@ from readmany_daemon.mcp.schema import (
 from readmany_daemon.paths import uri_to_path
 from readmany_daemon.roots import Root, make_root
 from readmany_daemon.route import current_dir, daemon_off
+from readmany_daemon.runtime.ledger import Ledger
+from readmany_daemon.runtime.stale import answer_stale, place_notice, stale_members
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.decode import as_object, decode_changed_since_params
 from readmany_daemon.wire.fold import fold_read_params
-from readmany_daemon.wire.messages import CHANGED_SINCE, FILES, READ
+from readmany_daemon.wire.messages import CHANGED_SINCE, FILES, READ, ReadManyParams
 
 log = logging.getLogger("readmany.mcp")
 
@@ -169,6 +172,8 @@ class ReadManyMcp:
         self._roots: list[Root] | None = self.fixed
         self.local = LocalBackend(settings)
         self.daemon = None if daemon_off(no_daemon) else DaemonBackend(self.local)
+        #: The files this session (this server process) was given, for ``stale``.
+        self.ledger = Ledger()
 
     @property
     def settings(self) -> Settings:
@@ -202,6 +207,23 @@ class ReadManyMcp:
         self._roots = found or [make_root(current_dir())]
         return self._roots
 
+    def with_stale(
+        self, answer: dict[str, Any], root: str, params: ReadManyParams, began_ns: int
+    ) -> dict[str, Any]:
+        """``answer`` (a ``ReadManyResult`` as builtins, for folder ``root``, asked with
+        ``params`` at ``began_ns``) with this session's ``stale`` and its notice in
+        ``llmContent`` (``runtime/stale.py``); the files it gives are remembered. The
+        answer came from another process (the daemon) or a watcher-less one: no barrier
+        mark, so the ledger checks its entries by stat (``runtime/ledger.py``)."""
+        files = ((f["path"], f["status"], f.get("sha256")) for f in answer.get("files", []))
+        stale = answer_stale(self.ledger, files, root, params.absolute_paths, began_ns)
+        answer = {**answer, **stale_members(stale)}
+        if stale:
+            text = answer.get("llmContent", "")
+            after = params.order == "stable"  # the stable prefix holds
+            answer["llmContent"] = "".join(place_notice([text], params.format, stale, after))
+        return answer
+
     async def call(
         self, name: str, arguments: Any, ask: Callable[[], Any]
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -227,7 +249,9 @@ class ReadManyMcp:
             # The backends take wire params (the daemon is asked over its socket): the
             # arguments, folded, with the budgets and the root resolved.
             params = {**args, "root": root}
+            began = time.time_ns()
             answer = await anyio.to_thread.run_sync(backend.call, READ, params, root, req)
+            answer = self.with_stale(answer, root, req.params, began)
             ceiling = result_ceiling(req.params.max_total_tokens)
             with_llm = self.settings.mcp_structured_text
             return await anyio.to_thread.run_sync(read_result, answer, root, ceiling, with_llm)

@@ -67,6 +67,21 @@ class ChangeLog:
         gone = sorted(p for p, d in last.items() if d)
         return changed, gone
 
+    def touched_after(self, generation: int) -> set[str] | None:
+        """The workspace-relative paths recorded (changed or deleted) after
+        ``generation``, or None when the log cannot tell (as ``since``). Reads the log
+        from its newest entry back: the cost is the number of entries after
+        ``generation``, not the log's length."""
+        out: set[str] = set()
+        with self._lock:
+            if not self.attached or generation < self._floor:
+                return None
+            for gen, rel, _deleted in reversed(self._entries):
+                if gen <= generation:
+                    break
+                out.add(rel)
+        return out
+
 
 #: Stat snapshots kept per root (``StatLog``): older snapshot clocks get a fresh instance.
 SNAPSHOTS_KEPT = 4

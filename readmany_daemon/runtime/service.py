@@ -271,25 +271,41 @@ class Service:
 
     @overload
     def read_sync(
-        self, entry: RootEntry, req: ReadRequest, parts: Literal[False] = False
+        self,
+        entry: RootEntry,
+        req: ReadRequest,
+        parts: Literal[False] = False,
+        on_barrier: Callable[[bool], None] | None = None,
     ) -> ReadManyResult: ...
 
     @overload
     def read_sync(
-        self, entry: RootEntry, req: ReadRequest, parts: Literal[True]
+        self,
+        entry: RootEntry,
+        req: ReadRequest,
+        parts: Literal[True],
+        on_barrier: Callable[[bool], None] | None = None,
     ) -> tuple[ReadManyResult, list[str]]: ...
 
     def read_sync(
-        self, entry: RootEntry, req: ReadRequest, parts: bool = False
+        self,
+        entry: RootEntry,
+        req: ReadRequest,
+        parts: bool = False,
+        on_barrier: Callable[[bool], None] | None = None,
     ) -> ReadManyResult | tuple[ReadManyResult, list[str]]:
         """``engine.answer.answer`` on ``entry`` for a request decoded at the edge
         (``wire.cursor.decode_read_request``), after the freshness barrier its ``sync``
         asks for; with ``parts``, ``answer_parts`` (a ``(result, llm_content_parts)``
-        pair)."""
+        pair). ``on_barrier(stat_route)`` is called right after the barrier, holding the
+        root's lock, before any content is loaded (a session's change ledger takes its
+        mark there: ``runtime/ledger.py``)."""
         arrived = time.monotonic()
         with self._locked(entry):
             self._ensure_index(entry)
-            with self.freshness.ensure(entry, req.params.sync, arrived):
+            with self.freshness.ensure(entry, req.params.sync, arrived) as stat_route:
+                if on_barrier is not None:
+                    on_barrier(stat_route)
                 if parts:
                     return engine_answer.answer_parts(entry.ws, req)
                 return engine_answer.answer(entry.ws, req)

@@ -171,6 +171,10 @@ class Watcher:
         self.state = "starting"
         self.warnings: list[str] = []
         self.batches = 0  # batches applied so far (status, tests)
+        #: Times events may have been missed (degraded, restarted, stopped): a change
+        #: log position taken while it was ``running`` holds every later change of a
+        #: visible file only while this count stays the same (``runtime/ledger.py``).
+        self.gaps = 0
         self._cookie_dir = cookie_dir
         self._on_reset = on_reset
         self._backend = backend
@@ -416,6 +420,7 @@ class Watcher:
             del self.warnings[:-MAX_WARNINGS]
 
     def _set_degraded(self, message: str) -> None:
+        self.gaps += 1
         self._warn(message)
         if self.state in ("running", "starting"):
             self.state = "degraded"
@@ -531,6 +536,7 @@ class Watcher:
         (``_rescan_locked``). False, leaving state ``degraded`` with the cause in
         ``warnings`` (barriers then use stat checks), past ``MAX_RESTARTS`` in
         ``RESTART_WINDOW`` s or when the restart fails."""
+        self.gaps += 1
         now = time.monotonic()
         while self._restarts and now - self._restarts[0] > RESTART_WINDOW:
             self._restarts.popleft()

@@ -338,12 +338,24 @@ class PackingInfo(msgspec.Struct, rename="camel", kw_only=True):
     omitted_truncated: bool = False
 
 
+class StaleFile(msgspec.Struct, rename="camel"):
+    """A file this session was given that changed since (PROTOCOL §4, "Stale files"):
+    ``path`` labelled as ``files[].path`` labels it (absolute for another root),
+    ``change`` ``"modified"`` (its bytes no longer hash to the ``sha256`` given) or
+    ``"deleted"``."""
+
+    path: str
+    change: Literal["modified", "deleted"]
+
+
 class ReadManyResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
     """``readMany/read`` result (PROTOCOL §4).
 
-    ``attachments`` has no default so that it is always on the wire, ``[]`` when empty
-    (``omit_defaults`` drops a field equal to its default); ``nextCursor`` is there only
-    when files were omitted."""
+    ``attachments`` and ``stale`` have no default so that they are always on the wire,
+    ``[]`` when empty (``omit_defaults`` drops a field equal to its default);
+    ``nextCursor`` is there only when files were omitted. ``stale``: the files this
+    session was given that changed since (``runtime.ledger``; a one-shot call keeps no
+    ledger: ``[]``), at most 200, then ``staleTruncated: true``."""
 
     llm_content: str
     return_display: str
@@ -352,7 +364,9 @@ class ReadManyResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only
     packing: PackingInfo
     clock: str
     attachments: list[Attachment]
+    stale: list[StaleFile]
     next_cursor: str | None = None
+    stale_truncated: bool = False
     #: Files created, since the page before, in the part of the request order a cursor
     #: had already delivered: the chain will not deliver them; ask for them by path.
     created_paths: list[str] = msgspec.field(default_factory=list)

@@ -6,6 +6,8 @@ optional argument; a ``null`` required member is still an error naming it."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +63,10 @@ async def test_mcp_tools_take_null_as_absent(env: dict[str, str], ws: Path) -> N
         assert bad["isError"] and "$.files[0]" in text(bad) and "`path`" in text(bad)
 
 
-async def test_lsp_methods_take_null_as_absent(env: dict[str, str], ws: Path) -> None:
+@asynccontextmanager
+async def stdio_client(env: dict[str, str], root: Path) -> AsyncIterator[Client]:
+    """pytest-lsp's client on ``readmany serve --stdio`` (no daemon), initialized as
+    Neovim with folder ``root``; shut down after."""
     config = ClientServerConfig(
         server_command=SERVER,
         client_factory=make_client,
@@ -70,7 +75,15 @@ async def test_lsp_methods_take_null_as_absent(env: dict[str, str], ws: Path) ->
     client = await config.start()
     assert isinstance(client, Client)
     try:
-        await _init(client, "neovim", [_folder(ws)])
+        await _init(client, "neovim", [_folder(root)])
+        yield client
+        await client.shutdown_session()
+    finally:
+        await client.stop()
+
+
+async def test_lsp_methods_take_null_as_absent(env: dict[str, str], ws: Path) -> None:
+    async with stdio_client(env, ws) as client:
         answer = await client.call("readMany/read", {"paths": ["a.txt"], **NULLS})
         assert [f["path"] for f in answer["files"]] == ["a.txt"]
         listed = await client.call(
@@ -82,9 +95,6 @@ async def test_lsp_methods_take_null_as_absent(env: dict[str, str], ws: Path) ->
         with pytest.raises(JsonRpcException) as exc:
             await client.call("readMany/read", {"paths": ["a.txt"], "known": [{"path": None}]})
         assert "$.known[0]" in str(exc.value)
-        await client.shutdown_session()
-    finally:
-        await client.stop()
 
 
 def test_cli_params_take_null_as_absent(readmany: Any, ws: Path) -> None:

@@ -14,6 +14,7 @@ from readmany_daemon.wire.messages import PackingInfo, ReadManyResult, Summary, 
 def _result() -> ReadManyResult:
     return ReadManyResult(
         llm_content="",
+        stale=[],
         return_display="Read **2** file(s)",
         summary=Summary(matched=2, read=2),
         files=[],
