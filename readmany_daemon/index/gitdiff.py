@@ -119,16 +119,29 @@ def changes_since(root: str, base: str) -> ChangeSet:
     status = [*_DIFF, "-z", "--name-status", base, "--"]
     patch = [*_DIFF, "-U0", "--src-prefix=a/", "--dst-prefix=b/", base, "--"]
     files, deleted, renamed = _name_status(_run(root, status))
+    hunks = _hunks(_run(root, patch))
     if untracked and deleted:
         # A deleted file may have moved to an untracked one: ask again with them as
-        # intent-to-add in a copy of the index, so git pairs them (a rename).
+        # intent-to-add in a copy of the index, so git pairs them (a rename). Only
+        # those pairs are taken from it: the copy, written now, no longer marks a
+        # tracked file changed in the same second as the index was written (git's
+        # racy-timestamp rule) as one to compare by content.
+        new_files, moved_hunks = set(untracked), {}
         with tempfile.TemporaryDirectory(prefix="readmany-gitdiff-") as tmp:
             env = _intent_index(root, loc.gitdir, tmp, untracked)
-            files, deleted, renamed = _name_status(_run(root, status, env))
-            hunks = _hunks(_run(root, patch, env))
-        untracked = []  # the diffs name them now (added, or renamed)
-    else:
-        hunks = _hunks(_run(root, patch))
+            moved = [
+                (a, b)
+                for a, b in _name_status(_run(root, status, env))[2]
+                if a in deleted and b in new_files
+            ]
+            if moved:
+                moved_hunks = _hunks(_run(root, patch, env))
+        for a, b in moved:
+            deleted.remove(a)
+            renamed.append((a, b))
+            files[b] = False
+            hunks[b] = moved_hunks.get(b, [])
+        untracked = [p for p in untracked if p not in files]
     changes = {
         path: FileChange(new=new, hunks=() if new else tuple(hunks.get(path, ())))
         for path, new in files.items()
