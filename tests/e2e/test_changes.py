@@ -6,27 +6,22 @@ daemon."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tests.e2e.test_mcp import _dump, call, mcp_session, read, text
-from tests.helpers import GIT_ENV, git, write_tree
+from tests.helpers import committed_tree, write_tree
 
 APP = "".join(f"def fn{i}(x):\n    return x + {i}\n\n\n" for i in range(20))
 
 
 def _repo(root: Path) -> str:
-    env = {**os.environ, **GIT_ENV}
-    write_tree(root, {"src/app.py": APP, "gone.txt": "x\n"})
-    git(root, "init", "-q", "-b", "main", env=env)
-    git(root, "add", "-A", env=env)
-    git(root, "commit", "-qm", "base", env=env)
+    base = committed_tree(root, {"src/app.py": APP, "gone.txt": "x\n"})
     write_tree(root, {"src/app.py": APP.replace("x + 5\n", "x * 5\n"), "new.md": "# New\n"})
     (root / "gone.txt").unlink()
-    return git(root, "rev-parse", "HEAD", env=env).strip()
+    return base
 
 
 async def test_changes_through_the_read_tool(env: dict[str, str], tmp_path: Path) -> None:

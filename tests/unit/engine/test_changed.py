@@ -16,7 +16,7 @@ from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import InvalidParams
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.decode import decode_read_params
-from tests.helpers import GIT_ENV, answer, git, write_tree
+from tests.helpers import GIT_ENV, answer, committed_tree, git, write_tree
 
 APP = (
     "".join(f"def fn{i}(x):\n    y = x + {i}\n    return y\n\n\n" for i in range(30))
@@ -29,14 +29,6 @@ def run_git(root: Path, *args: str) -> str:
     return git(root, *args, env={**os.environ, **GIT_ENV})
 
 
-def make_repo(root: Path, files: dict[str, str | bytes]) -> str:
-    write_tree(root, files)
-    run_git(root, "init", "-q", "-b", "main")
-    run_git(root, "add", "-A")
-    run_git(root, "commit", "-qm", "base")
-    return run_git(root, "rev-parse", "HEAD").strip()
-
-
 def read(root: Path, **params: Any) -> Any:
     ws = Workspace.open(str(root), Settings())
     return answer(ws, decode_read_params(params))
@@ -44,7 +36,7 @@ def read(root: Path, **params: Any) -> Any:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> tuple[Path, str]:
-    base = make_repo(
+    base = committed_tree(
         tmp_path,
         {
             "src/app.py": APP,
@@ -119,7 +111,7 @@ def test_commits_since_the_base_and_a_move_in_the_working_tree(repo: tuple[Path,
 
 
 def test_rules_hide_what_they_hide_and_redaction_applies(tmp_path: Path) -> None:
-    make_repo(tmp_path, {"a.py": "x = 1\n", ".env": "A=1\n"})
+    committed_tree(tmp_path, {"a.py": "x = 1\n", ".env": "A=1\n"})
     key = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     write_tree(
         tmp_path,
@@ -147,7 +139,7 @@ def test_entries_narrow_the_changed_files(repo: tuple[Path, str]) -> None:
 
 
 def test_a_binary_file_is_skipped_as_in_any_read(tmp_path: Path) -> None:
-    make_repo(tmp_path, {"b.bin": b"\x00\x01" * 50})
+    committed_tree(tmp_path, {"b.bin": b"\x00\x01" * 50})
     write_tree(tmp_path, {"b.bin": b"\x00\x02" * 50})
     r = read(tmp_path, changes={})
     assert [(f.path, f.status, f.code) for f in r.files] == [("b.bin", "skipped", "binary")]

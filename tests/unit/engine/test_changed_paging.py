@@ -8,12 +8,12 @@ from pathlib import Path
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.decode import decode_read_params
-from tests.helpers import answer, write_tree
-from tests.unit.engine.test_changed import make_repo, run_git
+from tests.helpers import answer, committed_tree, write_tree
+from tests.unit.engine.test_changed import run_git
 
 
 def test_page_two_uses_the_base_of_page_one_after_a_commit(tmp_path: Path) -> None:
-    base = make_repo(tmp_path, {"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n"})
+    base = committed_tree(tmp_path, {"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n"})
     write_tree(tmp_path, {"a.txt": "A\n", "b.txt": "B\n", "c.txt": "C\n"})
     ws = Workspace.open(str(tmp_path), Settings())
     first = answer(ws, decode_read_params({"changes": {"base": "HEAD"}, "maxTotalFiles": 1}))

@@ -18,7 +18,7 @@ from readmany_daemon.index.gitdiff import (
     base_commit,
     changes_since,
 )
-from tests.helpers import GIT_ENV, git, write_tree
+from tests.helpers import GIT_ENV, committed_tree, git, write_tree
 
 ENV = {**GIT_ENV}
 
@@ -27,19 +27,11 @@ def _git(root: Path, *args: str) -> str:
     return git(root, *args, env={**os.environ, **ENV})
 
 
-def _repo(root: Path, files: dict[str, str | bytes]) -> str:
-    write_tree(root, files)
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "base")
-    return _git(root, "rev-parse", "HEAD").strip()
-
-
 TEN = "".join(f"line {i}\n" for i in range(1, 11))
 
 
 def test_every_kind_of_change_against_the_base(tmp_path: Path) -> None:
-    base = _repo(
+    base = committed_tree(
         tmp_path,
         {
             "mod.txt": TEN,
@@ -78,7 +70,7 @@ def test_every_kind_of_change_against_the_base(tmp_path: Path) -> None:
 
 
 def test_commits_after_the_base_count_and_hunks_are_the_new_sides(tmp_path: Path) -> None:
-    base = _repo(tmp_path, {"a.py": TEN})
+    base = committed_tree(tmp_path, {"a.py": TEN})
     write_tree(tmp_path, {"a.py": "top\n" + TEN})
     _git(tmp_path, "commit", "-qam", "two")
     got = changes_since(str(tmp_path), base)
@@ -87,7 +79,7 @@ def test_commits_after_the_base_count_and_hunks_are_the_new_sides(tmp_path: Path
 
 
 def test_odd_names_and_a_line_that_looks_like_a_header(tmp_path: Path) -> None:
-    base = _repo(tmp_path, {'sp ace/é "q".txt': TEN, "tab\tname.txt": TEN, "x.txt": TEN})
+    base = committed_tree(tmp_path, {'sp ace/é "q".txt': TEN, "tab\tname.txt": TEN, "x.txt": TEN})
     write_tree(tmp_path, {'sp ace/é "q".txt': TEN + "end\n"})
     write_tree(tmp_path, {"tab\tname.txt": "line 1\n"})
     write_tree(tmp_path, {"x.txt": "++ b/fake\n@@ -1 +1 @@\n" + TEN})
@@ -100,14 +92,14 @@ def test_odd_names_and_a_line_that_looks_like_a_header(tmp_path: Path) -> None:
 
 
 def test_a_root_below_the_top_sees_its_own_files_relative_to_it(tmp_path: Path) -> None:
-    base = _repo(tmp_path, {"sub/a.txt": TEN, "other.txt": TEN})
+    base = committed_tree(tmp_path, {"sub/a.txt": TEN, "other.txt": TEN})
     write_tree(tmp_path, {"sub/a.txt": TEN + "more\n", "other.txt": "x\n", "sub/n.txt": "n\n"})
     got = changes_since(str(tmp_path / "sub"), base)
     assert set(got.files) == {"a.txt", "n.txt"}
 
 
 def test_the_base_is_a_commit_branch_or_tag(tmp_path: Path) -> None:
-    base = _repo(tmp_path, {"a.txt": "a\n"})
+    base = committed_tree(tmp_path, {"a.txt": "a\n"})
     _git(tmp_path, "tag", "v1")
     for ref in ("HEAD", "main", "v1", base, base[:10]):
         assert base_commit(str(tmp_path), ref) == base
