@@ -1,7 +1,7 @@
 """``changes`` through the real surfaces (issue 26 items 3-4): the MCP read tool with the
 MCP SDK client and a real server process (advertised, answered, ``null`` not given, a
-base git does not know refused), and ``readmany read --changes REF`` through the
-daemon."""
+base git does not know refused), ``readMany/read`` over pytest-lsp, and ``readmany read
+--changes REF`` through the daemon."""
 
 from __future__ import annotations
 
@@ -11,7 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import ClientServerConfig
+
 from tests.e2e.test_mcp import _dump, call, mcp_session, read, text
+from tests.e2e.test_server_stdio import SERVER, Client, _folder, _init, make_client
 from tests.helpers import committed_tree, write_tree
 
 APP = "".join(f"def fn{i}(x):\n    return x + {i}\n\n\n" for i in range(20))
@@ -59,3 +64,29 @@ def test_the_changes_flag_through_the_daemon(
     assert got["changes"]["base"] == base
     assert [(f["path"], f["spans"]) for f in got["files"]] == [("src/app.py", [[21, 22]])]
     assert "    return x * 5\n" in got["llmContent"]
+
+
+async def test_changes_through_lsp_read_many(env: dict[str, str], tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    base = _repo(root)
+    config = ClientServerConfig(
+        server_command=SERVER,
+        client_factory=make_client,
+        server_env=dict(env, READMANY_NO_DAEMON="1"),
+    )
+    client = await config.start()
+    assert isinstance(client, Client)
+    try:
+        await _init(client, "neovim", [_folder(root)])
+        got = await client.call("readMany/read", {"changes": {"base": "main"}, "paths": None})
+        assert got["changes"] == {"base": base, "deleted": ["gone.txt"], "renamed": []}
+        assert [(f["path"], f.get("spans")) for f in got["files"]] == [
+            ("new.md", None),
+            ("src/app.py", [[21, 22]]),
+        ]
+        with pytest.raises(JsonRpcException) as exc:
+            await client.call("readMany/read", {"changes": {"base": "v9"}})
+        assert "$.changes.base" in str(exc.value)
+        await client.shutdown_session()
+    finally:
+        await client.stop()
