@@ -193,8 +193,10 @@ def _show(
     head = f"[Changed since {base_id[:12]}: "
     if shown:
         head += f"{_ranges(shown)} of {total} shown."
+    elif total == 0:
+        head += "the file is empty now."
     else:
-        head += f"no line of {total} changed (renamed, or its mode)."
+        head += f"no line changed (a rename, or its mode); {total} lines."
     notes = [head + "]\n"]
     if cut is not None:
         left = [(s, e) for s, e in spans if e > (shown[-1][1] if shown else 0)]

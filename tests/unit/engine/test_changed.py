@@ -88,6 +88,7 @@ def test_which_files_and_the_result_changes(repo: tuple[Path, str]) -> None:
         r.llm_content
     )
     assert r.files[2].spans == []
+    assert "no line changed (a rename, or its mode); 2 lines.]" in r.llm_content
     assert r.changes is not None
     assert (r.changes.base, r.changes.deleted) == (base, ["gone.py"])
     assert [(x.from_, x.to) for x in r.changes.renamed] == [("old.py", "renamed.py")]
@@ -197,3 +198,11 @@ def test_null_is_not_given(repo: tuple[Path, str]) -> None:
     with pytest.raises(InvalidParams) as err:
         decode_read_params({"changes": None})
     assert err.value.field == "$.paths"
+
+
+def test_a_file_emptied_says_so(tmp_path: Path) -> None:
+    base = committed_tree(tmp_path, {"a.py": "x = 1\n"})
+    write_tree(tmp_path, {"a.py": ""})
+    r = read(tmp_path, changes={})
+    assert (r.files[0].status, r.files[0].spans) == ("ok", [])
+    assert f"[Changed since {base[:12]}: the file is empty now.]" in r.llm_content
