@@ -264,10 +264,12 @@ def load(
 
 def _shows_change(item: Item, change: FileChange, got: _Text) -> bool:
     """Whether a changed file is shown as its changes: not a new file, asked without a
-    window, cells or a span, read whole (not over ``maxFileBytes``)."""
+    window, cells or a span, read whole (not over ``maxFileBytes``), not a notebook (its
+    JSON lines are no text to show: it comes as its cells)."""
     windowed = item.offset is not None or item.limit is not None or item.column is not None
     picked = item.cells is not None or item.symbol is not None or item.enclosing is not None
-    return not change.new and not windowed and not picked and got.complete
+    plain = not windowed and not picked and not _raw_notebook(item)
+    return not change.new and plain and got.complete
 
 
 def _as_text(

@@ -17,6 +17,7 @@ from readmany_daemon.errors import InvalidParams
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.decode import decode_read_params
 from tests.helpers import GIT_ENV, answer, committed_tree, git, write_tree
+from tests.notebooks import notebook_text
 
 APP = (
     "".join(f"def fn{i}(x):\n    y = x + {i}\n    return y\n\n\n" for i in range(30))
@@ -206,3 +207,11 @@ def test_a_file_emptied_says_so(tmp_path: Path) -> None:
     r = read(tmp_path, changes={})
     assert (r.files[0].status, r.files[0].spans) == ("ok", [])
     assert f"[Changed since {base[:12]}: the file is empty now.]" in r.llm_content
+
+
+def test_a_changed_notebook_comes_as_its_cells(tmp_path: Path) -> None:
+    committed_tree(tmp_path, {"nb.ipynb": notebook_text(plots=1)})
+    write_tree(tmp_path, {"nb.ipynb": notebook_text(plots=1, seed=1)})
+    r = read(tmp_path, changes={})
+    assert r.files[0].spans is None and "[Lines " not in r.llm_content
+    assert "iVBOR" not in r.llm_content  # no PNG payload
