@@ -97,10 +97,10 @@ def base_commit(root: str, ref: str) -> str:
         ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], root
     )
     rc, out = call.result()
-    if rc != 0 or not out.strip():
-        if call.start_error is not None:
-            raise NotAWorkTree(call.error or "git could not run")
+    if rc == 1 or (rc == 0 and not out.strip()):  # --quiet: an unknown name, no message
         raise UnknownBase(f"git knows no commit {ref!r}")
+    if rc != 0:  # git could not run, or refuses the repository (128: fatal)
+        raise NotAWorkTree(call.error or f"git rev-parse exited {rc}")
     return out.decode("ascii", "replace").strip()
 
 

@@ -120,6 +120,10 @@ def test_a_folder_in_no_work_tree_is_refused(tmp_path: Path) -> None:
         base_commit(str(plain), "HEAD")
     with pytest.raises(NotAWorkTree):
         changes_since(str(plain), hashlib.sha1(b"x").hexdigest())
+    broken = tmp_path / "broken"
+    write_tree(broken, {".git/HEAD": "not a ref\n"})  # a .git git itself refuses
+    with pytest.raises(NotAWorkTree):
+        base_commit(str(broken), "HEAD")
 
 
 def test_a_racily_clean_file_is_changed_when_untracked_files_and_a_deletion_ask_again(
