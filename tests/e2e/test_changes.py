@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 from pygls.exceptions import JsonRpcException
-from pytest_lsp import ClientServerConfig
 
 from tests.e2e.test_mcp import _dump, call, mcp_session, read, text
-from tests.e2e.test_server_stdio import SERVER, Client, _folder, _init, make_client
+from tests.e2e.test_server_stdio import lsp_session
 from tests.helpers import committed_tree, write_tree
 
 APP = "".join(f"def fn{i}(x):\n    return x + {i}\n\n\n" for i in range(20))
@@ -69,15 +68,7 @@ def test_the_changes_flag_through_the_daemon(
 async def test_changes_through_lsp_read_many(env: dict[str, str], tmp_path: Path) -> None:
     root = tmp_path / "ws"
     base = _repo(root)
-    config = ClientServerConfig(
-        server_command=SERVER,
-        client_factory=make_client,
-        server_env=dict(env, READMANY_NO_DAEMON="1"),
-    )
-    client = await config.start()
-    assert isinstance(client, Client)
-    try:
-        await _init(client, "neovim", [_folder(root)])
+    async with lsp_session(env, root) as client:
         got = await client.call("readMany/read", {"changes": {"base": "main"}, "paths": None})
         assert got["changes"] == {"base": base, "deleted": ["gone.txt"], "renamed": []}
         assert [(f["path"], f.get("spans")) for f in got["files"]] == [
@@ -87,6 +78,3 @@ async def test_changes_through_lsp_read_many(env: dict[str, str], tmp_path: Path
         with pytest.raises(JsonRpcException) as exc:
             await client.call("readMany/read", {"changes": {"base": "v9"}})
         assert "$.changes.base" in str(exc.value)
-        await client.shutdown_session()
-    finally:
-        await client.stop()

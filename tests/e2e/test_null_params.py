@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 from pygls.exceptions import JsonRpcException
-from pytest_lsp import ClientServerConfig
 
 from tests.e2e.test_mcp import call, mcp_session, read, text
-from tests.e2e.test_server_stdio import SERVER, Client, _folder, _init, make_client
+from tests.e2e.test_server_stdio import lsp_session
 from tests.helpers import write_tree
 
 #: Every optional argument of the read tool as a client that fills them all sends it.
@@ -62,15 +61,7 @@ async def test_mcp_tools_take_null_as_absent(env: dict[str, str], ws: Path) -> N
 
 
 async def test_lsp_methods_take_null_as_absent(env: dict[str, str], ws: Path) -> None:
-    config = ClientServerConfig(
-        server_command=SERVER,
-        client_factory=make_client,
-        server_env=dict(env, READMANY_NO_DAEMON="1"),
-    )
-    client = await config.start()
-    assert isinstance(client, Client)
-    try:
-        await _init(client, "neovim", [_folder(ws)])
+    async with lsp_session(env, ws) as client:
         answer = await client.call("readMany/read", {"paths": ["a.txt"], **NULLS})
         assert [f["path"] for f in answer["files"]] == ["a.txt"]
         listed = await client.call(
@@ -82,9 +73,6 @@ async def test_lsp_methods_take_null_as_absent(env: dict[str, str], ws: Path) ->
         with pytest.raises(JsonRpcException) as exc:
             await client.call("readMany/read", {"paths": ["a.txt"], "known": [{"path": None}]})
         assert "$.known[0]" in str(exc.value)
-        await client.shutdown_session()
-    finally:
-        await client.stop()
 
 
 def test_cli_params_take_null_as_absent(readmany: Any, ws: Path) -> None:
