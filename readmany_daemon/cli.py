@@ -51,6 +51,8 @@ def _read_params(args: argparse.Namespace | ReadArgs) -> dict[str, Any]:
         params["files"] = list(params.get("files", [])) + picks
     if args.known is not None:
         params["known"] = _known_file(args.known)
+    if args.changes is not None:
+        params["changes"] = {"base": args.changes}
     flags: dict[str, Any] = {
         "include": args.include,
         "exclude": args.exclude,

@@ -148,6 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="read the function, class or section around a line (repeatable)",
     )
     r.add_argument(
+        "--changes",
+        metavar="REF",
+        help="read what changed since commit, branch or tag REF (HEAD: uncommitted changes)",
+    )
+    r.add_argument(
         "--no-recursive",
         action="store_true",
         help="a folder gives only its own files; ** acts as *",

@@ -50,6 +50,7 @@ TEXTS = {
     "--params": "params",
     "--cursor": "cursor",
     "--known": "known",
+    "--changes": "changes",
 }
 #: Repeatable options (``action="append"``): their values in order.
 LISTS = {
@@ -84,6 +85,7 @@ class ReadArgs:
     params: str | None
     cursor: str | None
     known: str | None
+    changes: str | None
     include: list[str] | None
     exclude: list[str] | None
     symbol: list[str] | None

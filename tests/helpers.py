@@ -35,6 +35,7 @@ __all__ = [
     "GIT_ENV",
     "Coverage",
     "answer",
+    "committed_tree",
     "deep_tree",
     "git",
     "make_env",
@@ -80,6 +81,17 @@ def write_tree(root: Path, files: Mapping[str, str | bytes]) -> None:
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+
+
+def committed_tree(root: Path, files: Mapping[str, str | bytes]) -> str:
+    """A git repository at ``root`` (branch ``main``) whose one commit holds ``files``
+    (``write_tree``), committed as ``GIT_ENV``'s identity; returns the commit id."""
+    env = {**os.environ, **GIT_ENV}
+    write_tree(root, files)
+    git(root, "init", "-q", "-b", "main", env=env)
+    git(root, "add", "-A", env=env)
+    git(root, "commit", "-qm", "base", env=env)
+    return git(root, "rev-parse", "HEAD", env=env).strip()
 
 
 def deep_tree(base: Path, levels: int, files: Mapping[int, str], name: str = "d") -> list[str]:

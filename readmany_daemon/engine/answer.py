@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from readmany_daemon.content import tokens
 from readmany_daemon.engine import order, paging
 from readmany_daemon.engine.budget import budget_cut, span_end, token_cut
+from readmany_daemon.engine.changed import change_set, changes_result, resolve_changes
 from readmany_daemon.engine.items import Item, Items, LoadedItem, Piece, Resolved
 from readmany_daemon.engine.load import Loads, RequestPaths
 from readmany_daemon.engine.notices import MAX_NAMED_IN_CONTENT, Notices, continuation_request
@@ -80,14 +81,19 @@ def answer_parts(
     opts = options_for(ws, _as_request(req))
     page, limits = opts.page, opts.budget
     cont = page.continuation
-    resolved = resolve(ws, opts.resolve)
+    changes = change_set(ws, opts.changes) if opts.changes is not None else None
+    if changes is None:
+        resolved = resolve(ws, opts.resolve)
+    else:
+        resolved = resolve_changes(ws, opts.resolve, changes)
+    changed = changes_result(ws, opts.resolve, changes) if changes is not None else None
     items = resolved.items
     positions = paging.positions(items, cont)
     if limits.order == "stable":
         positions = order.stable(ws, items, positions)
     created = paging.created_files(ws, items, cont) if cont is not None else []
     with RequestPaths(ws) as paths:
-        loads = Loads(ws, items, opts.load, paths)
+        loads = Loads(ws, items, opts.load, paths, changes)
         active, stopped_at = _stop_on_error(positions, loads, limits)
         budget = _token_budget(limits, loads)
         outliner = Outliner(loads, loads.outline, limits.format, FRAME_TOKENS)
@@ -126,6 +132,7 @@ def answer_parts(
                 cursor = paging.next_cursor(page, items, positions, since, acc)
             acc.created = [items.label(i) for i in created[:MAX_LISTED]]
             answered = _assemble(ws, limits, resolved, plan, switched, acc, cursor, room)
+            answered[0].changes = changed
             limit = limits.max_total_tokens
             total = answered[0].summary.estimated_tokens
             tokens_over = budget is not None and limit is not None and total > limit

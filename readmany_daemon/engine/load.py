@@ -21,6 +21,7 @@ from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.content.outline import Outline
 from readmany_daemon.engine import notebook
 from readmany_daemon.engine.budget import finish, kept_tokens, token_cut, tokens_of
+from readmany_daemon.engine.diffview import changed_view
 from readmany_daemon.engine.items import Item, Items, LoadedItem
 from readmany_daemon.engine.options import LoadOptions
 from readmany_daemon.engine.outlines import outline_of
@@ -30,6 +31,7 @@ from readmany_daemon.engine.resolve import LOOP_MESSAGE, path_error
 from readmany_daemon.engine.symbols import span_item
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Code, Status
+from readmany_daemon.index.gitdiff import ChangeSet, FileChange
 from readmany_daemon.paths import realpath_of
 from readmany_daemon.rules.kinds import Filters
 from readmany_daemon.wire.messages import Attachment, FileResult, Redaction
@@ -202,11 +204,18 @@ class _Text:
 
 
 def load(
-    ws: Workspace, item: Item, opts: LoadOptions, paths: RequestPaths | None = None
+    ws: Workspace,
+    item: Item,
+    opts: LoadOptions,
+    paths: RequestPaths | None = None,
+    change: tuple[str, FileChange] | None = None,
 ) -> LoadedItem:
     """Read one item and cut it to its window and per-file caps (the load and budget
     stages): read → text → redact → notebook → mask → window → finish. Never raises
-    for a per-file problem. ``paths``: see :class:`RequestPaths`."""
+    for a per-file problem. ``paths``: see :class:`RequestPaths`. ``change``: the base's
+    commit id and the item's change since it, for a changed file of a ``changes`` read
+    asked without a window (shown as ``engine.diffview`` says; a new file is read
+    whole)."""
     if item.result is not None:
         return LoadedItem(item, item.result)
     assert item.rel is not None
@@ -235,8 +244,14 @@ def load(
             return spanned
         item, notes = spanned.item, spanned.notes
         read = opts.read_options(item, attach)
+    as_read = got.text
     if got.text and opts.redact:
         _redact(ws, base, got)
+    if change is not None and _shows_change(item, change[1], got):
+        # The outline of the text as read (kept with the cache entry's own text).
+        outline = outline_of(ws, as_read, item.label)
+        hunks = change[1].hunks
+        return changed_view(item, base, got.text, as_read, outline, hunks, opts, change[0])
     if item.cells is not None or _raw_notebook(item):
         done = _notebook(item, base, got, opts)
         if done is not None:
@@ -245,6 +260,16 @@ def load(
         _mask(ws, base, got)
     window = _window(got, read)
     return _finish(ws, item, base, window, got.text, opts, notes)
+
+
+def _shows_change(item: Item, change: FileChange, got: _Text) -> bool:
+    """Whether a changed file is shown as its changes: not a new file, asked without a
+    window, cells or a span, read whole (not over ``maxFileBytes``), not a notebook (its
+    JSON lines are no text to show: it comes as its cells)."""
+    windowed = item.offset is not None or item.limit is not None or item.column is not None
+    picked = item.cells is not None or item.symbol is not None or item.enclosing is not None
+    plain = not windowed and not picked and not _raw_notebook(item)
+    return not change.new and plain and got.complete
 
 
 def _as_text(
@@ -405,7 +430,15 @@ class Loads:
     """The items of one request, each loaded (``load``) on first use and at most once:
     entries past the budget's stop are never read."""
 
-    def __init__(self, ws: Workspace, items: Items, opts: LoadOptions, paths: RequestPaths) -> None:
+    def __init__(
+        self,
+        ws: Workspace,
+        items: Items,
+        opts: LoadOptions,
+        paths: RequestPaths,
+        changes: ChangeSet | None = None,
+    ) -> None:
+        self._changes = changes
         self._ws = ws
         self._items = items
         self._opts = opts
@@ -416,7 +449,11 @@ class Loads:
     def __call__(self, i: int) -> LoadedItem:
         """Item ``i`` loaded (``unchanged`` when the request's receipt for it holds)."""
         if i not in self._loaded:
-            lo = load(self._ws, self._items[i], self._opts, self._paths)
+            item = self._items[i]
+            change = None
+            if self._changes is not None and item.rel in self._changes.files:
+                change = self._changes.base, self._changes.files[item.rel]
+            lo = load(self._ws, item, self._opts, self._paths, change)
             if self._receipts:
                 lo = self._receipts.settle(lo)
             self._loaded[i] = lo

@@ -19,12 +19,13 @@ from readmany_daemon.content.reader import ReadOptions
 from readmany_daemon.engine.items import Item
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import InvalidParams
+from readmany_daemon.index.gitdiff import NotAWorkTree, UnknownBase, base_commit
 from readmany_daemon.paths import to_rel
 from readmany_daemon.rules.glob import has_magic
 from readmany_daemon.rules.kinds import Filters
 from readmany_daemon.rules.patterns import GitPatterns
 from readmany_daemon.wire.cursor import Continuation, CursorStamp, ReadRequest, cursor_stamp
-from readmany_daemon.wire.messages import FilesParams, FileSpec, ReadManyParams
+from readmany_daemon.wire.messages import ChangesSpec, FilesParams, FileSpec, ReadManyParams
 
 _S = TypeVar("_S", bound=msgspec.Struct)
 
@@ -146,20 +147,33 @@ class PageOptions(msgspec.Struct, frozen=True, kw_only=True):
     stamp: CursorStamp
 
 
+class ChangesOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """A ``changes`` read (PROTOCOL §3 "What changed since a commit"): ``base``, the
+    commit id the request's ``changes.base`` named when its first page was answered (a
+    cursor carries the id, so later pages diff against the same commit while the branch
+    moves), and ``asked``, the revision as the first page sent it."""
+
+    base: str
+    asked: str
+
+
 class Options(msgspec.Struct, frozen=True, kw_only=True):
-    """A request's options, one part per stage (see the module)."""
+    """A request's options, one part per stage (see the module); ``changes`` only for a
+    ``changes`` read."""
 
     resolve: ResolveOptions
     load: LoadOptions
     budget: BudgetOptions
     page: PageOptions
+    changes: ChangesOptions | None = None
 
 
 def options_for(ws: Workspace, request: ReadRequest) -> Options:
     """The :class:`Options` of ``request`` answered in ``ws``. Raises ``InvalidParams``
-    naming ``$.cursor`` for a cursor made in another root or for another request (its
-    digest differs from the request's stamp), then ``$.exclude`` for a bad exclude
-    pattern."""
+    naming ``$.changes`` for a ``changes`` read of a root in no git work tree and
+    ``$.changes.base`` for a base git does not know, ``$.cursor`` for a cursor made in
+    another root or for another request (its digest differs from the request's stamp),
+    then ``$.exclude`` for a bad exclude pattern."""
     params = request.params
     cont = request.continuation
     if params.order == "rank":
@@ -168,6 +182,11 @@ def options_for(ws: Workspace, request: ReadRequest) -> Options:
             "$.order",
         )
     order: Order = "stable" if params.order == "stable" else "request-order"
+    changes = _changes_options(ws, params)
+    if changes is not None:
+        # The cursor holds the commit id, not the revision: its pages agree while the
+        # branch moves (a later page's params name the id, which resolves to itself).
+        params = msgspec.structs.replace(params, changes=ChangesSpec(base=changes.base))
     stamp = cursor_stamp(ws.root, params)
     if cont is not None and cont.digest != stamp.digest:
         raise InvalidParams(
@@ -219,7 +238,27 @@ def options_for(ws: Workspace, request: ReadRequest) -> Options:
             order=order,
         ),
         page=PageOptions(root=ws.root, continuation=cont, stamp=stamp),
+        changes=changes,
     )
+
+
+def _changes_options(ws: Workspace, params: ReadManyParams) -> ChangesOptions | None:
+    """The :class:`ChangesOptions` of a ``changes`` read (git resolves its base once,
+    here), None for any other read."""
+    if params.changes is None:
+        return None
+    asked = params.changes.base or "HEAD"
+    try:
+        return ChangesOptions(base=base_commit(ws.root, asked), asked=asked)
+    except NotAWorkTree as exc:
+        raise InvalidParams(
+            f"invalid params: $.changes: the root is not in a git work tree ({exc})", "$.changes"
+        ) from None
+    except UnknownBase:
+        raise InvalidParams(
+            f"invalid params: $.changes.base: git knows no commit, branch or tag {asked!r}",
+            "$.changes.base",
+        ) from None
 
 
 def filters_for(params: ReadManyParams | FilesParams) -> Filters:

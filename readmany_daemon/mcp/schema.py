@@ -55,6 +55,7 @@ READ_STRUCTURED = (
     "nextCursor",
     "createdPaths",
     "stale",
+    "changes",
 )
 
 READ_DESCRIPTION = """\
@@ -237,6 +238,9 @@ def _lean(node: Any, defs: Mapping[str, Any], depth: int) -> Any:
         types = [b.get("type") for b in node["anyOf"]]
         if all(isinstance(t, str) for t in types):
             return {"type": types}
+        given = [b for b in node["anyOf"] if b.get("type") != "null"]
+        if len(given) == 1:  # an optional object: the object (absent when it has none)
+            return _lean(given[0], defs, depth)
     if node.get("type") == "object":
         names = list(node.get("properties", ())) if depth > 0 else node.get("required", [])
         if not names:
@@ -420,6 +424,9 @@ def tool_definitions(settings: Settings | None = None) -> list[dict[str, Any]]:
             "annotations": {**hints, "idempotentHint": False},
         },
     ]
+    changes = tools[0]["outputSchema"]["properties"]["changes"]
+    changes["properties"] = {k: {"type": v["type"]} for k, v in changes["properties"].items()}
+    del changes["required"]  # members typed, not their items: the footprint (docs/mcp.md)
     if settings is not None and settings.mcp_structured_text:
         for tool in tools:
             tool["outputSchema"] = with_structured_text(tool["outputSchema"])

@@ -179,9 +179,10 @@ def decode_read_params(raw: Any, defaults: Mapping[str, Any] | None = None) -> R
         folded = _over_defaults(defaults, folded)
     params: ReadManyParams = _convert(folded, ReadManyParams, spelled)
     _check_read_names(params)
-    if not (params.paths or params.files or params.include or params.cursor):
+    if not (params.paths or params.files or params.include or params.cursor or params.changes):
         raise InvalidParams(
-            "invalid params: at least one of paths, files, include, cursor must hold an entry",
+            "invalid params: at least one of paths, files, include, cursor, changes must "
+            "hold an entry",
             "$.paths",
         )
     return params

@@ -101,6 +101,21 @@ class FileFilteringOptions(msgspec.Struct, rename="camel", forbid_unknown_fields
     respect_ignore_files: bool = True
 
 
+#: A git revision (``ChangesSpec.base``): not empty.
+Revision = Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class ChangesSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """``changes`` (PROTOCOL §3 "What changed since a commit"): read the files that
+    differ between ``base`` (a commit, branch or tag git knows; default ``HEAD``) and
+    the working tree, staged or not, and the untracked files git does not ignore
+    (``index.gitdiff``, ``engine.changed``). ``paths``/``files``/``include`` may then be
+    empty; when given they narrow the changed files."""
+
+    #: None: ``HEAD``.
+    base: Revision | None = None
+
+
 class ReadManyParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
     """``readMany/read`` params (PROTOCOL §3). Defaults are the protocol's."""
 
@@ -135,6 +150,8 @@ class ReadManyParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True,
     #: Replace credential values (keys, tokens, passwords) in the answer by
     #: ``«redacted:<kind>:<hash>»`` sentinels; ``None``: the ``redactSecrets`` setting.
     redact_secrets: bool | None = None
+    #: What changed since a commit (``ChangesSpec``); None: a plain read.
+    changes: ChangesSpec | None = None
 
 
 class FilesParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
@@ -179,7 +196,7 @@ class StopDaemonParams(msgspec.Struct, rename="camel", forbid_unknown_fields=Tru
 
 
 #: One short description per request field (canonical camelCase names, every field of
-#: ``FileSpec``, ``FileFilteringOptions``, ``ReadManyParams``, ``FilesParams`` and
+#: ``FileSpec``, ``FileFilteringOptions``, ``ReadManyParams``, ``ChangesSpec``, ``FilesParams`` and
 #: ``ChangedSinceParams``): the tool schemas (``mcp/schema.py``: MCP ``tools/list`` and
 #: the VS Code tool) are generated from these Structs and take their descriptions from
 #: here. ``None``: the name says it all (every client re-sends the schemas to the model
@@ -223,6 +240,8 @@ FIELD_DOCS: dict[str, str | None] = {
     "redactSecrets": "false: show secrets as they are.",
     "patterns": "Globs, folders or paths; none: every file.",
     "clock": "The clock of an earlier answer; none: a baseline.",
+    "changes": "Changes since base, default HEAD.",
+    "base": None,
 }
 
 
@@ -289,6 +308,9 @@ class FileResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=Tru
     #: The symbols of the lines not shown: of a cut file, its unseen lines; of a file
     #: ``omitted`` under ``packing: "outlines"``, the file (absent otherwise).
     outline: list[OutlineSymbol] | None = None
+    #: The line spans a changed file shows (a ``changes`` read), ``[start, end]`` each,
+    #: 1-based and inclusive, in line order (absent otherwise).
+    spans: list[list[int]] | None = None
 
 
 class Attachment(msgspec.Struct, rename="camel"):
@@ -348,6 +370,24 @@ class StaleFile(msgspec.Struct, rename="camel"):
     change: Literal["modified", "deleted"]
 
 
+class Renamed(msgspec.Struct, kw_only=True):
+    """A file git found renamed since the base (``changes.renamed``): root-relative
+    ``from`` (its path at the base) and ``to`` (its path now)."""
+
+    from_: str = msgspec.field(name="from")
+    to: str
+
+
+class ChangesResult(msgspec.Struct, kw_only=True):
+    """``changes`` of a ``changes`` read's result (PROTOCOL §4): the ``base``'s commit id
+    (40 or 64 hex digits), the visible files deleted since (root-relative, sorted) and
+    those renamed (git's rename detection, ``git diff -M``)."""
+
+    base: str
+    deleted: list[str]
+    renamed: list[Renamed]
+
+
 class ReadManyResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
     """``readMany/read`` result (PROTOCOL §4).
 
@@ -370,6 +410,8 @@ class ReadManyResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only
     #: Files created, since the page before, in the part of the request order a cursor
     #: had already delivered: the chain will not deliver them; ask for them by path.
     created_paths: list[str] = msgspec.field(default_factory=list)
+    #: A ``changes`` read's base, deleted and renamed files (absent otherwise).
+    changes: ChangesResult | None = None
 
 
 class FileInfo(msgspec.Struct, rename="camel"):

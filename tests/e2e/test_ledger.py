@@ -18,7 +18,7 @@ from typing import Any
 from readmany_daemon.client import Client
 from tests.e2e.daemon_helpers import Daemon
 from tests.e2e.test_mcp import mcp_session, read, text
-from tests.e2e.test_null_params import stdio_client
+from tests.e2e.test_server_stdio import lsp_session
 from tests.helpers import write_tree
 
 OLD = (1_600_000_000_000_000_000, 1_600_000_000_000_000_000)
@@ -129,7 +129,7 @@ async def test_serve_stdio_connection_names_stale_files(
 ) -> None:
     root = tmp_path / "ws"
     write_tree(root, {"a.txt": "a1\n", "b.txt": "b1\n"})
-    async with stdio_client(env, root) as client:
+    async with lsp_session(env, root) as client:
         first = await client.call("readMany/read", {"paths": ["a.txt"], "format": "heredoc"})
         assert first["stale"] == []
         (root / "a.txt").write_text("a2\n")

@@ -6,17 +6,14 @@ optional argument; a ``null`` required member is still an error naming it."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pygls.exceptions import JsonRpcException
-from pytest_lsp import ClientServerConfig
 
 from tests.e2e.test_mcp import call, mcp_session, read, text
-from tests.e2e.test_server_stdio import SERVER, Client, _folder, _init, make_client
+from tests.e2e.test_server_stdio import lsp_session
 from tests.helpers import write_tree
 
 #: Every optional argument of the read tool as a client that fills them all sends it.
@@ -63,27 +60,8 @@ async def test_mcp_tools_take_null_as_absent(env: dict[str, str], ws: Path) -> N
         assert bad["isError"] and "$.files[0]" in text(bad) and "`path`" in text(bad)
 
 
-@asynccontextmanager
-async def stdio_client(env: dict[str, str], root: Path) -> AsyncIterator[Client]:
-    """pytest-lsp's client on ``readmany serve --stdio`` (no daemon), initialized as
-    Neovim with folder ``root``; shut down after."""
-    config = ClientServerConfig(
-        server_command=SERVER,
-        client_factory=make_client,
-        server_env=dict(env, READMANY_NO_DAEMON="1"),
-    )
-    client = await config.start()
-    assert isinstance(client, Client)
-    try:
-        await _init(client, "neovim", [_folder(root)])
-        yield client
-        await client.shutdown_session()
-    finally:
-        await client.stop()
-
-
 async def test_lsp_methods_take_null_as_absent(env: dict[str, str], ws: Path) -> None:
-    async with stdio_client(env, ws) as client:
+    async with lsp_session(env, ws) as client:
         answer = await client.call("readMany/read", {"paths": ["a.txt"], **NULLS})
         assert [f["path"] for f in answer["files"]] == ["a.txt"]
         listed = await client.call(

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +156,26 @@ async def _init(
             initialization_options=options,
         )
     )
+
+
+@asynccontextmanager
+async def lsp_session(env: dict[str, str], folder: Path) -> AsyncIterator[Client]:
+    """A pytest-lsp client of ``readmany serve --stdio`` (a new process answering in
+    itself, ``env`` its environment), initialized as Neovim with ``folder``; shut down
+    and stopped after."""
+    config = ClientServerConfig(
+        server_command=SERVER,
+        client_factory=make_client,
+        server_env=dict(env, READMANY_NO_DAEMON="1"),
+    )
+    client = await config.start()
+    assert isinstance(client, Client)
+    try:
+        await _init(client, "neovim", [_folder(folder)])
+        yield client
+        await client.shutdown_session()
+    finally:
+        await client.stop()
 
 
 def _unit_len(text: str, encoding: str) -> int:

@@ -81,6 +81,8 @@ CASES = [
     ["read", "--format", "xml", "--packing", "smallest-first", "--cursor", "abc", "p"],
     ["read", "--params", '{"paths": ["a"]}', "b"],
     ["read", "--known", "receipts.json", "a"],
+    ["read", "--changes", "origin/main", "src"],
+    ["read", "--changes=HEAD"],
     ["read", "--symbol", "a.py#C.m", "--symbol=b.md#H #2", "--enclosing", "a.py:12"],
     ["read", "--enclosing=c:/x.py:3", "a"],
     ["read", "é/ü.py", "漢字.txt", "sp ace.py", "\udcff.bin"],

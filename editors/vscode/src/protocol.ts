@@ -49,8 +49,13 @@ export type Packing = 'auto' | 'request-order' | 'smallest-first' | 'outlines';
 export type Format = 'separator' | 'heredoc' | 'xml' | 'json';
 export type Sync = 'auto' | 'stat' | 'none';
 
+/** `changes`: read what changed since a commit (`base`: a commit, branch or tag; none: `HEAD`). */
+export interface ChangesSpec {
+  base?: string | null;
+}
+
 /** `readMany/read` params (PROTOCOL §3), canonical camelCase names. Every field is optional
- * on the wire; at least one of `paths`, `files`, `include`, `cursor` must hold an entry. */
+ * on the wire; at least one of `paths`, `files`, `include`, `cursor`, `changes` must be given. */
 export interface ReadManyParams {
   paths?: (string | FileSpec)[];
   files?: FileSpec[];
@@ -80,6 +85,8 @@ export interface ReadManyParams {
   known?: Known[];
   /** false: show secrets as they are (default: the `redactSecrets` setting, true). */
   redactSecrets?: boolean;
+  /** What changed since a commit: the changed lines widened to their symbols, new files whole. */
+  changes?: ChangesSpec | null;
 }
 
 /** Every top-level `ReadManyParams` field, in PROTOCOL §3 order. */
@@ -109,6 +116,7 @@ export const READ_MANY_PARAM_FIELDS = [
   'cursor',
   'known',
   'redactSecrets',
+  'changes',
 ] as const satisfies readonly (keyof ReadManyParams)[];
 
 // Compile-time check that the list above names every field of ReadManyParams.
@@ -130,6 +138,8 @@ export interface FileResult {
   nextColumn?: number;
   /** The symbol shown by a `symbol` or `enclosing` read, as the outline spells it. */
   symbol?: string;
+  /** A changed file of a `changes` read: the line spans shown, `[start, end]`, 1-based inclusive. */
+  spans?: [number, number][];
   chars?: number;
   encoding?: string;
   /** Bytes of UTF-8 text that were not valid UTF-8, each shown as U+FFFD. */
@@ -186,6 +196,8 @@ export interface ReadManyResult {
   nextCursor?: string;
   /** Files created after an earlier page of this cursor chain, in the part already delivered. */
   createdPaths?: string[];
+  /** A `changes` read: the base's commit id, the files deleted and renamed since. */
+  changes?: { base: string; deleted: string[]; renamed: { from: string; to: string }[] };
 }
 
 export interface RootStatus {

@@ -31,7 +31,7 @@ const ENTRY_FIELDS = ['paths', 'files', 'include'] as const;
  */
 export function toReadManyParams(input: unknown): ReadManyParams {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
-    throw new ToolInputError('the input must be an object with at least one of paths, files, include, cursor');
+    throw new ToolInputError('the input must be an object with at least one of paths, files, include, cursor, changes');
   }
   const params: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(input)) {
@@ -45,8 +45,9 @@ export function toReadManyParams(input: unknown): ReadManyParams {
   }
   const hasEntries = ENTRY_FIELDS.some((key) => Array.isArray(params[key]) && (params[key] as unknown[]).length > 0);
   const hasCursor = typeof params.cursor === 'string' && params.cursor !== '';
-  if (!hasEntries && !hasCursor) {
-    throw new ToolInputError('nothing to read: give at least one of paths, files, include (or the cursor of an earlier answer)');
+  const hasChanges = params.changes !== null && typeof params.changes === 'object' && !Array.isArray(params.changes);
+  if (!hasEntries && !hasCursor && !hasChanges) {
+    throw new ToolInputError('nothing to read: give at least one of paths, files, include, changes (or the cursor of an earlier answer)');
   }
   return params as ReadManyParams;
 }
@@ -182,9 +183,11 @@ export function describeRequest(params: ReadManyParams): string {
     else entries.push(f.offset !== undefined || f.limit !== undefined ? `${f.path}:${f.offset ?? 1}${f.limit !== undefined ? `+${f.limit}` : ''}` : f.path);
   }
   entries.push(...(params.include ?? []));
-  if (entries.length === 0) return params.cursor ? 'the next page of an earlier read' : 'files';
+  const since = params.changes ? `the changes since \`${params.changes.base ?? 'HEAD'}\`` : undefined;
+  if (entries.length === 0) return since ?? (params.cursor ? 'the next page of an earlier read' : 'files');
   const shown = entries.slice(0, 3).map((e) => `\`${e}\``).join(', ');
-  return entries.length > 3 ? `${shown} and ${entries.length - 3} more` : shown;
+  const named = entries.length > 3 ? `${shown} and ${entries.length - 3} more` : shown;
+  return since ? `${since} in ${named}` : named;
 }
 
 /** The tool budgets when no setting says otherwise (the server's `toolMaxTotal*`). */

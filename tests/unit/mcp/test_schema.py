@@ -105,6 +105,7 @@ def test_every_request_field_is_described_once() -> None:
         messages.FileFilteringOptions,
         messages.Known,
         messages.ReadManyParams,
+        messages.ChangesSpec,
         messages.FilesParams,
         messages.ChangedSinceParams,
     ):

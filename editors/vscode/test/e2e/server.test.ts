@@ -196,7 +196,8 @@ describe('the real server over vscode-jsonrpc', { timeout: 60000 }, () => {
       known: [{ path: 'a.txt', sha256: '0'.repeat(64) }], // a receipt that does not hold: content is sent
       redactSecrets: true,
     });
-    for (const name of Object.keys(schema.properties)) if (name !== 'cursor') assert.ok(name in input, name);
+    // cursor continues a request; changes needs a commit to diff against (none here: below).
+    for (const name of Object.keys(schema.properties)) if (name !== 'cursor' && name !== 'changes') assert.ok(name in input, name);
     await withServer(ws, DEFAULTS, async (c) => {
       const result = await read(c, input);
       assert.equal(result.summary.read, 4, result.llmContent);
@@ -209,6 +210,17 @@ describe('the real server over vscode-jsonrpc', { timeout: 60000 }, () => {
       );
       assert.equal((error as { code: number }).code, -32602);
       assert.match(describeError(error), /^readmany refused the input \(.*\$\.maxTotalFiles.*\); fix that field and call again$/);
+
+      // The workspace is a repository without a commit (or no repository without git).
+      const noBase = await read(c, { changes: { base: null } }).then(
+        () => assert.fail('changes without a commit to diff against must be refused'),
+        (e: unknown) => e,
+      );
+      assert.equal((noBase as { code: number }).code, -32602);
+      const named = ws.gitignoreApplies
+        ? /\$\.changes\.base: git knows no commit, branch or tag 'HEAD'/
+        : /\$\.changes: the root is not in a git work tree/;
+      assert.match(describeError(noBase), named);
     });
   });
 

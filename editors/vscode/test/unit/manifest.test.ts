@@ -45,6 +45,7 @@ describe('languageModelTools contribution', () => {
     assert.equal(fileSpec.properties.column.type, 'integer');
     assert.deepEqual(p.paths.items, { type: 'string' }, 'a {path, offset} entry is what files is for');
     assert.deepEqual(Object.keys(p.fileFilteringOptions.properties), ['respectGitIgnore', 'respectIgnoreFiles']);
+    assert.deepEqual(p.changes.properties, { base: { type: 'string' } }, 'changes: {base}, none meaning HEAD');
     const expected: Record<string, unknown> = {
       recursive: true,
       useDefaultExcludes: true,

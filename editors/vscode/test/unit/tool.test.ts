@@ -68,6 +68,13 @@ describe('tool input → ReadManyParams', () => {
     assert.deepEqual(toReadManyParams(input), input);
   });
 
+  test('changes alone is something to read, and goes through as given (null: not given)', () => {
+    assert.deepEqual(toReadManyParams({ changes: { base: 'origin/main' } }), { changes: { base: 'origin/main' } });
+    assert.deepEqual(toReadManyParams({ changes: {}, paths: ['src/'] }), { changes: {}, paths: ['src/'] });
+    assert.deepEqual(toReadManyParams({ changes: { base: null } }), { changes: { base: null } });
+    assert.throws(() => toReadManyParams({ changes: null }), ToolInputError);
+  });
+
   test('aliases and unknown fields go through for the server to fold or refuse', () => {
     assert.deepEqual(toReadManyParams({ paths: ['a'], max_total_files: 2, bogus: 1 }), { paths: ['a'], max_total_files: 2, bogus: 1 });
   });
@@ -169,6 +176,8 @@ describe('helpers', () => {
       '`a.py#Config.load`, `b.md:12`',
     );
     assert.equal(describeRequest({ cursor: 'x' }), 'the next page of an earlier read');
+    assert.equal(describeRequest({ changes: {} }), 'the changes since `HEAD`');
+    assert.equal(describeRequest({ changes: { base: 'main' }, paths: ['src/'] }), 'the changes since `main` in `src/`');
   });
 });
 
