@@ -63,6 +63,7 @@ def _read_params(args: argparse.Namespace | ReadArgs) -> dict[str, Any]:
         "maxAnswerChars": args.max_answer_chars,
         "packing": args.packing,
         "order": args.order,
+        "focus": args.focus,
         "format": args.format,
         "cursor": args.cursor,
     }

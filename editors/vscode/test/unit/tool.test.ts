@@ -45,6 +45,8 @@ describe('tool input → ReadManyParams', () => {
       maxTotalChars: 1000,
       preferFullRead: true,
       packing: 'smallest-first',
+      order: 'rank',
+      focus: 'fixture scope: getfixturevalue',
       stopOnError: true,
       format: 'xml',
       lineNumbers: true,
@@ -66,6 +68,12 @@ describe('tool input → ReadManyParams', () => {
   test('symbol and enclosing go through as given; null in them is for the server to read as not given', () => {
     const input = { files: [{ path: 'a.py', symbol: 'Config.load' }, { path: 'b.py', enclosing: 12, symbol: null }] };
     assert.deepEqual(toReadManyParams(input), input);
+  });
+
+  test('focus and order go through with a cursor; null focus is dropped (not given)', () => {
+    const input = { cursor: 'abc', focus: 'parse_known_args', order: 'rank' };
+    assert.deepEqual(toReadManyParams(input), input);
+    assert.deepEqual(toReadManyParams({ paths: ['a'], focus: null, order: null }), { paths: ['a'] });
   });
 
   test('aliases and unknown fields go through for the server to fold or refuse', () => {
