@@ -249,3 +249,34 @@ def test_stable_order_with_focus_lays_out_what_focus_chose(tree: Path) -> None:
     )
     content = got.llm_content.partition("[Omitted")[0]
     assert content and again.llm_content.startswith(content)  # volatile notices after
+
+
+@pytest.mark.parametrize("packing", ["outlines", "auto"])
+def test_a_focused_walk_under_a_char_budget_delivers_each_file_once(
+    tmp_path: Path, packing: str
+) -> None:
+    """Pages of a focused walk (the tools' ``outlines`` packing too) deliver every matched
+    file's content exactly once, whatever was cut or outlined on the way."""
+    root = tmp_path / "w"
+    files = {
+        f"p{n:02}.py": "".join(f"def g{k}():\n    return {k}\n" for k in range(n * 7 % 40 + 1))
+        for n in range(18)
+    }
+    write_tree(root, files)
+    best = sorted(files, key=lambda p: (len(files[p]) % 7, p))
+    ws = open_ws(root, best)
+    params: dict[str, Any] = {"focus": "g", "packing": packing, "maxTotalChars": 1200}
+    page = ask(ws, paths=["*.py"], **params)
+    whole: dict[str, int] = {}
+    for _ in range(60):
+        for f in page.files:
+            if f.status == "ok" or (f.status == "partial" and f.next_offset is None):
+                whole[f.path] = whole.get(f.path, 0) + 1
+            elif f.status == "partial":  # the rest comes on a later page
+                whole.setdefault(f.path, 0)
+        if page.next_cursor is None:
+            break
+        page = ask(ws, cursor=page.next_cursor, **params)
+    assert page.next_cursor is None
+    assert sorted(whole) == sorted(files)
+    assert all(n <= 1 for n in whole.values()), whole
