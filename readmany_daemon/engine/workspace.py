@@ -112,6 +112,8 @@ class Workspace:
         index = self._index
         if index is None:
             index = self._index = Index.build(self.root, self.settings)
+            if self._ranking is not None:
+                index.add_listener(self._ranking.note_change)
         return index
 
     @property
@@ -176,6 +178,13 @@ class Workspace:
             if self._index is not None:
                 self._index.add_listener(ranking.note_change)
         return ranking
+
+    def close_ranking(self) -> None:
+        """Stop the ranking's background work and close its index file (the root is
+        forgotten); a later ``ranking`` opens it again."""
+        ranking, self._ranking = self._ranking, None
+        if ranking is not None:
+            ranking.close()
 
     def clock(self) -> str:
         """An opaque clock naming this workspace instance and the index generation."""

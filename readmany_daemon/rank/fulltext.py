@@ -26,7 +26,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-__all__ = ["BUSY_MS", "MAX_INDEX_CHARS", "FullText", "fts5_available"]
+__all__ = ["BUSY_MS", "MAX_INDEX_CHARS", "RANK_SUFFIX", "FullText", "fts5_available", "rank_path"]
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,18 @@ FORMAT: Final = 1
 #: costs the most (its posting list is the longest): left out of the query.
 COMMON_SHARE: Final = 0.25
 
+#: The full-text index beside ``index-<hash>.snap``: ``index-<hash>.rank`` (SQLite adds
+#: ``-wal`` and ``-shm`` files, named after it: the cache sweep drops them too).
+RANK_SUFFIX: Final = ".rank"
+
 _fts5: bool | None = None
+
+
+def rank_path(snapshot_path: str) -> str:
+    """The full-text index of the root whose index snapshot is ``snapshot_path``
+    (``index-<hash>.snap`` -> ``index-<hash>.rank``)."""
+    base = snapshot_path[: -len(".snap")] if snapshot_path.endswith(".snap") else snapshot_path
+    return base + RANK_SUFFIX
 
 
 def fts5_available() -> bool:

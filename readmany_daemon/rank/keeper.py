@@ -26,7 +26,7 @@ from typing import Final
 
 from readmany_daemon.content.decode import decode
 from readmany_daemon.content.reader import open_beneath
-from readmany_daemon.rank.fulltext import MAX_INDEX_CHARS, FullText
+from readmany_daemon.rank.fulltext import BUSY_MS, MAX_INDEX_CHARS, FullText
 from readmany_daemon.rank.words import index_text
 
 __all__ = ["BATCH_BYTES", "IndexKeeper", "read_text"]
@@ -217,7 +217,9 @@ class IndexKeeper:
             puts.append((rel, mark, body))
             size += len(body)
         if (puts or drops) and not self.fulltext.write(puts, drops):
-            return  # another process writes: try again later
+            with self._cv:  # another process writes: try again a little later
+                self._cv.wait(BUSY_MS / 1000)
+            return
         with self._cv:
             for rel, ticket in done:
                 if self._pending.get(rel) == ticket:
