@@ -67,11 +67,20 @@ def test_wire_names_are_camel_case() -> None:
         "logLevel",
         "maxFileBytes",
         "mcpStructuredText",
+        "rankingIndex",
         "redactSecrets",
         "shareOverlays",
         "toolMaxTotalChars",
         "toolMaxTotalTokens",
     ]
+
+
+def test_a_bad_ranking_index_is_a_warning_and_the_default() -> None:
+    warnings: list[str] = []
+    got = Settings().merged({"rankingIndex": "sometimes"}, "initializationOptions", warnings)
+    assert got.ranking_index == "on-demand"
+    assert warnings and "rankingIndex" in warnings[0]
+    assert Settings().merged({"rankingIndex": "off"}, "x", []).ranking_index == "off"
 
 
 # ---- environment --------------------------------------------------------------------------

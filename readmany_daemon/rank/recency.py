@@ -1,0 +1,85 @@
+"""The recency signal: files changed in the working tree, or in the last commits.
+
+Asked of git itself (``git status --porcelain``, ``git log --name-only``), three calls
+started together; remembered per key (the index's clock: a commit, a checkout and a
+write each move it), so a warm focused request runs no git.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable
+from typing import Final
+
+from readmany_daemon.rules.git import GitCall
+
+__all__ = ["RECENT_COMMITS", "Recency"]
+
+#: How many commits back a change still counts.
+RECENT_COMMITS: Final = 30
+
+
+class Recency:
+    """The recent changes of the git work tree holding ``root`` (absolute)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._key: Hashable = object()
+        self._ages: dict[str, int] = {}
+
+    def ages(self, key: Hashable) -> dict[str, int]:
+        """``{root-relative path: age}``: 0 for a file changed in the working tree or
+        git's index (untracked files included), ``n`` for one the ``n``-th last commit
+        changed (1 = HEAD), up to ``RECENT_COMMITS``. Empty outside git. Asked again only
+        when ``key`` differs from the last call's."""
+        if key != self._key:
+            self._ages = self._read()
+            self._key = key
+        return self._ages
+
+    def _read(self) -> dict[str, int]:
+        q = ["-c", "core.quotepath=off"]
+        prefix_call = GitCall(["rev-parse", "--show-prefix"], self.root)
+        status_call = GitCall(
+            [*q, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", "."], self.root
+        )
+        log_call = GitCall(
+            [
+                *q,
+                "log",
+                f"-n{RECENT_COMMITS}",
+                "--no-merges",
+                "--format=format://",
+                "--name-only",
+                "--relative",
+                "-z",
+            ],
+            self.root,
+        )
+        prefix = prefix_call.output()
+        status = status_call.output()
+        logged = log_call.output()
+        if prefix is None:
+            return {}
+        top = os.fsdecode(prefix.strip())
+        ages: dict[str, int] = {}
+        fields = (status or b"").split(b"\0")
+        i = 0
+        while i < len(fields):
+            entry = fields[i]
+            i += 1
+            if len(entry) < 4:
+                continue
+            if entry[:1] in (b"R", b"C"):
+                i += 1  # the rename's source follows
+            path = os.fsdecode(entry[3:])
+            if path.startswith(top):
+                ages[path[len(top) :]] = 0
+        age = 0
+        for field in (logged or b"").split(b"\0"):
+            for line in field.split(b"\n"):
+                if line == b"//":
+                    age += 1
+                elif line:
+                    ages.setdefault(os.fsdecode(line), age)
+        return ages

@@ -1,0 +1,259 @@
+"""A root's ranking (``Workspace.ranking``): the four signals of docs/protocol.md
+"Ranking", fused.
+
+* **content**: BM25 of the file's text for the focus's words (``fulltext.FullText``,
+  kept current by ``keeper.IndexKeeper``); absent with ``rankingIndex: "off"`` or
+  without FTS5.
+* **names**: the focus's words in the file's path (``names.path_scores``), and the
+  symbols its outline defines.
+* **references**: personalized PageRank over definitions and references
+  (``references.pagerank``) of the best candidates so far and the anchors, restarting at
+  the anchors and at the files defining an identifier the focus names.
+* **recency**: changed in the working tree or the last commits (``recency.Recency``).
+
+Fusion is weighted reciprocal-rank fusion: a file's score is the sum over signals of
+``weight / (RRF_K + its rank by that signal)``; files no signal ranks keep the request's
+order after the others. The weights were chosen on bench/bench_focus.py (bench/README.md
+"Ranking"). Tags (definitions and references) are made lazily for the files that need
+them, at most ``TAG_SECONDS`` a call, kept per (path, mark).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
+
+from readmany_daemon.content.outline import OutlineCache, Tags, tags
+from readmany_daemon.index.model import Index
+from readmany_daemon.rank.api import SIGNALS, WHY_MAX_CHARS, Ranked
+from readmany_daemon.rank.fulltext import FullText, fts5_available
+from readmany_daemon.rank.keeper import IndexKeeper, mark_of, read_text
+from readmany_daemon.rank.names import path_scores
+from readmany_daemon.rank.recency import Recency
+from readmany_daemon.rank.references import pagerank
+from readmany_daemon.rank.words import focus_identifiers, focus_words
+
+__all__ = ["MODES", "RRF_K", "WEIGHTS", "RootRanking"]
+
+log = logging.getLogger(__name__)
+
+#: ``rankingIndex`` values (docs/protocol.md "Settings").
+MODES: Final = ("on-demand", "always", "off")
+#: Signal -> weight in the fusion, measured on bench/bench_focus.py.
+WEIGHTS: Final[Mapping[str, float]] = {
+    "content": 1.0,
+    "names": 0.6,
+    "references": 0.6,
+    "recency": 0.3,
+}
+#: The reciprocal-rank fusion constant (Cormack et al. 2009 use 60).
+RRF_K: Final = 20
+#: A focused request waits at most this long (seconds) for the index (issue 25 item 5).
+WAIT_SECONDS: Final = 0.1
+#: Tags are made for at most this long (seconds) per call; the rest the next call.
+TAG_SECONDS: Final = 0.05
+#: Best files so far (by content, names, recency) whose references are graphed.
+GRAPH_FILES: Final = 150
+#: Content results asked of the full-text index.
+CONTENT_LIMIT: Final = 2000
+#: Tags kept (per path and mark).
+TAGS_KEPT: Final = 4096
+#: Files whose ``why`` names the words their text holds.
+WHY_WORDS_FILES: Final = 40
+
+
+def _ranks(scores: Mapping[str, float]) -> dict[str, int]:
+    ordered = sorted(scores, key=lambda p: -scores[p])
+    return {p: i + 1 for i, p in enumerate(ordered)}
+
+
+class RootRanking:
+    """The ranking of the files of ``root`` (absolute) whose index is ``index()`` (called
+    only within ``rank`` and ``start``, which the daemon runs holding the root's lock).
+
+    ``path``: the full-text index's file (None: in memory); ``mode``: ``rankingIndex``;
+    ``background``: keep the index in a thread (the daemon) rather than for at most 100 ms
+    of each call (in process); ``redact``: text -> what may be indexed."""
+
+    def __init__(
+        self,
+        root: str,
+        index: Callable[[], Index],
+        *,
+        path: str | None = None,
+        mode: str = "on-demand",
+        background: bool = False,
+        redact: Callable[[str], str] = lambda text: text,
+        outlines: OutlineCache | None = None,
+    ) -> None:
+        self.root = root
+        self.mode = mode if mode in MODES else "on-demand"
+        self.background = background
+        self._index = index
+        self._outlines = outlines if outlines is not None else OutlineCache()
+        self._tags: OrderedDict[tuple[str, str], Tags] = OrderedDict()
+        self._recency = Recency(root)
+        self.keeper: IndexKeeper | None = None
+        if self.mode != "off" and fts5_available():
+            try:
+                self.keeper = IndexKeeper(root, FullText(path), redact)
+            except (sqlite3.Error, OSError) as exc:
+                log.warning("no full-text index for %s: %s", root, exc)
+
+    # -- the index's life ----------------------------------------------------
+    def start(self) -> None:
+        """Queue the whole root for the full-text index (and, in the background mode,
+        start building it); ``rankingIndex: "always"`` calls it at start."""
+        if self.keeper is not None and not self.keeper.started:
+            self.keeper.start(self._index().files(), self.background)
+
+    def note_change(self, generation: int, rel: str, deleted: bool) -> None:
+        """The index's change listener (``Index.add_listener``)."""
+        if self.keeper is not None:
+            self.keeper.note_change(generation, rel, deleted)
+
+    def close(self) -> None:
+        """Stop the background work and close the index file."""
+        if self.keeper is not None:
+            self.keeper.close()
+            self.keeper.fulltext.close()
+
+    # -- ranking -----------------------------------------------------------------
+    def rank(self, candidates: Sequence[str], focus: str, anchors: Sequence[str]) -> Ranked:
+        """``candidates`` best first for ``focus`` (see ``rank.api.Ranking.rank``)."""
+        words = focus_words(focus)
+        idents = focus_identifiers(focus)
+        signals: list[str] = []
+        scores: dict[str, dict[str, float]] = {}
+        held: dict[str, list[str]] = {}
+        indexed = pending = 0
+        index = self._index()
+        keeper = self.keeper
+        if keeper is not None:
+            pending = self._update(keeper, index, candidates)
+            indexed = keeper.indexed
+            signals.append("content")
+            cand = set(candidates)
+            found = keeper.fulltext.search(words, CONTENT_LIMIT)
+            scores["content"] = {p: s for p, s in found if p in cand}
+        else:
+            cand = set(candidates)
+        by_path = path_scores(candidates, words)
+        scores["names"] = {p: s for p, (s, _) in by_path.items()}
+        signals.append("names")
+        ages = self._recency.ages(index.clock)
+        if ages:
+            scores["recency"] = {p: 1.0 / (1 + a) for p, a in ages.items() if p in cand}
+            signals.append("recency")
+        first = self._fuse(candidates, scores)
+        graphed = list(dict.fromkeys([*(a for a in anchors if a in cand), *first[:GRAPH_FILES]]))
+        file_tags = self._tags_of(graphed)
+        defines: dict[str, str] = {}
+        word_set = set(words) | idents
+        for p, t in file_tags.items():
+            hit = sorted(n for n in t.defines if n in word_set or n in idents)
+            if hit:
+                defines[p] = max(hit, key=len)
+                scores["names"][p] = scores["names"].get(p, 0.0) + 2.0 * len(hit)
+        seeds = {a: 1.0 for a in anchors if a in file_tags}
+        for p, name in defines.items():
+            seeds[p] = seeds.get(p, 0.0) + (1.0 if name in idents else 0.5)
+        scored = {p for per in scores.values() for p in per}
+        for p in first[:5]:
+            if p in scored:
+                seeds[p] = seeds.get(p, 0.0) + 0.2
+        pr = pagerank(file_tags, seeds, idents)
+        scores["references"] = {p: s for p, s in pr.items() if p not in seeds}
+        signals.append("references")
+        order = self._fuse(candidates, scores)
+        if keeper is not None:
+            held = keeper.fulltext.holding(
+                keeper.fulltext.informative(words)[:12], order[:WHY_WORDS_FILES]
+            )
+        why = {p: self._why(p, scores, held, by_path, defines, ages) for p in order}
+        ordered = tuple(s for s in SIGNALS if s in signals)
+        return Ranked(tuple(order), why, ordered, indexed, pending)
+
+    def _update(self, keeper: IndexKeeper, index: Index, candidates: Sequence[str]) -> int:
+        """Bring the full-text index closer to current; returns the files pending."""
+        if self.background:
+            if not keeper.started:
+                keeper.start(index.files(), True)
+            keeper.wait(WAIT_SECONDS)
+            return keeper.pending_count()
+        deadline = time.monotonic() + WAIT_SECONDS
+        keeper.forget_checks()  # no watcher in process: a file's mark is the truth
+        todo = keeper.unchecked(candidates)
+        if todo:
+            visible = set(index.files()) if len(todo) > 256 else None
+            todo = [r for r in todo if (r in visible if visible is not None else index.contains(r))]
+            keeper.work(deadline, todo)
+            return len(keeper.unchecked(todo))
+        return 0
+
+    @staticmethod
+    def _fuse(candidates: Sequence[str], scores: Mapping[str, Mapping[str, float]]) -> list[str]:
+        fused: dict[str, float] = {}
+        for signal, per in scores.items():
+            weight = WEIGHTS[signal]
+            for path, rank in _ranks(per).items():
+                fused[path] = fused.get(path, 0.0) + weight / (RRF_K + rank)
+        place = {p: i for i, p in enumerate(candidates)}
+        ranked = sorted((p for p in fused if p in place), key=lambda p: (-fused[p], place[p]))
+        seen = set(ranked)
+        return ranked + [p for p in candidates if p not in seen]
+
+    def _tags_of(self, paths: Sequence[str]) -> dict[str, Tags]:
+        out: dict[str, Tags] = {}
+        deadline = time.monotonic() + TAG_SECONDS
+        for rel in paths:
+            try:
+                mark = mark_of(os.lstat(os.path.join(self.root, rel)))
+            except OSError:
+                continue
+            key = (rel, mark)
+            got = self._tags.get(key)
+            if got is None:
+                if time.monotonic() > deadline:
+                    continue
+                text = read_text(self.root, rel)
+                got = tags(text, rel, cache=self._outlines) if text is not None else Tags()
+                self._tags[key] = got
+                if len(self._tags) > TAGS_KEPT:
+                    self._tags.popitem(last=False)
+            else:
+                self._tags.move_to_end(key)
+            out[rel] = got
+        return out
+
+    @staticmethod
+    def _why(
+        path: str,
+        scores: Mapping[str, Mapping[str, float]],
+        held: Mapping[str, list[str]],
+        by_path: Mapping[str, tuple[float, str]],
+        defines: Mapping[str, str],
+        ages: Mapping[str, int],
+    ) -> str:
+        parts: list[str] = []
+        words = held.get(path)
+        if words:
+            parts.append(f'content: "{" ".join(words[:3])}"')
+        elif path in scores.get("content", {}):
+            parts.append("content")
+        if path in defines:
+            parts.append(f"defines {defines[path]}")
+        elif path in by_path:
+            parts.append(f"path: {by_path[path][1]}")
+        if path in scores.get("references", {}):
+            parts.append("references")
+        age = ages.get(path)
+        if age is not None:
+            parts.append("changed in work tree" if age == 0 else f"changed {age} commits ago")
+        why = "; ".join(parts)
+        return why if len(why) <= WHY_MAX_CHARS else why[: WHY_MAX_CHARS - 1] + "…"
