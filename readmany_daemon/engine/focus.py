@@ -30,6 +30,7 @@ from readmany_daemon.engine.pack import (
     Flat,
     Ordered,
     PackPlan,
+    Room,
     TokenBudget,
 )
 from readmany_daemon.engine.workspace import Workspace
@@ -113,53 +114,49 @@ def plan_ranked(
     The plan's strategy is ``"rank"``: every file of ``fill`` it neither includes nor
     cuts nor answers otherwise is omitted (``PackPlan.not_loaded``)."""
     least = MIN_PARTIAL_NUMBERED if opts.line_numbers else 1
-    files, chars = opts.max_total_files, opts.max_total_chars
-    used = shown = 0
+    room = Room(
+        opts.max_total_chars,
+        None if tokens is None else tokens.limit,
+        None if answer is None else answer.limit,
+        opts.max_total_files,
+    )
+
+    def cost(lo: LoadedItem) -> tuple[int, int, int, int]:
+        """Content characters, tokens with framing, answer characters, one file."""
+        t = tokens.cost(lo) if tokens is not None else 0
+        return lo.result.chars, t, answer.file(lo) if answer is not None else 0, 1
+
     included: list[int] = []
     answered: set[int] = set()  # loaded, no text: errors and skipped entries
     passed: list[int] = []
     full_count = 0
     for i in fill:
-        if files <= 0 or len(passed) >= MAX_PASSED:
+        if room.files <= 0 or len(passed) >= MAX_PASSED:
             break
         lo = loaded_at(i)
-        answered.add(i)
         if lo.text is None:
+            answered.add(i)
             full_count += lo.result.status == Status.ERROR
-            continue
-        cost = lo.result.chars
-        token_cost = tokens.cost(lo) if tokens is not None else 0
-        answer_cost = answer.file(lo) if answer is not None else 0
-        if (
-            cost <= chars
-            and (tokens is None or used + token_cost <= tokens.limit)
-            and (answer is None or shown + answer_cost <= answer.limit)
-        ):
+        elif room.fits(cost(lo)):
+            room.take(cost(lo))
             included.append(i)
-            files -= 1
-            chars -= cost
-            used += token_cost
-            shown += answer_cost
             full_count += 1
-            continue
-        answered.discard(i)
-        passed.append(i)
+        else:
+            passed.append(i)
     partial: tuple[int, int] | None = None
     partial_tokens: int | None = None
-    if passed and files > 0:
+    if passed and room.files > 0:
         lo = loaded_at(passed[0])
-        allowed = chars
-        left: int | None = None
-        if tokens is not None:
-            left = tokens.limit - used - (tokens.cost(lo) - (lo.tokens or 0))  # less framing
-        if answer is not None:
-            allowed = min(allowed, answer.cut_room(lo, answer.limit - shown))
-        if (
-            lo.result.chars > 0
-            and allowed >= least
-            and (left is None or left >= MIN_PARTIAL_TOKENS)
-        ):
-            partial, partial_tokens = (passed[0], allowed), left
+        allowed = room.chars
+        if room.tokens is not None:
+            partial_tokens = room.tokens - (cost(lo)[1] - (lo.tokens or 0))  # less framing
+        if answer is not None and room.answer is not None:
+            allowed = min(allowed, answer.cut_room(lo, room.answer))
+        enough = partial_tokens is None or partial_tokens >= MIN_PARTIAL_TOKENS
+        if lo.result.chars > 0 and allowed >= least and enough:
+            partial = (passed[0], allowed)
+        else:
+            partial_tokens = None
     rest = [i for i in fill if i not in answered and i not in included]
     plan = PackPlan("rank", rest, 0, included, partial, len(included), full_count)
     plan.partial_tokens = partial_tokens

@@ -247,6 +247,10 @@ class _Room:
         )
 
 
+#: What is left of a page, as ranked packing (``engine.focus.plan_ranked``) counts it too.
+Room = _Room
+
+
 @dataclass
 class _OutlinesPacker:
     """One ``packing: "outlines"`` plan (:func:`plan_outlines`): the costs of content

@@ -151,6 +151,7 @@ def test_the_omitted_line_names_ten_in_rank_order_with_why(tmp_path: Path) -> No
     omitted = [f for f in got.files if f.status == "omitted"]
     assert [f.path for f in omitted] == best[2:]  # best-ranked omitted first
     assert [f.rank for f in omitted] == list(range(3, 16))
+    assert got.packing.omitted_paths == best[2:]  # the MCP structured content's list
     line = next(x for x in got.llm_content.splitlines() if x.startswith("[Omitted"))
     named = ", ".join(f'{p} (content: "{p}")' for p in best[2:12])
     assert line == (
