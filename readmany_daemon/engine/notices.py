@@ -313,8 +313,10 @@ def notice_lines(
         lines.append(line)
         room -= used
     if notices.cursor:
+        # A focused cursor holds a digest of the focus, not its text: it goes beside it.
+        same = " and the same focus" if notices.ranked else ""
         lines.append(
-            f'[To read the omitted files, repeat the request with cursor="{notices.cursor}".]'
+            f'[To read the omitted files, repeat the request with cursor="{notices.cursor}"{same}.]'
         )
     n_skipped = len(skipped) + notices.unlisted_skipped
     if n_skipped:
