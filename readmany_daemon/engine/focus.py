@@ -64,23 +64,26 @@ def ranked_positions(ranking: Ranking, items: Items, positions: Flat, focus: str
     root-relative path) are the candidates, the explicit ones among them the anchors
     (``Item.explicit``: paths and ``files`` entries that are not patterns);
     ``ranking.rank`` is asked once."""
-    anchors: list[int] = []
-    files: dict[str, int] = {}
+    anchors: list[int] = []  # every explicit entry, a file named twice (two windows) too
+    matched: dict[str, int] = {}  # the other files, by root-relative path
+    candidates: dict[str, None] = {}  # each file once, anchors too, in request order
     others: list[int] = []
     for i in positions:
-        preset = items.is_preset(i)
-        item = None if preset else items[i]
-        if item is None or not item.rel or item.rel in files:
+        item = None if items.is_preset(i) else items[i]
+        if item is None or not item.rel:
             others.append(i)
-            continue
-        files[item.rel] = i
-        if item.explicit:
+        elif item.explicit:
             anchors.append(i)
-    anchor_rels = [items[i].rel or "" for i in anchors]
-    ranked: Ranked = ranking.rank(list(files), focus, anchor_rels)
+            candidates[item.rel] = None
+        elif item.rel not in matched and item.rel not in candidates:
+            matched[item.rel] = i
+            candidates[item.rel] = None
+        else:
+            others.append(i)
+    anchor_rels = list(dict.fromkeys(items[i].rel or "" for i in anchors))
+    ranked: Ranked = ranking.rank(list(candidates), focus, anchor_rels)
     held = set(anchors)
-    fill = [*anchors, *(files[rel] for rel in ranked.order if files[rel] not in held)]
-    fill += others
+    fill = [*anchors, *(matched[rel] for rel in ranked.order if rel in matched), *others]
     rank: dict[int, tuple[int, str]] = {}
     for place, i in enumerate(fill, 1):
         rel = None if items.is_preset(i) else items[i].rel

@@ -125,6 +125,24 @@ def test_focus_never_adds_a_file_and_anchors_come_first_and_seed(tree: Path) -> 
     assert sorted(candidates) == ["src/a.py", "src/b.py", "src/big.py", "src/c.py", "src/d.py"]
 
 
+def test_two_windows_of_one_file_are_both_anchors(tree: Path) -> None:
+    ws = open_ws(tree, ["src/d.py"])
+    got = ask(
+        ws,
+        files=[{"path": "src/a.py", "limit": 2}, {"path": "src/a.py", "offset": 5, "limit": 1}],
+        include=["src/*.py"],
+        focus="d",
+        maxTotalFiles=3,
+    )
+    first = [(f.path, f.line_start, f.rank, f.why) for f in got.files[:3]]
+    assert first == [
+        ("src/a.py", 1, 1, "named in the request"),
+        ("src/a.py", 5, 2, "named in the request"),
+        ("src/d.py", None, 3, 'content: "src/d.py"'),  # whole: no window
+    ]
+    assert ws.fixed.calls[-1][2] == ["src/a.py"]
+
+
 def test_a_big_file_is_passed_over_smaller_ones_get_in_and_it_is_cut_last(tree: Path) -> None:
     ws = open_ws(tree, ["src/big.py", "src/a.py", "src/b.py"])
     got = ask(ws, paths=["src/*.py"], focus="f", maxTotalChars=1000, preferFullRead=True)
