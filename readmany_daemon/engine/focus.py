@@ -43,7 +43,7 @@ ANCHOR_WHY = "named in the request"
 
 #: Files passed over (not fitting whole) after which ranked packing stops looking for
 #: smaller ones: each look loads a file.
-MAX_PASSED = 256
+MAX_PASSED = 32
 
 
 @dataclass(frozen=True)
