@@ -15,7 +15,7 @@ import pytest
 
 from readmany_daemon.client import RpcError
 from tests.e2e.daemon_helpers import Daemon, cli, fresh_daemon, wait_for
-from tests.e2e.test_mcp import _dump, call, mcp_session, read, text
+from tests.e2e.test_mcp import _conforms, _dump, call, mcp_session, read, text
 from tests.helpers import git, write_tree
 
 daemon = fresh_daemon  # the fixture (tests/e2e/daemon_helpers.py)
@@ -117,6 +117,7 @@ async def test_the_mcp_read_tool_ranks_with_focus(env: dict[str, str], tree: Pat
             if _ranked_first(result["structuredContent"]):
                 break
         structured = result["structuredContent"]
+        _conforms(result, tool)  # rank, why and summary.ranking are in the outputSchema
         assert _ranked_first(structured) == "src/m/q.py"
         assert structured["files"][0]["why"]
         assert text(result).startswith("--- src/m/q.py ---")
