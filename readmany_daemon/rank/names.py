@@ -17,8 +17,8 @@ from typing import Final
 __all__ = ["path_scores"]
 
 COMMON_SHARE: Final = 0.25
-#: A word found this many times is not looked at further (it would be common anyway).
-MAX_HITS: Final = 20_000
+#: A word in more paths than this tells little and costs the most: not looked at.
+MAX_HITS: Final = 2_000
 
 
 def path_scores(candidates: Sequence[str], words: Sequence[str]) -> dict[str, tuple[float, str]]:
@@ -33,10 +33,10 @@ def path_scores(candidates: Sequence[str], words: Sequence[str]) -> dict[str, tu
         starts.append(at)
         at += len(c) + 1
     n = len(candidates)
-    limit = max(1, int(n * COMMON_SHARE))
+    limit = min(MAX_HITS, max(1, int(n * COMMON_SHARE)))
     out: dict[str, tuple[float, str, float]] = {}
     for word in words:
-        if joined.count(word) > min(limit * 3, MAX_HITS):
+        if joined.count(word) > limit * 3:
             continue
         hits: dict[int, bool] = {}
         pos = joined.find(word)
