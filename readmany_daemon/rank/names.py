@@ -10,6 +10,7 @@ nothing.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from collections.abc import Sequence
 from typing import Final
@@ -21,17 +22,24 @@ COMMON_SHARE: Final = 0.25
 MAX_HITS: Final = 2_000
 
 
-def path_scores(candidates: Sequence[str], words: Sequence[str]) -> dict[str, tuple[float, str]]:
-    """``{path: (score, best word)}`` for the candidates whose path holds one of
-    ``words`` (lower case), the best word being the rarest one it holds."""
-    if not candidates or not words:
-        return {}
-    joined = "\n".join(candidates).lower()
+@functools.lru_cache(maxsize=2)
+def _joined(candidates: tuple[str, ...]) -> tuple[str, list[int]]:
+    """The lower-case paths joined by ``\n``, and where each starts (the last two
+    candidate lists are kept: a warm request asks with the same)."""
     starts: list[int] = []
     at = 0
     for c in candidates:
         starts.append(at)
         at += len(c) + 1
+    return "\n".join(candidates).lower(), starts
+
+
+def path_scores(candidates: Sequence[str], words: Sequence[str]) -> dict[str, tuple[float, str]]:
+    """``{path: (score, best word)}`` for the candidates whose path holds one of
+    ``words`` (lower case), the best word being the rarest one it holds."""
+    if not candidates or not words:
+        return {}
+    joined, starts = _joined(tuple(candidates))
     n = len(candidates)
     limit = min(MAX_HITS, max(1, int(n * COMMON_SHARE)))
     out: dict[str, tuple[float, str, float]] = {}
