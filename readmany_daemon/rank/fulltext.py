@@ -39,7 +39,7 @@ BUSY_MS: Final = 50
 FORMAT: Final = 1
 #: A search word found in more than this share of the indexed files tells little and
 #: costs the most (its posting list is the longest): left out of the query.
-COMMON_SHARE: Final = 0.25
+COMMON_SHARE: Final = 0.5
 
 #: The full-text index beside ``index-<hash>.snap``: ``index-<hash>.rank`` (SQLite adds
 #: ``-wal`` and ``-shm`` files, named after it: the cache sweep drops them too).

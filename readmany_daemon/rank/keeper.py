@@ -224,6 +224,8 @@ class IndexKeeper:
             for rel, ticket in done:
                 if self._pending.get(rel) == ticket:
                     del self._pending[rel]
-                    if not ticket[0]:
+                    if not ticket[0] and self._thread is None:
+                        # with the thread, every change is queued again: nothing to
+                        # remember per file (the daemon holds no per-file state here)
                         self._fresh.add(rel)
             self._cv.notify_all()

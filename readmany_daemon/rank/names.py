@@ -10,6 +10,7 @@ nothing.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from collections.abc import Sequence
 from typing import Final
@@ -17,8 +18,20 @@ from typing import Final
 __all__ = ["path_scores"]
 
 COMMON_SHARE: Final = 0.25
-#: A word found this many times is not looked at further (it would be common anyway).
-MAX_HITS: Final = 20_000
+#: A word in more paths than this tells little and costs the most: not looked at.
+MAX_HITS: Final = 2_000
+
+
+@functools.lru_cache(maxsize=2)
+def _joined(candidates: tuple[str, ...]) -> tuple[str, list[int]]:
+    """The lower-case paths joined by ``\n``, and where each starts (the last two
+    candidate lists are kept: a warm request asks with the same)."""
+    starts: list[int] = []
+    at = 0
+    for c in candidates:
+        starts.append(at)
+        at += len(c) + 1
+    return "\n".join(candidates).lower(), starts
 
 
 def path_scores(candidates: Sequence[str], words: Sequence[str]) -> dict[str, tuple[float, str]]:
@@ -26,17 +39,12 @@ def path_scores(candidates: Sequence[str], words: Sequence[str]) -> dict[str, tu
     ``words`` (lower case), the best word being the rarest one it holds."""
     if not candidates or not words:
         return {}
-    joined = "\n".join(candidates).lower()
-    starts: list[int] = []
-    at = 0
-    for c in candidates:
-        starts.append(at)
-        at += len(c) + 1
+    joined, starts = _joined(tuple(candidates))
     n = len(candidates)
-    limit = max(1, int(n * COMMON_SHARE))
+    limit = min(MAX_HITS, max(1, int(n * COMMON_SHARE)))
     out: dict[str, tuple[float, str, float]] = {}
     for word in words:
-        if joined.count(word) > min(limit * 3, MAX_HITS):
+        if joined.count(word) > limit * 3:
             continue
         hits: dict[int, bool] = {}
         pos = joined.find(word)

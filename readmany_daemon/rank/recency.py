@@ -1,22 +1,28 @@
 """The recency signal: files changed in the working tree, or in the last commits.
 
 Asked of git itself (``git status --porcelain``, ``git log --name-only``), three calls
-started together; remembered per key (the index's clock: a commit, a checkout and a
-write each move it), so a warm focused request runs no git.
+started together in a thread of their own; remembered per key (the index's clock: a
+commit, a checkout and a write each move it). A call waits for git at most
+``WAIT_SECONDS`` (``git status`` takes seconds on a 100,000-file tree); until git answers,
+the answer before stands (the files the index reported changed since count as changed
+in the working tree: ``RootRanking`` adds them).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Hashable
 from typing import Final
 
 from readmany_daemon.rules.git import GitCall
 
-__all__ = ["RECENT_COMMITS", "Recency"]
+__all__ = ["RECENT_COMMITS", "WAIT_SECONDS", "Recency"]
 
 #: How many commits back a change still counts.
 RECENT_COMMITS: Final = 30
+#: How long a call waits for git (seconds).
+WAIT_SECONDS: Final = 0.05
 
 
 class Recency:
@@ -26,16 +32,39 @@ class Recency:
         self.root = root
         self._key: Hashable = object()
         self._ages: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._running: threading.Thread | None = None
 
     def ages(self, key: Hashable) -> dict[str, int]:
         """``{root-relative path: age}``: 0 for a file changed in the working tree or
         git's index (untracked files included), ``n`` for one the ``n``-th last commit
-        changed (1 = HEAD), up to ``RECENT_COMMITS``. Empty outside git. Asked again only
-        when ``key`` differs from the last call's."""
-        if key != self._key:
-            self._ages = self._read()
-            self._key = key
-        return self._ages
+        changed (1 = HEAD), up to ``RECENT_COMMITS``. Empty outside git. Asked again
+        when ``key`` differs from the last call's; waits at most ``WAIT_SECONDS``."""
+        with self._lock:
+            running = self._running
+            if key != self._key and running is None:
+                self._key = key
+                running = self._running = threading.Thread(
+                    target=self._refresh, name="readmany-recency", daemon=True
+                )
+                running.start()
+        if running is not None:
+            running.join(WAIT_SECONDS)
+        with self._lock:
+            return self._ages
+
+    def settle(self, timeout: float) -> None:
+        """Wait for git's answer in progress, at most ``timeout`` seconds."""
+        with self._lock:
+            running = self._running
+        if running is not None:
+            running.join(timeout)
+
+    def _refresh(self) -> None:
+        ages = self._read()
+        with self._lock:
+            self._ages = ages
+            self._running = None
 
     def _read(self) -> dict[str, int]:
         q = ["-c", "core.quotepath=off"]

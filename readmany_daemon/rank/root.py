@@ -11,15 +11,19 @@
   the anchors and at the files defining an identifier the focus names.
 * **recency**: changed in the working tree or the last commits (``recency.Recency``).
 
-Fusion is weighted reciprocal-rank fusion: a file's score is the sum over signals of
-``weight / (RRF_K + its rank by that signal)``; files no signal ranks keep the request's
-order after the others. The weights were chosen on bench/bench_focus.py (bench/README.md
-"Ranking"). Tags (definitions and references) are made lazily for the files that need
-them, at most ``TAG_SECONDS`` a call, kept per (path, mark).
+Fusion: each signal's scores are divided by that signal's best score among the
+candidates (so each lies in 0..1), weighted (``WEIGHTS``) and summed, and the sum is
+divided by ``(estimated tokens + 200) ** SIZE_EXPONENT`` (of two files about as relevant,
+the smaller one leaves more of the budget to the next). Files no signal scores keep the
+request's order after the others. The weights were chosen on bench/bench_focus.py
+(bench/README.md "Ranking"): reciprocal-rank fusion was measured too, and lost.
+Tags (definitions and references) are made lazily for the files that need them, at
+most ``TAG_SECONDS`` a call, kept per (path, mark).
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
 import os
 import sqlite3
@@ -38,7 +42,7 @@ from readmany_daemon.rank.recency import Recency
 from readmany_daemon.rank.references import pagerank
 from readmany_daemon.rank.words import focus_identifiers, focus_words
 
-__all__ = ["MODES", "RRF_K", "WEIGHTS", "RootRanking"]
+__all__ = ["MODES", "SIZE_EXPONENT", "WEIGHTS", "RootRanking", "normalized"]
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +51,17 @@ MODES: Final = ("on-demand", "always", "off")
 #: Signal -> weight in the fusion, measured on bench/bench_focus.py.
 WEIGHTS: Final[Mapping[str, float]] = {
     "content": 1.0,
-    "names": 0.6,
-    "references": 0.6,
-    "recency": 0.3,
+    "names": 0.4,
+    "references": 0.1,
+    "recency": 0.2,
 }
-#: The reciprocal-rank fusion constant (Cormack et al. 2009 use 60).
-RRF_K: Final = 20
+#: Within content: the weight of the BM25 of the focus's code identifiers
+#: (``words.focus_identifiers``) beside that of all its words (1).
+IDENTIFIER_WEIGHT: Final = 0.5
+#: Within names: a symbol the file defines named by the focus, beside its path (1).
+DEFINES_WEIGHT: Final = 0.5
+#: The fused score is divided by ``(bytes / 4 + 200) ** SIZE_EXPONENT``.
+SIZE_EXPONENT: Final = 0.1
 #: A focused request waits at most this long (seconds) for the index (issue 25 item 5).
 WAIT_SECONDS: Final = 0.1
 #: Tags are made for at most this long (seconds) per call; the rest the next call.
@@ -65,11 +74,31 @@ CONTENT_LIMIT: Final = 2000
 TAGS_KEPT: Final = 4096
 #: Files whose ``why`` names the words their text holds.
 WHY_WORDS_FILES: Final = 40
+#: Files that get a ``why`` (the rest: ``""``; an answer lists far fewer).
+WHY_FILES: Final = 500
+#: Best files whose size weighs in the fusion.
+SIZED_FILES: Final = 2000
 
 
-def _ranks(scores: Mapping[str, float]) -> dict[str, int]:
-    ordered = sorted(scores, key=lambda p: -scores[p])
-    return {p: i + 1 for i, p in enumerate(ordered)}
+class _Why(dict[str, str]):
+    """``why`` by path; ``""`` for a path beyond the first ``WHY_FILES``."""
+
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def normalized(scores: Mapping[str, float]) -> dict[str, float]:
+    """``scores`` divided by the largest (all in 0..1); ``{}`` when none is positive."""
+    top = max(scores.values(), default=0.0)
+    return {p: v / top for p, v in scores.items() if v > 0} if top > 0 else {}
+
+
+def _sum(*parts: tuple[float, Mapping[str, float]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for weight, scores in parts:
+        for p, v in normalized(scores).items():
+            out[p] = out.get(p, 0.0) + weight * v
+    return out
 
 
 class RootRanking:
@@ -97,8 +126,14 @@ class RootRanking:
         self._index = index
         self._outlines = outlines if outlines is not None else OutlineCache()
         self._tags: OrderedDict[tuple[str, str], Tags] = OrderedDict()
-        self._recency = Recency(root)
+        self.recency = Recency(root)
+        #: Files the index reported changed since the ranking was made (age 0).
+        self._touched: set[str] = set()
         self.keeper: IndexKeeper | None = None
+        #: The per-signal scores of the last call (``{signal: {path: score}}``), for
+        #: bench/bench_focus.py's weight search.
+        self.last_scores: Mapping[str, Mapping[str, float]] = {}
+        self.last_sizes: Mapping[str, int] = {}
         if self.mode != "off" and fts5_available():
             try:
                 self.keeper = IndexKeeper(root, FullText(path), redact)
@@ -114,6 +149,8 @@ class RootRanking:
 
     def note_change(self, generation: int, rel: str, deleted: bool) -> None:
         """The index's change listener (``Index.add_listener``)."""
+        if not deleted:
+            self._touched.add(rel)
         if self.keeper is not None:
             self.keeper.note_change(generation, rel, deleted)
 
@@ -130,54 +167,70 @@ class RootRanking:
         idents = focus_identifiers(focus)
         signals: list[str] = []
         scores: dict[str, dict[str, float]] = {}
-        held: dict[str, list[str]] = {}
         indexed = pending = 0
         index = self._index()
         keeper = self.keeper
+        cand = set(candidates)
         if keeper is not None:
             pending = self._update(keeper, index, candidates)
             indexed = keeper.indexed
             signals.append("content")
-            cand = set(candidates)
             found = keeper.fulltext.search(words, CONTENT_LIMIT)
-            scores["content"] = {p: s for p, s in found if p in cand}
-        else:
-            cand = set(candidates)
+            named = keeper.fulltext.search(sorted(idents), CONTENT_LIMIT) if idents else []
+            scores["content"] = _sum(
+                (1.0, {p: s for p, s in found if p in cand}),
+                (IDENTIFIER_WEIGHT, {p: s for p, s in named if p in cand}),
+            )
         by_path = path_scores(candidates, words)
         scores["names"] = {p: s for p, (s, _) in by_path.items()}
         signals.append("names")
-        ages = self._recency.ages(index.clock)
+        ages = dict(self.recency.ages(index.clock))
+        for rel in self._touched:
+            ages[rel] = 0
         if ages:
             scores["recency"] = {p: 1.0 / (1 + a) for p, a in ages.items() if p in cand}
             signals.append("recency")
-        first = self._fuse(candidates, scores)
-        graphed = list(dict.fromkeys([*(a for a in anchors if a in cand), *first[:GRAPH_FILES]]))
+        first = self._best(scores, GRAPH_FILES)
+        graphed = list(dict.fromkeys([*(a for a in anchors if a in cand), *first]))
+        if len(graphed) < GRAPH_FILES:  # few scored yet: the request's first files too
+            graphed = list(dict.fromkeys([*graphed, *candidates[:GRAPH_FILES]]))[:GRAPH_FILES]
         file_tags = self._tags_of(graphed)
         defines: dict[str, str] = {}
-        word_set = set(words) | idents
+        defined: dict[str, float] = {}
+        word_set = set(words)
         for p, t in file_tags.items():
             hit = sorted(n for n in t.defines if n in word_set or n in idents)
             if hit:
                 defines[p] = max(hit, key=len)
-                scores["names"][p] = scores["names"].get(p, 0.0) + 2.0 * len(hit)
+                defined[p] = sum(1.0 if n in idents else 0.3 for n in hit)
+        scores["names"] = _sum((1.0, scores["names"]), (DEFINES_WEIGHT, defined))
         seeds = {a: 1.0 for a in anchors if a in file_tags}
         for p, name in defines.items():
             seeds[p] = seeds.get(p, 0.0) + (1.0 if name in idents else 0.5)
-        scored = {p for per in scores.values() for p in per}
         for p in first[:5]:
-            if p in scored:
-                seeds[p] = seeds.get(p, 0.0) + 0.2
+            seeds[p] = seeds.get(p, 0.0) + 0.2
         pr = pagerank(file_tags, seeds, idents)
         scores["references"] = {p: s for p, s in pr.items() if p not in seeds}
         signals.append("references")
-        order = self._fuse(candidates, scores)
+        sizes = self._sizes(self._best(scores, SIZED_FILES))
+        order = self.fuse(candidates, scores, sizes)
+        self.last_scores, self.last_sizes = scores, sizes
+        held: Mapping[str, list[str]] = {}
         if keeper is not None:
             held = keeper.fulltext.holding(
                 keeper.fulltext.informative(words)[:12], order[:WHY_WORDS_FILES]
             )
-        why = {p: self._why(p, scores, held, by_path, defines, ages) for p in order}
+        why = _Why(
+            {p: self._why(p, scores, held, by_path, defines, ages) for p in order[:WHY_FILES]}
+        )
         ordered = tuple(s for s in SIGNALS if s in signals)
         return Ranked(tuple(order), why, ordered, indexed, pending)
+
+    @staticmethod
+    def _best(scores: Mapping[str, Mapping[str, float]], n: int) -> list[str]:
+        """The ``n`` best files by the fusion without sizes."""
+        fused = _sum(*((WEIGHTS[signal], per) for signal, per in scores.items()))
+        return heapq.nlargest(n, fused, key=fused.__getitem__)
 
     def _update(self, keeper: IndexKeeper, index: Index, candidates: Sequence[str]) -> int:
         """Bring the full-text index closer to current; returns the files pending."""
@@ -196,17 +249,37 @@ class RootRanking:
             return len(keeper.unchecked(todo))
         return 0
 
+    def _sizes(self, paths: Sequence[str]) -> dict[str, int]:
+        """Bytes of each of ``paths`` (``lstat``; 0 when it cannot)."""
+        out: dict[str, int] = {}
+        for p in paths:
+            try:
+                out[p] = os.lstat(os.path.join(self.root, p)).st_size
+            except OSError:
+                out[p] = 0
+        return out
+
     @staticmethod
-    def _fuse(candidates: Sequence[str], scores: Mapping[str, Mapping[str, float]]) -> list[str]:
-        fused: dict[str, float] = {}
-        for signal, per in scores.items():
-            weight = WEIGHTS[signal]
-            for path, rank in _ranks(per).items():
-                fused[path] = fused.get(path, 0.0) + weight / (RRF_K + rank)
-        place = {p: i for i, p in enumerate(candidates)}
-        ranked = sorted((p for p in fused if p in place), key=lambda p: (-fused[p], place[p]))
-        seen = set(ranked)
-        return ranked + [p for p in candidates if p not in seen]
+    def fuse(
+        candidates: Sequence[str],
+        scores: Mapping[str, Mapping[str, float]],
+        sizes: Mapping[str, int],
+        weights: Mapping[str, float] = WEIGHTS,
+        size_exponent: float = SIZE_EXPONENT,
+    ) -> list[str]:
+        """``candidates`` ordered by the fusion of ``scores`` (``{signal: {path:
+        score}}``, higher better; see the module) with ``sizes`` (bytes), ties and files
+        no signal scores in the order of ``candidates``."""
+        fused = _sum(*((weights[signal], per) for signal, per in scores.items()))
+        sized = {
+            p: v / (sizes[p] / 4 + 200) ** size_exponent for p, v in fused.items() if p in sizes
+        }
+        # the best few thousand by size-weighed score, then the other scored files
+        ranked = sorted((p for p in candidates if p in sized), key=lambda p: -sized[p])
+        rest = sorted(
+            (p for p in candidates if p in fused and p not in sized), key=lambda p: -fused[p]
+        )
+        return ranked + rest + [p for p in candidates if p not in fused]
 
     def _tags_of(self, paths: Sequence[str]) -> dict[str, Tags]:
         out: dict[str, Tags] = {}

@@ -134,7 +134,7 @@ def index_text(text: str) -> str:
     return _COMPOUND.sub(lambda m: m.group(0) + " " + " ".join(_PARTS.findall(m.group(0))), text)
 
 
-def focus_words(focus: str, limit: int = 64) -> list[str]:
+def focus_words(focus: str, limit: int = 128) -> list[str]:
     """The distinct lower-case search words of ``focus`` in first-seen order: every
     identifier and its split words, minus :data:`STOPWORDS` and one-letter words, at most
     ``limit`` of them (a 2,000-character focus holds ~300 words; the first carry the

@@ -131,6 +131,8 @@ def test_recency_ranks_files_changed_in_the_work_tree_then_recent_commits(repo: 
     git(repo, "commit", "-qam", "two")
     write_tree(repo, {"d.py": OTHER + "# y\n"})
     ws = Workspace.open(str(repo), Settings(ranking_index="off"))
+    ws.ranking.recency.ages(ws.index.clock)  # git asked in the background
+    ws.ranking.recency.settle(60)
     got = ws.ranking.rank(["a.py", "b.py", "c.py", "d.py"], "nothing matches here", [])
     assert "recency" in got.signals
     assert got.order[:2] == ("d.py", "c.py")
