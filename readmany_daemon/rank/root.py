@@ -51,9 +51,9 @@ MODES: Final = ("on-demand", "always", "off")
 #: Signal -> weight in the fusion, measured on bench/bench_focus.py.
 WEIGHTS: Final[Mapping[str, float]] = {
     "content": 1.0,
-    "names": 0.4,
+    "names": 0.6,
     "references": 0.1,
-    "recency": 0.2,
+    "recency": 0.4,
 }
 #: Within content: the weight of the BM25 of the focus's code identifiers
 #: (``words.focus_identifiers``) beside that of all its words (1).
