@@ -257,10 +257,10 @@ def _reap(state: list[int]) -> None:
     pid = state[0]
     if pid:
         state[0] = 0
-        try:
+        import contextlib
+
+        with contextlib.suppress(ChildProcessError):  # ``result`` reaped it meanwhile
             os.waitpid(pid, 0)
-        except ChildProcessError:  # reaped by ``result`` on another thread meanwhile
-            pass
     for fd in state[1:]:
         os.close(fd)
 
