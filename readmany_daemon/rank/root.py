@@ -53,7 +53,7 @@ WEIGHTS: Final[Mapping[str, float]] = {
     "content": 1.0,
     "names": 0.6,
     "references": 0.1,
-    "recency": 0.4,
+    "recency": 0.2,
 }
 #: Within content: the weight of the BM25 of the focus's code identifiers
 #: (``words.focus_identifiers``) beside that of all its words (1).
