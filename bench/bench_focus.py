@@ -214,10 +214,10 @@ def search_weights(kept: list[tuple[list[str], list[str], dict[str, int], Any]])
     """Delivered-whole share for each weight combination on the kept signals."""
     grid = {
         "content": (1.0,),
-        "names": (0.2, 0.4, 0.6),
+        "names": (0.4, 0.6, 0.8, 1.0),
         "references": (0.0, 0.1, 0.3),
         "recency": (0.0, 0.1, 0.2, 0.4),
-        "size": (0.0, 0.1, 0.2),
+        "size": (0.0, 0.05, 0.1, 0.2),
     }
     results = []
     for combo in itertools.product(*grid.values()):

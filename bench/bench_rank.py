@@ -14,7 +14,8 @@ On the tree (bench/gen_tree.py; 100,000 files), in one process:
 * **memory**: what the ranking holds in the daemon once built: ``VmRSS`` after the
   build minus before (as bench/README's other memory figures), bytes per file;
 * **rank**: ``Ranking.rank`` of ``**/*.py`` with a focus of ~300 and of 2,000
-  characters (median of ``--runs``, warm), the cost a focused read adds;
+  characters (median of ``--runs``, warm), the cost a focused read adds; **query**: the
+  full-text search alone (the ~300-character focus's words, best 2,000 files);
 * **update**: one file changed, reported by the index's listener, until the next
   ``rank`` sees it (median).
 
@@ -81,6 +82,31 @@ def _du(path: str) -> int:
     )
 
 
+def _build_row(
+    engine: str, files: int, text_bytes: int, wall: float, cpu: float, disk: int
+) -> dict[str, Any]:
+    return {
+        "engine": engine,
+        "files": files,
+        "text MB": round(text_bytes / 1e6, 1),
+        "build s": round(wall, 1),
+        "MB/s": round(text_bytes / 1e6 / wall, 1),
+        "cores": round(cpu / wall, 2),
+        "disk MB per MB": round(disk / text_bytes, 2),
+    }
+
+
+def _median_ms(fn: Any, runs: int) -> float:
+    """Median milliseconds of ``runs`` calls of ``fn`` after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return round(statistics.median(times) * 1000, 1)
+
+
 def bench_fts5(tree: str, files: list[str], cache: str, runs: int) -> dict[str, Any]:
     index = Index.build(tree, Settings())
     path = os.path.join(cache, f"index-{'cd' * 16}.rank")
@@ -103,25 +129,13 @@ def bench_fts5(tree: str, files: list[str], cache: str, runs: int) -> dict[str, 
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     held = _rss() - base
     text_bytes = sum(os.lstat(os.path.join(tree, f)).st_size for f in files)
-    out: dict[str, Any] = {
-        "engine": "SQLite FTS5",
-        "files": len(files),
-        "text MB": round(text_bytes / 1e6, 1),
-        "build s": round(wall, 1),
-        "MB/s": round(text_bytes / 1e6 / wall, 1),
-        "cores": round(cpu / wall, 2),
-        "disk MB per MB": round(_du(path) / text_bytes, 2),
-        "memory B/file": round(held / len(files)),
-    }
+    out = _build_row("SQLite FTS5", len(files), text_bytes, wall, cpu, _du(path))
+    out["memory B/file"] = round(held / len(files))
+    words = focus_words(FOCUS_300)
+    out["query ms"] = _median_ms(lambda: keeper.fulltext.search(words, 2000), runs)
     candidates = index.glob("**/*.py", ALL, True)
     for name, focus in (("rank 300 ms", FOCUS_300), ("rank 2000 ms", _focus_2000())):
-        ranking.rank(candidates, focus, [])
-        times = []
-        for _ in range(runs):
-            t = time.perf_counter()
-            ranking.rank(candidates, focus, [])
-            times.append(time.perf_counter() - t)
-        out[name] = round(statistics.median(times) * 1000, 1)
+        out[name] = _median_ms(lambda f=focus: ranking.rank(candidates, f, []), runs)
     inside = set(candidates)
     target = next(f for f in files[len(files) // 2 :] if f in inside)
     full = os.path.join(tree, target)
@@ -166,26 +180,15 @@ def bench_tantivy(tree: str, files: list[str], cache: str, runs: int) -> dict[st
     writer.wait_merging_threads()
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     ix.reload()
-    out: dict[str, Any] = {
-        "engine": "tantivy",
-        "files": len(files),
-        "text MB": round(text_bytes / 1e6, 1),
-        "build s": round(wall, 1),
-        "MB/s": round(text_bytes / 1e6 / wall, 1),
-        "cores": round(cpu / wall, 2),
-        "disk MB per MB": round(_du(folder) / text_bytes, 2),
-    }
-    for name, focus in (("rank 300 ms", FOCUS_300), ("rank 2000 ms", _focus_2000())):
-        words = focus_words(focus)
-        query = ix.parse_query(" OR ".join(words), ["body"])
-        times = []
-        for _ in range(runs + 1):
-            t = time.perf_counter()
-            searcher = ix.searcher()
-            hits = searcher.search(query, 2000).hits
-            [searcher.doc(a)["path"][0] for _, a in hits]
-            times.append(time.perf_counter() - t)
-        out[name] = round(statistics.median(times[1:]) * 1000, 1) if times else None
+    out = _build_row("tantivy", len(files), text_bytes, wall, cpu, _du(folder))
+    query = ix.parse_query(" OR ".join(focus_words(FOCUS_300)), ["body"])
+
+    def search() -> None:
+        searcher = ix.searcher()
+        for _, address in searcher.search(query, 2000).hits:
+            searcher.doc(address)["path"][0]
+
+    out["query ms"] = _median_ms(search, runs)
     target = next(f for f in files[len(files) // 2 :] if f.endswith(".py"))
     times = []
     writer = ix.writer(heap_size=50_000_000, num_threads=1)

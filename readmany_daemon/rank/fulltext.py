@@ -8,8 +8,9 @@ daemon and in-process answers share it; tantivy allows one writer per index fold
 update is one transaction of a few rows, and one file goes with the snapshot.
 
 Layout: table ``files(id INTEGER PRIMARY KEY, path TEXT UNIQUE, mark TEXT)`` (``mark``:
-``"<st_size>:<st_mtime_ns>:<st_ino>"`` when indexed) and the FTS5 table ``docs(body)``
-whose rowid is ``files.id``; ``body`` is the file's text as the engine would show it
+``"<st_size>:<st_mtime_ns>:<st_ino>"`` when indexed) and the FTS5 table ``docs(name,
+body)`` whose rowid is ``files.id``; ``name`` is the words of the path (the file name's
+twice: ``words.path_text``), ``body`` the file's text as the engine would show it
 (secrets redacted) with camel-case identifiers split (``words.index_text``), at most
 ``MAX_INDEX_CHARS`` characters. Mode 0600 in a 0700 folder; never inside the workspace.
 Thread-safe (one connection behind a lock); a write another process holds is waited for
@@ -26,6 +27,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+from readmany_daemon.rank.words import path_text
+
 __all__ = ["BUSY_MS", "MAX_INDEX_CHARS", "RANK_SUFFIX", "FullText", "fts5_available", "rank_path"]
 
 log = logging.getLogger(__name__)
@@ -36,7 +39,7 @@ MAX_INDEX_CHARS: Final = 1_000_000
 BUSY_MS: Final = 50
 #: Bumped whenever the layout or the meaning of a column changes (a file of another
 #: format is started again).
-FORMAT: Final = 1
+FORMAT: Final = 2
 #: A search word found in more than this share of the indexed files tells little and
 #: costs the most (its posting list is the longest): left out of the query.
 COMMON_SHARE: Final = 0.5
@@ -95,11 +98,14 @@ class FullText:
         db.execute("PRAGMA synchronous=NORMAL")
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version not in (0, FORMAT):
-            db.executescript("DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS docs;")
+            db.executescript(
+                "DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS docs_terms;"
+                " DROP TABLE IF EXISTS docs;"
+            )
         db.executescript(
             f"""
             CREATE TABLE IF NOT EXISTS files(id INTEGER PRIMARY KEY, path TEXT UNIQUE, mark TEXT);
-            CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(body, tokenize='unicode61');
+            CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(name, body, tokenize='unicode61');
             CREATE VIRTUAL TABLE IF NOT EXISTS docs_terms USING fts5vocab(docs, 'row');
             PRAGMA user_version={FORMAT};
             """
@@ -157,7 +163,10 @@ class FullText:
                         db.execute("DELETE FROM files WHERE id = ?", row)
                 for path, mark, body in puts:
                     cur = db.execute("INSERT INTO files(path, mark) VALUES (?, ?)", (path, mark))
-                    db.execute("INSERT INTO docs(rowid, body) VALUES (?, ?)", (cur.lastrowid, body))
+                    db.execute(
+                        "INSERT INTO docs(rowid, name, body) VALUES (?, ?, ?)",
+                        (cur.lastrowid, path_text(path), body),
+                    )
                 db.execute("COMMIT")
             except sqlite3.Error:
                 db.execute("ROLLBACK")
@@ -165,14 +174,17 @@ class FullText:
             self._count += len(puts) - removed
             return True
 
-    def search(self, words: Sequence[str], limit: int) -> list[tuple[str, float]]:
-        """The best ``limit`` files for ``words`` (lower case) by BM25 (FTS5's ``bm25()``,
-        k1 = 1.2, b = 0.75), best first, as ``(path, score)`` with ``score`` > 0 (higher
-        is better). Words in more than ``COMMON_SHARE`` of the files are left out."""
+    def search(
+        self, words: Sequence[str], limit: int, column: str = "body"
+    ) -> list[tuple[str, float]]:
+        """The best ``limit`` files for ``words`` (lower case) in ``column`` (``"body"``:
+        the text, ``"name"``: the path) by BM25 (FTS5's ``bm25()``, k1 = 1.2, b = 0.75),
+        best first, as ``(path, score)`` with ``score`` > 0 (higher is better). Words in
+        more than ``COMMON_SHARE`` of the files are left out."""
         kept = self.informative(words)
         if not kept:
             return []
-        query = " OR ".join(_quote(w) for w in kept)
+        query = "{" + column + "} : (" + " OR ".join(_quote(w) for w in kept) + ")"
         with self._lock:
             rows = self._db.execute(
                 "SELECT f.path, -bm25(docs) FROM docs JOIN files f ON f.id = docs.rowid"
@@ -209,7 +221,7 @@ class FullText:
             for w in words:
                 for (rowid,) in self._db.execute(
                     f"SELECT rowid FROM docs WHERE docs MATCH ? AND rowid IN ({marks})",
-                    (_quote(w),),
+                    ("{body} : " + _quote(w),),
                 ):
                     out[back[rowid]].append(w)
         return out

@@ -19,7 +19,7 @@ __all__ = ["path_scores"]
 
 COMMON_SHARE: Final = 0.25
 #: A word in more paths than this tells little and costs the most: not looked at.
-MAX_HITS: Final = 2_000
+MAX_HITS: Final = 1_000
 
 
 @functools.lru_cache(maxsize=2)
@@ -44,7 +44,7 @@ def path_scores(candidates: Sequence[str], words: Sequence[str]) -> dict[str, tu
     limit = min(MAX_HITS, max(1, int(n * COMMON_SHARE)))
     out: dict[str, tuple[float, str, float]] = {}
     for word in words:
-        if joined.count(word) > limit * 3:
+        if joined.count(word) > limit * 2:
             continue
         hits: dict[int, bool] = {}
         pos = joined.find(word)

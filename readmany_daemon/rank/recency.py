@@ -21,6 +21,9 @@ __all__ = ["RECENT_COMMITS", "WAIT_SECONDS", "Recency"]
 
 #: How many commits back a change still counts.
 RECENT_COMMITS: Final = 30
+#: A commit (or a working tree) changing more files than this says nothing of a task
+#: (an import, a reformat, a fresh unversioned tree): its files are left out.
+MAX_CHANGED: Final = 500
 #: How long a call waits for git (seconds).
 WAIT_SECONDS: Final = 0.05
 
@@ -91,7 +94,7 @@ class Recency:
         if prefix is None:
             return {}
         top = os.fsdecode(prefix.strip())
-        ages: dict[str, int] = {}
+        work: dict[str, int] = {}
         fields = (status or b"").split(b"\0")
         i = 0
         while i < len(fields):
@@ -103,12 +106,17 @@ class Recency:
                 i += 1  # the rename's source follows
             path = os.fsdecode(entry[3:])
             if path.startswith(top):
-                ages[path[len(top) :]] = 0
-        age = 0
+                work[path[len(top) :]] = 0
+        ages = work if len(work) <= MAX_CHANGED else {}
+        commits: list[list[str]] = []
         for field in (logged or b"").split(b"\0"):
             for line in field.split(b"\n"):
                 if line == b"//":
-                    age += 1
-                elif line:
-                    ages.setdefault(os.fsdecode(line), age)
+                    commits.append([])
+                elif line and commits:
+                    commits[-1].append(os.fsdecode(line))
+        for age, names in enumerate(commits, 1):
+            if len(names) <= MAX_CHANGED:
+                for name in names:
+                    ages.setdefault(name, age)
         return ages

@@ -51,7 +51,7 @@ MODES: Final = ("on-demand", "always", "off")
 #: Signal -> weight in the fusion, measured on bench/bench_focus.py.
 WEIGHTS: Final[Mapping[str, float]] = {
     "content": 1.0,
-    "names": 0.4,
+    "names": 0.6,
     "references": 0.1,
     "recency": 0.2,
 }
@@ -77,7 +77,21 @@ WHY_WORDS_FILES: Final = 40
 #: Files that get a ``why`` (the rest: ``""``; an answer lists far fewer).
 WHY_FILES: Final = 500
 #: Best files whose size weighs in the fusion.
-SIZED_FILES: Final = 2000
+SIZED_FILES: Final = 300
+
+
+def _path_words(
+    paths: Sequence[str], names: Mapping[str, float], words: Sequence[str]
+) -> dict[str, tuple[float, str]]:
+    """For each of ``paths`` the names signal scores, the rarest focus word its path
+    holds (``path: WORD`` in ``why``): the one found in the fewest of ``paths``."""
+    found: dict[str, list[str]] = {}
+    for p in paths:
+        if p in names:
+            low = p.lower()
+            found[p] = [w for w in words if w in low]
+    counts = {w: sum(1 for ws in found.values() if w in ws) for w in words}
+    return {p: (names[p], min(ws, key=lambda w: counts[w])) for p, ws in found.items() if ws}
 
 
 class _Why(dict[str, str]):
@@ -181,8 +195,11 @@ class RootRanking:
                 (1.0, {p: s for p, s in found if p in cand}),
                 (IDENTIFIER_WEIGHT, {p: s for p, s in named if p in cand}),
             )
-        by_path = path_scores(candidates, words)
-        scores["names"] = {p: s for p, (s, _) in by_path.items()}
+        if keeper is not None:  # the index's name column: no scan of every path
+            found = keeper.fulltext.search(words, CONTENT_LIMIT, column="name")
+            scores["names"] = {p: s for p, s in found if p in cand}
+        else:
+            scores["names"] = {p: s for p, (s, _) in path_scores(candidates, words).items()}
         signals.append("names")
         ages = dict(self.recency.ages(index.clock))
         for rel in self._touched:
@@ -214,6 +231,7 @@ class RootRanking:
         signals.append("references")
         sizes = self._sizes(self._best(scores, SIZED_FILES))
         order = self.fuse(candidates, scores, sizes)
+        by_path = _path_words(order[:WHY_FILES], scores["names"], words)
         self.last_scores, self.last_sizes = scores, sizes
         held: Mapping[str, list[str]] = {}
         if keeper is not None:

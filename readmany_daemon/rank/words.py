@@ -12,7 +12,14 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["STOPWORDS", "focus_identifiers", "focus_words", "index_text", "split_identifier"]
+__all__ = [
+    "STOPWORDS",
+    "focus_identifiers",
+    "focus_words",
+    "index_text",
+    "path_text",
+    "split_identifier",
+]
 
 #: An identifier: a letter or underscore, then letters, digits and underscores.
 _IDENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -132,6 +139,26 @@ def index_text(text: str) -> str:
     its words (``getFixtureValue`` -> ``getFixtureValue get Fixture Value``); snake case
     needs nothing added, the tokenizer splits at ``_``. Lines are kept."""
     return _COMPOUND.sub(lambda m: m.group(0) + " " + " ".join(_PARTS.findall(m.group(0))), text)
+
+
+def path_text(path: str) -> str:
+    """The words of ``path`` as the index's ``name`` column holds them: every part's
+    identifiers and their split words, the file name's twice (a word of the file name
+    weighs more than one of a folder): ``src/_pytest/fixtures.py`` -> ``src pytest
+    fixtures py fixtures py``."""
+    folder, _, name = path.rpartition("/")
+    return " ".join(_path_words(folder) + 2 * _path_words(name))
+
+
+def _path_words(text: str) -> list[str]:
+    out: list[str] = []
+    for m in _IDENT.finditer(text):
+        token = m.group(0)
+        parts = split_identifier(token)
+        out.append(token.lower().strip("_"))
+        if len(parts) > 1:
+            out.extend(parts)
+    return [w for w in out if w]
 
 
 def focus_words(focus: str, limit: int = 128) -> list[str]:

@@ -93,6 +93,7 @@ def test_a_bad_ranking_index_is_a_warning_and_the_default() -> None:
         ("READMANY_CACHE_BYTES", "0", {"cache_bytes": 0}),
         ("READMANY_IDLE_TIMEOUT_SECONDS", "2.5", {"idle_timeout_seconds": 2.5}),
         ("READMANY_MCP_STRUCTURED_TEXT", "true", {"mcp_structured_text": True}),
+        ("READMANY_RANKING_INDEX", "always", {"ranking_index": "always"}),
         ("READMANY_IDLE_TIMEOUT_SECONDS", "10", {"idle_timeout_seconds": 10.0}),
         ("READMANY_SHARE_OVERLAYS", "false", {"share_overlays": False}),
         ("READMANY_LOG_LEVEL", "DEBUG", {"log_level": "DEBUG"}),  # not JSON: a string

@@ -8,6 +8,8 @@ import sqlite3
 import stat
 from pathlib import Path
 
+import pytest
+
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.rules.kinds import ALL
 from readmany_daemon.settings import Settings
@@ -158,3 +160,18 @@ def test_pagerank_seeded_by_an_anchor_ranks_what_it_references(tmp_path: Path) -
     assert "references" in got.signals
     # without the anchor nothing seeds the graph: request order
     assert ws.ranking.rank(cands, "nothing matches here", []).order == tuple(cands)
+
+
+def test_without_fts5_the_other_signals_rank_and_signals_say_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from readmany_daemon.rank import fulltext
+
+    monkeypatch.setattr(fulltext, "_fts5", False)  # as a SQLite built without FTS5
+    root = tmp_path / "w"
+    write_tree(root, {"a.py": OTHER, "scope.py": OTHER})
+    ws = _ws(root, tmp_path / "cache")
+    got = ws.ranking.rank(_all(ws), "fixture scope", [])
+    assert got.signals == ("names", "references")
+    assert got.order[0] == "scope.py"
+    assert not (tmp_path / "cache").exists()
