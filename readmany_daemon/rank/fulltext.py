@@ -55,6 +55,8 @@ RANK_SUFFIX: Final = ".rank"
 #: every word.
 POSTINGS_BUDGET: Final = 20_000
 MIN_WORDS: Final = 3
+#: Words whose file counts are kept between writes.
+DF_KEPT: Final = 10_000
 
 _fts5: bool | None = None
 
@@ -119,6 +121,8 @@ class FullText:
             """
         )
         self._count = int(db.execute("SELECT count(*) FROM files").fetchone()[0])
+        #: Files holding each word asked (``informative``), until this connection writes.
+        self._df: dict[str, int] = {}
 
     def close(self) -> None:
         """Close the connection."""
@@ -180,6 +184,7 @@ class FullText:
                 db.execute("ROLLBACK")
                 raise
             self._count += len(puts) - removed
+            self._df.clear()
             return True
 
     def search(
@@ -208,9 +213,15 @@ class FullText:
             return []
         with self._lock:
             total = self._count
-            marks = ",".join("?" * len(words))
-            q = f"SELECT term, doc FROM docs_terms WHERE term IN ({marks})"
-            df = dict(self._db.execute(q, list(words)))
+            df = self._df
+            missing = [w for w in dict.fromkeys(words) if w not in df]
+            if missing:  # the vocabulary table is scanned whole: ask once per word
+                if len(df) > DF_KEPT:
+                    df.clear()
+                marks = ",".join("?" * len(missing))
+                q = f"SELECT term, doc FROM docs_terms WHERE term IN ({marks})"
+                df.update(dict.fromkeys(missing, 0))
+                df.update(self._db.execute(q, missing))
         limit = max(2, int(total * COMMON_SHARE))
         ranked = sorted((w for w in words if 0 < df.get(w, 0) <= limit), key=lambda w: df[w])
         kept: list[str] = []
