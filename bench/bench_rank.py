@@ -22,13 +22,16 @@ On the tree (bench/gen_tree.py; 100,000 files), in one process:
 ``--tantivy`` builds the same texts (same preprocessing) into a tantivy index as well
 (``pip install tantivy``; not a dependency of readmany) and reports the same build,
 size, query and update figures: how FTS5 was chosen. ``--limit`` indexes only the first
-N files (path order) for both. Writes ``bench/results/rank-latest.json``.
+N files (path order) for both; ``--reuse FILE`` starts from a copy of an index built
+before (the build columns then time the check of every file). Writes
+``bench/results/rank-latest.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -107,9 +110,13 @@ def _median_ms(fn: Any, runs: int) -> float:
     return round(statistics.median(times) * 1000, 1)
 
 
-def bench_fts5(tree: str, files: list[str], cache: str, runs: int) -> dict[str, Any]:
+def bench_fts5(
+    tree: str, files: list[str], cache: str, runs: int, reuse: str | None = None
+) -> dict[str, Any]:
     index = Index.build(tree, Settings())
     path = os.path.join(cache, f"index-{'cd' * 16}.rank")
+    if reuse:  # an index built before: the "build" is the check of every file's mark
+        shutil.copyfile(reuse, path)
     base = _rss()
     ranking = RootRanking(
         tree,
@@ -129,7 +136,8 @@ def bench_fts5(tree: str, files: list[str], cache: str, runs: int) -> dict[str, 
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     held = _rss() - base
     text_bytes = sum(os.lstat(os.path.join(tree, f)).st_size for f in files)
-    out = _build_row("SQLite FTS5", len(files), text_bytes, wall, cpu, _du(path))
+    engine = "SQLite FTS5" + (" (reused: build = check)" if reuse else "")
+    out = _build_row(engine, len(files), text_bytes, wall, cpu, _du(path))
     out["memory B/file"] = round(held / len(files))
     words = focus_words(FOCUS_300)
     out["query ms"] = _median_ms(lambda: keeper.fulltext.search(words, 2000), runs)
@@ -210,6 +218,7 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--tantivy", action="store_true")
+    ap.add_argument("--reuse", help="start from this index file (a copy of a built one)")
     ap.add_argument("--results-dir", type=Path, default=None)
     args = ap.parse_args()
     tree = os.path.realpath(args.tree)
@@ -218,7 +227,7 @@ def main() -> int:
         files = files[: args.limit]
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-rank-") as cache:
-        rows.append(bench_fts5(tree, files, cache, args.runs))
+        rows.append(bench_fts5(tree, files, cache, args.runs, args.reuse))
         print(table(rows), flush=True)
         if args.tantivy:
             rows.append(bench_tantivy(tree, files, cache, args.runs))

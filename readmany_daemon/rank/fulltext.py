@@ -48,6 +48,16 @@ COMMON_SHARE: Final = 0.5
 #: ``-wal`` and ``-shm`` files, named after it: the cache sweep drops them too).
 RANK_SUFFIX: Final = ".rank"
 
+#: A query takes the rarest words while the files holding them add up to at most this
+#: many (at least ``MIN_WORDS``): FTS5 scores every posting of every word (about 1 µs
+#: each), so at 100,000 files all of a 300-character focus's words cost ~300 ms and the
+#: rarest ones within this budget ~30 ms (bench/README.md "Focus"). A small root keeps
+#: every word.
+POSTINGS_BUDGET: Final = 20_000
+MIN_WORDS: Final = 3
+#: Words whose file counts are kept between writes.
+DF_KEPT: Final = 10_000
+
 _fts5: bool | None = None
 
 
@@ -111,6 +121,8 @@ class FullText:
             """
         )
         self._count = int(db.execute("SELECT count(*) FROM files").fetchone()[0])
+        #: Files holding each word asked (``informative``), until this connection writes.
+        self._df: dict[str, int] = {}
 
     def close(self) -> None:
         """Close the connection."""
@@ -172,6 +184,7 @@ class FullText:
                 db.execute("ROLLBACK")
                 raise
             self._count += len(puts) - removed
+            self._df.clear()
             return True
 
     def search(
@@ -195,16 +208,30 @@ class FullText:
 
     def informative(self, words: Sequence[str]) -> list[str]:
         """``words`` that some indexed file holds and at most ``COMMON_SHARE`` of them,
-        rarest first."""
+        rarest first, within ``POSTINGS_BUDGET``."""
         if not words:
             return []
         with self._lock:
             total = self._count
-            marks = ",".join("?" * len(words))
-            q = f"SELECT term, doc FROM docs_terms WHERE term IN ({marks})"
-            df = dict(self._db.execute(q, list(words)))
+            df = self._df
+            missing = [w for w in dict.fromkeys(words) if w not in df]
+            if missing:  # the vocabulary table is scanned whole: ask once per word
+                if len(df) > DF_KEPT:
+                    df.clear()
+                marks = ",".join("?" * len(missing))
+                q = f"SELECT term, doc FROM docs_terms WHERE term IN ({marks})"
+                df.update(dict.fromkeys(missing, 0))
+                df.update(self._db.execute(q, missing))
         limit = max(2, int(total * COMMON_SHARE))
-        return sorted((w for w in words if 0 < df.get(w, 0) <= limit), key=lambda w: df[w])
+        ranked = sorted((w for w in words if 0 < df.get(w, 0) <= limit), key=lambda w: df[w])
+        kept: list[str] = []
+        postings = 0
+        for w in ranked:
+            if len(kept) >= MIN_WORDS and postings + df[w] > POSTINGS_BUDGET:
+                break
+            kept.append(w)
+            postings += df[w]
+        return kept
 
     def holding(self, words: Sequence[str], paths: Sequence[str]) -> dict[str, list[str]]:
         """For each of ``paths`` (indexed), the ``words`` its text holds, in the order

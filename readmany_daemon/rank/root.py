@@ -67,7 +67,7 @@ WAIT_SECONDS: Final = 0.1
 #: Tags are made for at most this long (seconds) per call; the rest the next call.
 TAG_SECONDS: Final = 0.05
 #: Best files so far (by content, names, recency) whose references are graphed.
-GRAPH_FILES: Final = 150
+GRAPH_FILES: Final = 60
 #: Content results asked of the full-text index.
 CONTENT_LIMIT: Final = 2000
 #: Tags kept (per path and mark).
