@@ -65,6 +65,7 @@ def _read_params(args: argparse.Namespace | ReadArgs) -> dict[str, Any]:
         "maxAnswerChars": args.max_answer_chars,
         "packing": args.packing,
         "order": args.order,
+        "focus": args.focus,
         "format": args.format,
         "cursor": args.cursor,
     }
@@ -175,6 +176,16 @@ def _order_file(root: str, settings: Any) -> str:
     return order_path(snapshot_path(root, (root, *index_key(settings))))
 
 
+def _rank_file(root: str, settings: Any) -> str:
+    """Where the daemon keeps ``root``'s full-text index (beside its index snapshot), so
+    that in-process focused answers use it as far as it is built, and add to it."""
+    from readmany_daemon.index.snapshot import snapshot_path
+    from readmany_daemon.rank.fulltext import rank_path
+    from readmany_daemon.runtime.roots import index_key
+
+    return rank_path(snapshot_path(root, (root, *index_key(settings))))
+
+
 class _OutputError(Exception):
     """Standard output is closed or cannot be written (a full disk): one line on
     stderr and exit 1, not a traceback."""
@@ -274,6 +285,7 @@ def cmd_read(args: argparse.Namespace | ReadArgs) -> int:
     ws = _workspace(cli_root(args.root))
     if req.params.order == "stable":
         ws.order_file = _order_file(ws.root, ws.settings)
+    ws.rank_file = _rank_file(ws.root, ws.settings)
     if args.json:
         import msgspec
 

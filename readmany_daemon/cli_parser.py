@@ -185,7 +185,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--packing", metavar="S", help="auto | request-order | smallest-first | outlines"
     )
     r.add_argument(
-        "--order", metavar="O", help="request-order | stable (the same order across calls)"
+        "--order",
+        metavar="O",
+        help="request-order | rank (needs --focus) | stable (the same order across calls)",
+    )
+    r.add_argument(
+        "--focus",
+        metavar="TEXT",
+        help="what the task is about (1-2000 characters): the budget goes to the files "
+        "it ranks first",
     )
     r.add_argument("--stop-on-error", action="store_true")
     r.add_argument("--format", metavar="F", help="separator | heredoc | xml | json")

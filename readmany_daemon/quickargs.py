@@ -46,6 +46,7 @@ TEXTS = {
     "--root": "root",
     "--packing": "packing",
     "--order": "order",
+    "--focus": "focus",
     "--format": "format",
     "--params": "params",
     "--cursor": "cursor",
@@ -81,6 +82,7 @@ class ReadArgs:
     root: str | None
     packing: str | None
     order: str | None
+    focus: str | None
     format: str | None
     params: str | None
     cursor: str | None

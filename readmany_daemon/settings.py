@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -96,6 +96,11 @@ class Settings(msgspec.Struct, rename="camel", forbid_unknown_fields=False, kw_o
     #: ``llmContent`` (``--structured-text``): for clients that give the model only the
     #: structured content when a result has one (VS Code; docs/mcp.md).
     mcp_structured_text: bool = False
+    #: The full-text index behind a focused request's ranking (docs/protocol.md
+    #: "Ranking"): ``"on-demand"`` builds a root's in the background on its first
+    #: focused request, ``"always"`` when the daemon opens the root, ``"off"`` never
+    #: (the other signals rank).
+    ranking_index: Literal["on-demand", "always", "off"] = "on-demand"
 
     def merged(self, overrides: Mapping[str, Any], source: str, warnings: list[str]) -> Settings:
         """A copy with ``overrides`` (camelCase or snake_case keys) applied one by one.

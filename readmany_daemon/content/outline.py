@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Final
 import msgspec
 
 from readmany_daemon.content.lines import count_lines
-from readmany_daemon.content.outline_queries import QUERIES
+from readmany_daemon.content.outline_queries import QUERIES, REFERENCE_KINDS
 
 if TYPE_CHECKING:
     from tree_sitter import Language, Node, Query
@@ -53,9 +53,11 @@ __all__ = [
     "Outline",
     "OutlineCache",
     "Symbol",
+    "Tags",
     "language_for",
     "outline",
     "render_outline",
+    "tags",
 ]
 
 #: Texts larger than this (bytes of UTF-8) get no outline (a reason instead): tree-sitter
@@ -538,3 +540,63 @@ class OutlineCache:
             self._bytes += size
             while self._bytes > self.max_bytes:
                 self._bytes -= self._entries.popitem(last=False)[1][1]
+
+
+class Tags(msgspec.Struct, frozen=True):
+    """What one file defines and what it names (the tags of a references graph, as
+    Aider's repo map): ``defines``, the lower-case names of its outline's symbols (the
+    last identifier of each: ``(*T).Name`` -> ``name``); ``names``, the lower-case
+    identifiers it uses, each once (its nodes of ``REFERENCE_KINDS``), definitions'
+    names included. Both empty without a grammar or an outline."""
+
+    defines: frozenset[str] = frozenset()
+    names: frozenset[str] = frozenset()
+
+
+_IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_reference_queries: dict[str, Query | None] = {}
+
+
+def _reference_query(lang: str, grammar: _Grammar) -> Query | None:
+    import tree_sitter
+
+    with _grammars_lock:
+        if lang not in _reference_queries:
+            kinds = [k for k in REFERENCE_KINDS if grammar.language.id_for_node_kind(k, True)]
+            text = "[" + " ".join(f"({k})" for k in kinds) + "] @ref"
+            _reference_queries[lang] = tree_sitter.Query(grammar.language, text) if kinds else None
+        return _reference_queries[lang]
+
+
+def tags(text: str, path: str, *, cache: OutlineCache | None = None) -> Tags:
+    """The :class:`Tags` of ``text`` (the content of file ``path``): definitions from its
+    :func:`outline` (cached in ``cache`` by content), references from one more parse.
+    Never raises; ``Tags()`` when the language has no grammar or the text no outline
+    (too large, too broken, too slow: the limits of :func:`outline`)."""
+    import tree_sitter
+
+    found = outline(text, path, cache=cache)
+    lang = found.language
+    if lang is None or found.reason is not None or lang == "markdown":
+        return Tags()
+    defines = frozenset(
+        m[-1].lower() for s in (*found.symbols, *found.inner) if (m := _IDENTIFIER.findall(s.name))
+    )
+    grammar = _grammar(lang)
+    if isinstance(grammar, str):
+        return Tags(defines)
+    query = _reference_query(lang, grammar)
+    if query is None:
+        return Tags(defines, defines)
+    data = text.encode("utf-8", "replace")
+    deadline = time.perf_counter() + PARSE_SECONDS + len(data) * PARSE_SECONDS_PER_BYTE
+    try:
+        tree = tree_sitter.Parser(grammar.language).parse(
+            lambda offset, _point: data[offset : offset + _CHUNK],
+            progress_callback=lambda _offset, _error: time.perf_counter() > deadline,
+        )
+    except ValueError:
+        return Tags(defines, defines)
+    captured = tree_sitter.QueryCursor(query).captures(tree.root_node).get("ref", [])
+    names = {data[n.start_byte : n.end_byte].decode("utf-8", "replace").lower() for n in captured}
+    return Tags(defines, frozenset(names | defines))

@@ -170,3 +170,16 @@ QUERIES: Final[dict[str, str]] = {
     "ruby": _RUBY,
     "bash": _BASH,
 }
+
+#: The syntax node kinds that name something, per language (leaves of the tree): a
+#: file's references are its nodes of these kinds (:func:`~readmany_daemon.content.
+#: outline.tags`), as Aider's repo map takes ``name.reference.*`` tags. Kinds a grammar
+#: lacks are skipped when the query is made.
+REFERENCE_KINDS: Final = (
+    "identifier",
+    "type_identifier",
+    "field_identifier",
+    "property_identifier",
+    "shorthand_property_identifier",
+    "constant",
+)

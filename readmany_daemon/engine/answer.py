@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Sequence
 
 from readmany_daemon.content import tokens
-from readmany_daemon.engine import order, paging
+from readmany_daemon.engine import focus, order, paging
 from readmany_daemon.engine.budget import budget_cut, span_end, token_cut
 from readmany_daemon.engine.changed import change_set, changes_result, resolve_changes
 from readmany_daemon.engine.items import Item, Items, LoadedItem, Piece, Resolved
@@ -29,6 +29,7 @@ from readmany_daemon.engine.pack import (
     Account,
     AnswerBudget,
     Flat,
+    Ordered,
     PackPlan,
     TokenBudget,
     account_tail,
@@ -89,7 +90,11 @@ def answer_parts(
     changed = changes_result(ws, opts.resolve, changes) if changes is not None else None
     items = resolved.items
     positions = paging.positions(items, cont)
-    if limits.order == "stable":
+    focused: focus.FocusOrder | None = None
+    if limits.focus is not None:
+        focused = focus.ranked_positions(ws.ranking, items, positions, limits.focus)
+        positions = focused.positions
+    elif limits.order == "stable":
         positions = order.stable(ws, items, positions)
     created = paging.created_files(ws, items, cont) if cont is not None else []
     with RequestPaths(ws) as paths:
@@ -105,14 +110,21 @@ def answer_parts(
         over_at: int | None = None  # the content budget of the last packing over the limit
         fit_at: int | None = None  # and of the fullest one within it, while bisecting
         for attempt in itertools.count():
-            plan, switched = choose_plan(
-                ws, items, active, loads, limits, budget, outliner, answer_budget, done_upto
-            )
-            acc = _account(resolved, positions, len(active), stopped_at, plan, loads, opts)
+            if focused is not None and limits.packing != "outlines":
+                plan, switched = (
+                    focus.plan_ranked(active, loads, limits, budget, answer_budget),
+                    False,
+                )
+            else:
+                plan, switched = choose_plan(
+                    ws, items, active, loads, limits, budget, outliner, answer_budget, done_upto
+                )
+            laid = _laid(ws, items, positions, plan, limits)
+            acc = _account(resolved, laid, len(active), stopped_at, plan, loads, opts, focused)
             if plan.strategy == "outlines":
                 acc.not_outlined = max(0, acc.omitted_total - acc.outlined - plan.earlier)
                 acc.outlined_upto = max(plan.outlined, default=None)
-            cursor = paging.next_cursor(page, items, positions, since, acc, carry=True)
+            cursor = paging.next_cursor(page, items, laid, since, acc, carry=True)
             if cursor is not None and len(cursor) > MAX_CURSOR_CHARS:
                 # Too many keys delivered beyond the prefix (a smallest-first page of many
                 # small files): leave the last of them for later pages instead. Only a
@@ -121,18 +133,25 @@ def answer_parts(
                 # region move with the files left), so the drop is tried again until
                 # the cursor fits with the request, a few times at most.
                 for _ in range(_OVERFLOW_TRIES):
-                    dropped = paging.overflow(page, items, positions, since, acc)
+                    dropped = paging.overflow(page, items, laid, since, acc)
                     if not dropped:
                         break
                     plan.drop(dropped)
-                    acc = _account(resolved, positions, len(active), stopped_at, plan, loads, opts)
-                    cursor = paging.next_cursor(page, items, positions, since, acc, carry=True)
+                    laid = _laid(ws, items, positions, plan, limits)
+                    acc = _account(
+                        resolved, laid, len(active), stopped_at, plan, loads, opts, focused
+                    )
+                    cursor = paging.next_cursor(page, items, laid, since, acc, carry=True)
                     if cursor is None or len(cursor) <= MAX_CURSOR_CHARS:
                         break
-                cursor = paging.next_cursor(page, items, positions, since, acc)
+                cursor = paging.next_cursor(page, items, laid, since, acc)
             acc.created = [items.label(i) for i in created[:MAX_LISTED]]
-            answered = _assemble(ws, limits, resolved, plan, switched, acc, cursor, room)
+            answered = _assemble(
+                ws, limits, resolved, plan, switched, acc, cursor, room, focused is not None
+            )
             answered[0].changes = changed
+            if focused is not None:
+                answered[0].summary.ranking = focused.info
             limit = limits.max_total_tokens
             total = answered[0].summary.estimated_tokens
             tokens_over = budget is not None and limit is not None and total > limit
@@ -346,9 +365,11 @@ def _account(
     plan: PackPlan,
     loads: Loads,
     opts: Options,
+    focused: focus.FocusOrder | None = None,
 ) -> Account:
     """Account for every position in output order: the entries the plan includes (the
-    partial one cut to what the budget leaves), then those it leaves unloaded."""
+    partial one cut to what the budget leaves), then those it leaves unloaded. With
+    ``focused`` (a ranked answer) every entry listed gets its ``rank`` and ``why``."""
     items = resolved.items
     budget_from, omitted_set = plan.not_loaded(active)
     summary = Summary(
@@ -361,22 +382,58 @@ def _account(
     for pos, i in enumerate(positions):
         if pos >= budget_from:
             break
-        if omitted_set is not None and i in omitted_set and not items.is_preset(i):
-            acc.remaining.append((i, i + 1))
-            acc.add(omitted_piece(items, i, Code.BUDGET))
+        if focused is not None:
+            listed = len(acc.pieces)
+            _account_one(acc, items, i, plan, omitted_set, loads, opts)
+            if len(acc.pieces) > listed:
+                acc.pieces[-1].result.rank, acc.pieces[-1].result.why = focused.rank[i]
             continue
-        if i in plan.outlined:  # not delivered: the cursor still delivers its content
-            acc.remaining.append((i, i + 1))
-            acc.add_outlined(outlined_piece(items, i, plan.outlined[i]))
-            continue
-        lo = loads(i)
-        if plan.partial is not None and plan.partial[0] == i and lo.window is not None:
-            lo = _cut_partial(acc, i, lo, plan.partial[1], plan.partial_tokens, loads, opts.load)
-        elif plan.partial is not None and plan.partial[0] == i and lo.recut is not None:
-            lo = _recut(lo, plan.partial[1], plan.partial_tokens, loads)  # a notebook
-        _add_loaded(acc, lo, loads)
+        _account_one(acc, items, i, plan, omitted_set, loads, opts)
     account_tail(acc, items, positions, budget_from, stopped_at)
+    if focused is not None and budget_from < len(positions):
+        # The entries after an error (stopOnError), one piece each while listed.
+        tail = {items.label(i): focused.rank[i] for i in positions[budget_from:]}
+        for piece in acc.pieces:
+            if piece.result.rank is None and piece.result.path in tail:
+                piece.result.rank, piece.result.why = tail[piece.result.path]
     return acc
+
+
+def _account_one(
+    acc: Account,
+    items: Items,
+    i: int,
+    plan: PackPlan,
+    omitted_set: set[int] | None,
+    loads: Loads,
+    opts: Options,
+) -> None:
+    """Account for position ``i``, which the plan reaches: omitted, outlined, or loaded
+    (the partial one cut to what the budget leaves)."""
+    if omitted_set is not None and i in omitted_set and not items.is_preset(i):
+        acc.remaining.append((i, i + 1))
+        acc.add(omitted_piece(items, i, Code.BUDGET))
+        return
+    if i in plan.outlined:  # not delivered: the cursor still delivers its content
+        acc.remaining.append((i, i + 1))
+        acc.add_outlined(outlined_piece(items, i, plan.outlined[i]))
+        return
+    lo = loads(i)
+    if plan.partial is not None and plan.partial[0] == i and lo.window is not None:
+        lo = _cut_partial(acc, i, lo, plan.partial[1], plan.partial_tokens, loads, opts.load)
+    elif plan.partial is not None and plan.partial[0] == i and lo.recut is not None:
+        lo = _recut(lo, plan.partial[1], plan.partial_tokens, loads)  # a notebook
+    _add_loaded(acc, lo, loads)
+
+
+def _laid(
+    ws: Workspace, items: Items, positions: Flat, plan: PackPlan, limits: BudgetOptions
+) -> Flat:
+    """``positions`` in answer order: a ranked plan's as ``focus.layout`` lays them out
+    (``order``), any other plan's as they are."""
+    if plan.strategy != "rank" or not isinstance(positions, Ordered):
+        return positions
+    return focus.layout(ws, items, positions, plan, limits.order)
 
 
 def _not_files(items: Items, positions: Flat) -> int:
@@ -475,12 +532,13 @@ def _assemble(
     acc: Account,
     next_cursor: str | None,
     room: int | None = None,
+    ranked: bool = False,
 ) -> tuple[ReadManyResult, list[str]]:
     """The result and the ``llmContent`` parts, every label made wire-safe. A cursor
     comes whenever files were omitted; a budget-cut file alone continues by offset.
     ``summary.estimatedTokens`` is the counter's upper bound of ``llmContent``'s o200k
     tokens (``render.render_counted``; past ``EXACT_COUNT_CHARS`` of an answer without
-    a token budget, partly estimated); ``room``: see ``Notices``."""
+    a token budget, partly estimated); ``room``, ``ranked``: see ``Notices``."""
     items = resolved.items
     created = [wire_safe(label) for label in acc.created]
     packing = PackingInfo(
@@ -503,6 +561,7 @@ def _assemble(
         created=created,
         room=room,
         not_outlined=acc.not_outlined,
+        ranked=ranked,
     )
     files = [p.result for p in acc.pieces]
     for result in files:

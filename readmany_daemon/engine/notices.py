@@ -97,6 +97,13 @@ class Notices:
     #: ``packing: "outlines"``: omitted files given no outline within the budget (and
     #: not outlined on an earlier page of the walk).
     not_outlined: int = 0
+    #: A ranked answer (``focus``): the omitted line names at most
+    #: :data:`MAX_NAMED_RANKED` omitted files, in rank order, each with its ``why``.
+    ranked: bool = False
+
+
+#: Omitted files a ranked answer names in its omitted line (PROTOCOL §4 "Focus").
+MAX_NAMED_RANKED = 10
 
 
 def cut_notice(
@@ -288,6 +295,8 @@ def notice_lines(
         names = [(name(r.path), r.code) for r in named] + [
             (name(label), code) for label, code in notices.unlisted_omitted_names
         ]
+        if notices.ranked:  # best-ranked first (``files`` lists them so), with their why
+            names = [(name(r.path), r.why) for r in named]
         head = f"Omitted {n_omitted} file(s) {why}"
         outlined = len(omitted) - len(named)
         if outlined:
@@ -295,12 +304,19 @@ def notice_lines(
         if notices.not_outlined:
             head += f", {notices.not_outlined} of them could not be outlined within the budget"
         # The outlined are counted in the head; the names and "N more" are the others.
-        line, used = _named_line(head, names, n_omitted - outlined, room, False)
+        if notices.ranked:
+            head += ", best-ranked first"
+            top = min(room, MAX_NAMED_RANKED)
+            line, used = _named_line(head, names, n_omitted - outlined, top, True)
+        else:
+            line, used = _named_line(head, names, n_omitted - outlined, room, False)
         lines.append(line)
         room -= used
     if notices.cursor:
+        # A focused cursor holds a digest of the focus, not its text: it goes beside it.
+        same = " and the same focus" if notices.ranked else ""
         lines.append(
-            f'[To read the omitted files, repeat the request with cursor="{notices.cursor}".]'
+            f'[To read the omitted files, repeat the request with cursor="{notices.cursor}"{same}.]'
         )
     n_skipped = len(skipped) + notices.unlisted_skipped
     if n_skipped:

@@ -31,8 +31,8 @@ _S = TypeVar("_S", bound=msgspec.Struct)
 
 #: ``packing`` as a stage applies it (PROTOCOL §3; later pages go in request order).
 Packing = Literal["auto", "request-order", "smallest-first", "outlines"]
-#: ``order`` as the stages apply it (PROTOCOL §3): ``"rank"`` is refused until ``focus``.
-Order = Literal["request-order", "stable"]
+#: ``order`` as the stages apply it (PROTOCOL §3): ``"rank"`` only with ``focus``.
+Order = Literal["request-order", "rank", "stable"]
 
 
 class Entry(msgspec.Struct, frozen=True, kw_only=True):
@@ -118,10 +118,15 @@ class BudgetOptions(msgspec.Struct, frozen=True, kw_only=True):
     ``per_file_max_tokens``, ``stop_on_error``, and the ``format`` and
     ``line_numbers`` the framing and the smallest cut depend on. ``order``: how the
     files are laid out and fill the budget; ``"stable"`` fills it in the root's stable
-    order (``index.stable_order``) and ``packing`` does not apply."""
+    order (``index.stable_order``) and ``packing`` does not apply. ``focus``: the
+    request's ``focus`` (1 to 2,000 characters; None: not given): the files then fill
+    the budget in rank order (``engine.focus``), ``order`` only lays them out, and
+    ``packing`` is ``"auto"`` or ``"outlines"`` (``smallest-first`` would undo the
+    ranking: PROTOCOL §3 ``focus``)."""
 
     packing: Packing
     order: Order
+    focus: str | None
     max_total_files: int
     max_total_chars: int
     max_total_tokens: int | None
@@ -176,12 +181,9 @@ def options_for(ws: Workspace, request: ReadRequest) -> Options:
     then ``$.exclude`` for a bad exclude pattern."""
     params = request.params
     cont = request.continuation
-    if params.order == "rank":
-        raise InvalidParams(
-            'invalid params: $.order: "rank" needs focus, which this build does not have',
-            "$.order",
-        )
-    order: Order = "stable" if params.order == "stable" else "request-order"
+    if params.order == "rank" and params.focus is None:
+        raise InvalidParams('invalid params: $.order: "rank" needs focus', "$.order")
+    order: Order = params.order or "request-order"
     changes = _changes_options(ws, params)
     if changes is not None:
         # The cursor holds the commit id, not the revision: its pages agree while the
@@ -226,15 +228,21 @@ def options_for(ws: Workspace, request: ReadRequest) -> Options:
         absolute_paths=params.absolute_paths,
         exclude=exclude,
     )
-    # Later pages go in request order, whatever the first one did (outlines go on).
+    # Later pages go in request order, whatever the first one did (outlines go on);
+    # with focus every page fills in rank order, and smallest first does not apply.
     later = cont is not None and params.packing != "outlines"
+    packing: Packing = params.packing
+    if params.focus is not None:
+        packing = "outlines" if packing == "outlines" else "auto"
+    elif later:
+        packing = "request-order"
     return Options(
         resolve=resolve,
         load=_load_options(ws, params, known),
         budget=_taken(
             BudgetOptions,
             params,
-            packing="request-order" if later else params.packing,
+            packing=packing,
             order=order,
         ),
         page=PageOptions(root=ws.root, continuation=cont, stamp=stamp),

@@ -134,7 +134,7 @@ def choose_plan(
     framing included (an empty file its framing alone: PROTOCOL §3 ``maxAnswerChars``).
     ``packing: "outlines"`` is :func:`plan_outlines` (with ``outliner``, ``answer``
     and ``done_upto``)."""
-    if opts.order == "stable":  # the order is the stable one, whatever packing says
+    if opts.order == "stable" and opts.focus is None:  # stable fills, whatever packing says
         least = MIN_PARTIAL_NUMBERED if opts.line_numbers else 1
         totals = (opts.max_total_files, opts.max_total_chars)
         return _pack(active, loads, *totals, "stable", tokens, least, answer), False
@@ -245,6 +245,10 @@ class _Room:
             None if self.answer is None else self.answer // 2,
             self.files,
         )
+
+
+#: What is left of a page, as ranked packing (``engine.focus.plan_ranked``) counts it too.
+Room = _Room
 
 
 @dataclass

@@ -18,6 +18,7 @@ from readmany_daemon.content.outline import OutlineCache
 from readmany_daemon.index.model import Index
 from readmany_daemon.index.stable_order import StableOrder, git_seed
 from readmany_daemon.paths import abs_path, is_inside, rel_path
+from readmany_daemon.rank.root import RootRanking
 from readmany_daemon.rules.ignore import IgnoreRules
 from readmany_daemon.rules.kinds import Filters, Verdict
 from readmany_daemon.settings import Settings
@@ -61,6 +62,12 @@ class Workspace:
     #: Where the root's stable order is kept (``index.stable_order.order_path``: beside
     #: the index snapshot in the user's cache folder); None: in memory only.
     order_file: str | None = None
+    #: Where the root's full-text index is kept (``rank.fulltext``: beside the index
+    #: snapshot, ``index-<hash>.rank``); None: in memory only.
+    rank_file: str | None = None
+    #: Keep the ranking's index in a background thread, current through the index's
+    #: changes (the daemon); False: at most 100 ms of work per focused call (in process).
+    rank_background: bool = False
     instance: str = field(default_factory=lambda: f"{os.getpid():x}.{next(_instances)}")
     _expansions: OrderedDict[
         tuple[str, str, Filters, bool], tuple[int, list[str], Counter[str]]
@@ -71,6 +78,7 @@ class Workspace:
     _index: Index | None = field(default=None, init=False, repr=False)
     _rules: IgnoreRules | None = field(default=None, init=False, repr=False)
     _order: StableOrder | None = field(default=None, init=False, repr=False)
+    _ranking: RootRanking | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def open(
@@ -104,6 +112,8 @@ class Workspace:
         index = self._index
         if index is None:
             index = self._index = Index.build(self.root, self.settings)
+            if self._ranking is not None:
+                index.add_listener(self._ranking.note_change)
         return index
 
     @property
@@ -117,6 +127,8 @@ class Workspace:
         ``rules`` becomes the index's own (live) rules."""
         self._index = index
         self._rules = None
+        if self._ranking is not None:
+            index.add_listener(self._ranking.note_change)
 
     @property
     def rules(self) -> IgnoreRules:
@@ -140,6 +152,39 @@ class Workspace:
                 path = None
             order = self._order = StableOrder(path, lambda: git_seed(self.root))
         return order
+
+    @property
+    def ranking(self) -> RootRanking:
+        """The root's ranking (``rank.api.Ranking``), made on first use: its full-text
+        index in ``rank_file`` unless that lies inside the root (never in the workspace),
+        texts indexed with secrets redacted (``engine.redact``), kept current by the
+        index's changes."""
+        ranking = self._ranking
+        if ranking is None:
+            from readmany_daemon.engine.redact import redact
+
+            path = self.rank_file
+            if path is not None and is_inside(os.path.realpath(path), self.root):
+                path = None
+            ranking = self._ranking = RootRanking(
+                self.root,
+                lambda: self.index,
+                path=path,
+                mode=self.settings.ranking_index,
+                background=self.rank_background,
+                redact=lambda text: redact(text).text,
+                outlines=self.outlines,
+            )
+            if self._index is not None:
+                self._index.add_listener(ranking.note_change)
+        return ranking
+
+    def close_ranking(self) -> None:
+        """Stop the ranking's background work and close its index file (the root is
+        forgotten); a later ``ranking`` opens it again."""
+        ranking, self._ranking = self._ranking, None
+        if ranking is not None:
+            ranking.close()
 
     def clock(self) -> str:
         """An opaque clock naming this workspace instance and the index generation."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import sys
+import types
 import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -112,11 +113,14 @@ def _structs(cls: type) -> dict[str, type]:
 def _enums(cls: type) -> dict[str, list[Any]]:
     """Wire name -> the values of a ``Literal`` field, in declared order (msgspec sorts
     them)."""
-    return {
-        f.encode_name: list(typing.get_args(f.type))
-        for f in msgspec.structs.fields(cls)
-        if typing.get_origin(f.type) is typing.Literal
-    }
+    out: dict[str, list[Any]] = {}
+    for f in msgspec.structs.fields(cls):
+        tp = f.type
+        if typing.get_origin(tp) in (typing.Union, types.UnionType):  # ``Literal | None``
+            tp = next((a for a in typing.get_args(tp) if a is not type(None)), tp)
+        if typing.get_origin(tp) is typing.Literal:
+            out[f.encode_name] = list(typing.get_args(tp))
+    return out
 
 
 def _trivial(node: Any) -> Any:
@@ -255,18 +259,25 @@ def _lean(node: Any, defs: Mapping[str, Any], depth: int) -> Any:
     return {k: v for k, v in node.items() if k in ("type", "enum")}
 
 
+#: The optional members of a ``files`` entry the read tool's ``outputSchema`` names: a
+#: ranked answer's (PROTOCOL §4 "Focus").
+RANKED_FILE = ("rank", "why")
+
+
 def output_schema(
     cls: type,
     keep: Sequence[str] | None = None,
     extra: Mapping[str, Any] | None = None,
     drop: Mapping[str, Sequence[str]] | None = None,
     full: Sequence[str] = (),
+    named: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
     """The MCP ``outputSchema`` of result Struct ``cls``: an object (MCP requires
     ``type: object`` at the top) of the members ``keep`` (default all) and ``extra``,
     typed; a nested object (or array item) names only its required members, except the
-    members ``full`` names, which name all theirs. ``drop`` names members of an item
-    Struct left out (by Struct name)."""
+    members ``full`` names, which name all theirs, and the optional members ``named``
+    gives for an array member's items (member -> names). ``drop`` names members of an
+    item Struct left out (by Struct name)."""
     defs = dict(msgspec.json.schema_components([cls])[1])
     for name, members in (drop or {}).items():
         d = defs[name]
@@ -283,6 +294,13 @@ def output_schema(
         if isinstance(kinds, list) and "null" in kinds:
             rest = [t for t in kinds if t != "null"]
             props[k] = {**props[k], "type": rest[0] if len(rest) == 1 else rest}
+    for member, optional in (named or {}).items():
+        ref = top["properties"][member]["items"]["$ref"].rsplit("/", 1)[1]
+        item = props[member]["items"]
+        for k in optional:
+            lean = _lean(defs[ref]["properties"][k], defs, 0)
+            kinds = [t for t in lean.get("type", ()) if t != "null"]
+            item["properties"][k] = {"type": kinds[0]} if len(kinds) == 1 else lean
     out: dict[str, Any] = {"type": "object", "properties": {**props, **(extra or {})}}
     required = [k for k in top.get("required", []) if k in names]
     if required:
@@ -320,9 +338,9 @@ def with_tool_budgets(args: Mapping[str, Any], settings: Settings | None = None)
     return {**budgets, **args}
 
 
-#: ``ReadManyParams`` fields the tools do not advertise yet (the wire and the CLI take
+#: ``ReadManyParams`` fields the tools do not advertise (the wire and the CLI take
 #: them; the tools' footprint makes room for them first: docs/mcp.md).
-NOT_ADVERTISED = ("order",)
+NOT_ADVERTISED: tuple[str, ...] = ()
 
 
 def _advertised(schema: dict[str, Any]) -> dict[str, Any]:
@@ -385,25 +403,30 @@ def tool_definitions(settings: Settings | None = None) -> list[dict[str, Any]]:
         },
         "required": ["clock", "isFreshInstance", "changed", "deleted"],
     }
+    read_output = output_schema(
+        messages.ReadManyResult,
+        READ_STRUCTURED,
+        # ``stale``: its items' members are named in the description of the result
+        # (docs/mcp.md), not here: ``tools/list`` stays within 8,000.
+        extra={
+            "filesLeftOut": {"type": "integer"},
+            "stale": {"type": "array"},
+            "staleTruncated": {"type": "boolean"},
+        },
+        drop={"Attachment": ("data",)},
+        full=("summary",),  # the counters (PROTOCOL §4: which add up to matched)
+        named={"files": RANKED_FILE},
+    )
+    # summary.ranking always has its three members: saying so would cost 52 characters
+    # of every turn's tools/list.
+    read_output["properties"]["summary"]["properties"]["ranking"].pop("required", None)
     tools: list[dict[str, Any]] = [
         {
             "name": READ_TOOL,
             "title": "Read many files",
             "description": READ_DESCRIPTION,
             "inputSchema": read_input_schema(settings),
-            "outputSchema": output_schema(
-                messages.ReadManyResult,
-                READ_STRUCTURED,
-                # ``stale``: its items' members are named in the description of the
-                # result (docs/mcp.md), not here: ``tools/list`` stays within 8,000.
-                extra={
-                    "filesLeftOut": {"type": "integer"},
-                    "stale": {"type": "array"},
-                    "staleTruncated": {"type": "boolean"},
-                },
-                drop={"Attachment": ("data",)},
-                full=("summary",),  # the counters (PROTOCOL §4: which add up to matched)
-            ),
+            "outputSchema": read_output,
             "annotations": hints,
             "_meta": {"anthropic/maxResultSizeChars": MAX_RESULT_SIZE_CHARS},
         },

@@ -257,7 +257,10 @@ def _reap(state: list[int]) -> None:
     pid = state[0]
     if pid:
         state[0] = 0
-        os.waitpid(pid, 0)
+        import contextlib
+
+        with contextlib.suppress(ChildProcessError):  # ``result`` reaped it meanwhile
+            os.waitpid(pid, 0)
     for fd in state[1:]:
         os.close(fd)
 

@@ -24,6 +24,7 @@ from readmany_daemon.index import cachegc, snapshot
 from readmany_daemon.index.changes import ROOT_GONE
 from readmany_daemon.index.model import Index
 from readmany_daemon.index.stable_order import order_path
+from readmany_daemon.rank.fulltext import rank_path
 from readmany_daemon.runtime.changelog import ChangeLog, StatLog
 from readmany_daemon.settings import Settings
 
@@ -173,6 +174,8 @@ def open_index(entry: RootEntry, *, reconcile: bool) -> Index:
     entry.index_ms = (entry.built_at - started) * 1000
     if entry.from_snapshot:
         entry.saved = (ws.instance, index.clock)  # the file holds this state already
+    if ws.settings.ranking_index == "always":
+        ws.ranking.start()  # built in the background from now on
     return index
 
 
@@ -224,10 +227,12 @@ class RootRegistry:
                 except OSError as exc:
                     raise RootNotFound(f"invalid params: $.root: {exc}", "$.root") from None
                 ws.instance = self.new_instance()
+                ws.rank_background = True  # kept current by the watcher's changes
                 entry = RootEntry(key=key, ws=ws)
                 if self.snapshots:
                     entry.snapshot_path = snapshot.snapshot_path(real, key)
                     ws.order_file = order_path(entry.snapshot_path)
+                    ws.rank_file = rank_path(entry.snapshot_path)
                 self._roots[key] = entry
                 log.info("opened root %s", real)
             entry.refs += 1

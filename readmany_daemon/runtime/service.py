@@ -191,6 +191,7 @@ class Service:
         for entry in gone:
             background.save_snapshot(entry, wait=1.0)
             self.freshness.unwatch(entry)
+            entry.ws.close_ranking()
             log.info("evicted idle root %s", entry.ws.root)
         return [e.ws.root for e in gone]
 
@@ -469,5 +470,6 @@ class Service:
         for entry in self.roots():
             background.save_snapshot(entry, wait=2.0)
             self.freshness.unwatch(entry)
+            entry.ws.close_ranking()
         self.executor.shutdown(wait=False, cancel_futures=True)
         self.freshness.close()

@@ -132,9 +132,24 @@ class CursorStamp(msgspec.Struct, frozen=True, kw_only=True):
     digest: str
 
 
+#: The member a cursor carries in place of ``focus``: a digest of it, never its text
+#: (PROTOCOL §4 "Cursors": the client sends the cursor beside the same ``focus``).
+FOCUS_DIGEST = "focusDigest"
+
+
+def focus_digest(focus: str) -> str:
+    """A digest of ``focus`` (12 URL-safe base64 characters of a BLAKE2b of its UTF-8)."""
+    digest = hashlib.blake2b(focus.encode("utf-8", "surrogatepass"), digest_size=9).digest()
+    return base64.urlsafe_b64encode(digest).decode()
+
+
 def cursor_stamp(root: str, params: ReadManyParams) -> CursorStamp:
-    """The :class:`CursorStamp` of ``params`` answered in the (real) ``root``."""
+    """The :class:`CursorStamp` of ``params`` answered in the (real) ``root``; a
+    ``focus`` is carried as its digest (:data:`FOCUS_DIGEST`), never as its text."""
     asked = _non_default(params)
+    if params.focus is not None:
+        del asked["focus"]
+        asked[FOCUS_DIGEST] = focus_digest(params.focus)
     bound = {k: v for k, v in asked.items() if k != "root"}
     text = json.dumps([root, bound], sort_keys=True, separators=(",", ":"))
     digest = hashlib.blake2b(os.fsencode(text), digest_size=9).digest()
@@ -258,10 +273,12 @@ def read_request(params: ReadManyParams) -> ReadRequest:
     cursor's) and its continuation. Raises ``InvalidParams`` naming ``$.cursor`` for a
     bad cursor, for ``paths``/``files``/``include`` that differ from the request the
     cursor continues (send the cursor alone, or with the same request), and for a
-    cursor whose request was too large to carry, sent alone."""
+    cursor whose request was too large to carry, sent alone, and for a ``focus`` other
+    than the one of the request the cursor continues (or none beside a focused one's)."""
     if not params.cursor:
         return ReadRequest(params=params)
     continuation = decode_cursor(params.cursor)
+    _check_focus(continuation, params.focus)
     asked = _non_default(params)
     if continuation.params is None:
         if not (params.paths or params.files or params.include):
@@ -281,12 +298,36 @@ def read_request(params: ReadManyParams) -> ReadRequest:
                 "$.cursor",
             )
     stored = dict(continuation.params)
+    if stored.pop(FOCUS_DIGEST, None) is not None:
+        stored["focus"] = params.focus  # the same (_check_focus): only its digest is kept
     if "root" in asked:
         # The root a request names wins over the cursor's (a cursor made without one
         # answered against the first folder): adapters read the root from here only.
         # The engine refuses the cursor when that root is not the one it was made in.
         stored["root"] = asked["root"]
     return ReadRequest(params=decode_read_params(stored), continuation=continuation)
+
+
+def _check_focus(continuation: Continuation, focus: str | None) -> None:
+    """Raise ``InvalidParams`` naming ``$.cursor`` unless ``focus`` (sent beside the
+    cursor) is the focus of the request the cursor continues: the same text, or none
+    for none. A cursor whose request was too large to carry is checked by its digest
+    with the request sent beside it (``engine.options.options_for``)."""
+    if continuation.params is None:
+        return
+    kept = continuation.params.get(FOCUS_DIGEST)
+    if kept is None and focus is None:
+        return
+    if kept is None:
+        raise InvalidParams(
+            "invalid params: $.cursor continues a request without focus; send it without one",
+            "$.cursor",
+        )
+    if focus is None or focus_digest(focus) != kept:
+        raise InvalidParams(
+            "invalid params: $.cursor continues a focused request; send it beside the same focus",
+            "$.cursor",
+        )
 
 
 def decode_read_request(raw: Any, defaults: Mapping[str, Any] | None = None) -> ReadRequest:

@@ -53,8 +53,12 @@ SymbolName = Annotated[str, msgspec.Meta(min_length=1)]
 
 Packing = Literal["auto", "request-order", "smallest-first", "outlines"]
 #: ``order`` (PROTOCOL §3): how the delivered files are laid out; ``"rank"`` needs
-#: ``focus`` (to come), so it is refused naming ``$.order`` for now.
+#: ``focus`` (refused naming ``$.order`` without it).
 Order = Literal["request-order", "rank", "stable"]
+#: The longest ``focus`` (characters), PROTOCOL §3 ``focus``.
+MAX_FOCUS_CHARS = 2000
+#: ``focus``: free text, identifiers or paths the task is about, 1 to 2,000 characters.
+Focus = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_FOCUS_CHARS)]
 Format = Literal["separator", "heredoc", "xml", "json"]
 Sync = Literal["auto", "stat", "none"]
 
@@ -139,6 +143,8 @@ class ReadManyParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True,
     packing: Packing = "auto"
     #: None (or absent): ``"request-order"``.
     order: Order | None = None
+    #: What the task is about: the matched files are ranked by it (PROTOCOL §3 ``focus``).
+    focus: Focus | None = None
     stop_on_error: bool = False
     format: Format = "separator"
     line_numbers: bool = False
@@ -228,7 +234,8 @@ FIELD_DOCS: dict[str, str | None] = {
     "maxAnswerChars": None,
     "preferFullRead": "Lift the per-file limits.",
     "packing": "outlines: outline what is left.",
-    "order": "stable: the same order across calls; changed files last.",
+    "order": "rank: needs focus; stable: same each call.",
+    "focus": "The task; top-ranked files fill the budget. Resend with cursor.",
     "stopOnError": None,
     "format": None,
     "lineNumbers": None,
@@ -311,6 +318,10 @@ class FileResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=Tru
     #: The line spans a changed file shows (a ``changes`` read), ``[start, end]`` each,
     #: 1-based and inclusive, in line order (absent otherwise).
     spans: list[list[int]] | None = None
+    #: A ranked answer's place of this entry, 1-based (best first), and why it ranked
+    #: there (at most 80 characters): PROTOCOL §4 "Focus". Absent without ``focus``.
+    rank: int | None = None
+    why: str | None = None
 
 
 class Attachment(msgspec.Struct, rename="camel"):
@@ -319,6 +330,17 @@ class Attachment(msgspec.Struct, rename="camel"):
     path: str
     mime_type: str
     data: str
+
+
+class RankingInfo(msgspec.Struct, rename="camel", kw_only=True):
+    """How a ranked answer was ranked (PROTOCOL §4 "Focus"): the ``signals`` that ranked
+    (of ``"content"``, ``"names"``, ``"references"``, ``"recency"``), the files the
+    full-text index holds (``indexed_files``) and those still to add (``pending_files``,
+    0 once it is complete)."""
+
+    signals: list[str]
+    indexed_files: int
+    pending_files: int
 
 
 class Summary(msgspec.Struct, rename="camel", kw_only=True):
@@ -344,6 +366,9 @@ class Summary(msgspec.Struct, rename="camel", kw_only=True):
     hidden: dict[str, int] = msgspec.field(default_factory=dict)
     no_match: int = 0
     hidden_folders: dict[str, int] = msgspec.field(default_factory=dict)
+    #: A ranked answer's ranking (a request with ``focus``); absent (``UNSET``, never
+    #: ``null``) otherwise.
+    ranking: RankingInfo | msgspec.UnsetType = msgspec.UNSET
 
 
 class PackingInfo(msgspec.Struct, rename="camel", kw_only=True):

@@ -67,11 +67,20 @@ def test_wire_names_are_camel_case() -> None:
         "logLevel",
         "maxFileBytes",
         "mcpStructuredText",
+        "rankingIndex",
         "redactSecrets",
         "shareOverlays",
         "toolMaxTotalChars",
         "toolMaxTotalTokens",
     ]
+
+
+def test_a_bad_ranking_index_is_a_warning_and_the_default() -> None:
+    warnings: list[str] = []
+    got = Settings().merged({"rankingIndex": "sometimes"}, "initializationOptions", warnings)
+    assert got.ranking_index == "on-demand"
+    assert warnings and "rankingIndex" in warnings[0]
+    assert Settings().merged({"rankingIndex": "off"}, "x", []).ranking_index == "off"
 
 
 # ---- environment --------------------------------------------------------------------------
@@ -84,6 +93,7 @@ def test_wire_names_are_camel_case() -> None:
         ("READMANY_CACHE_BYTES", "0", {"cache_bytes": 0}),
         ("READMANY_IDLE_TIMEOUT_SECONDS", "2.5", {"idle_timeout_seconds": 2.5}),
         ("READMANY_MCP_STRUCTURED_TEXT", "true", {"mcp_structured_text": True}),
+        ("READMANY_RANKING_INDEX", "always", {"ranking_index": "always"}),
         ("READMANY_IDLE_TIMEOUT_SECONDS", "10", {"idle_timeout_seconds": 10.0}),
         ("READMANY_SHARE_OVERLAYS", "false", {"share_overlays": False}),
         ("READMANY_LOG_LEVEL", "DEBUG", {"log_level": "DEBUG"}),  # not JSON: a string

@@ -46,6 +46,8 @@ export interface FileFilteringOptions {
 }
 
 export type Packing = 'auto' | 'request-order' | 'smallest-first' | 'outlines';
+/** How the delivered files are laid out; `rank` needs `focus` (PROTOCOL §3). */
+export type Order = 'request-order' | 'rank' | 'stable';
 export type Format = 'separator' | 'heredoc' | 'xml' | 'json';
 export type Sync = 'auto' | 'stat' | 'none';
 
@@ -74,6 +76,9 @@ export interface ReadManyParams {
   maxAnswerChars?: number;
   preferFullRead?: boolean;
   packing?: Packing;
+  order?: Order;
+  /** What the task is about (1 to 2,000 characters): the files it ranks first fill the budget. */
+  focus?: string;
   stopOnError?: boolean;
   format?: Format;
   lineNumbers?: boolean;
@@ -107,6 +112,8 @@ export const READ_MANY_PARAM_FIELDS = [
   'maxAnswerChars',
   'preferFullRead',
   'packing',
+  'order',
+  'focus',
   'stopOnError',
   'format',
   'lineNumbers',
@@ -152,6 +159,9 @@ export interface FileResult {
   redactions?: { line: number; kind: string }[];
   /** A cut file's unseen lines, or a file given as its outline (`packing: 'outlines'`). */
   outline?: { name: string; kind: string; lineStart: number; lineEnd: number; depth: number }[];
+  /** A ranked answer (`focus`): the entry's place, 1-based, best first, and why (<= 80 characters). */
+  rank?: number;
+  why?: string;
 }
 
 /** An image or PDF named explicitly: `data` is base64. */
@@ -173,6 +183,8 @@ export interface Summary {
   totalChars: number;
   estimatedTokens: number;
   hidden?: Record<string, number>;
+  /** A ranked answer's (`focus`): the signals that ranked and the full-text index's progress. */
+  ranking?: { signals: string[]; indexedFiles: number; pendingFiles: number };
 }
 
 /** `readMany/read` result (PROTOCOL §4). */

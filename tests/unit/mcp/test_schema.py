@@ -89,11 +89,35 @@ def test_only_canonical_names_are_advertised() -> None:
     assert list(tool_definitions()[0]["inputSchema"]["properties"]) == advertised
 
 
-def test_order_is_not_advertised_yet() -> None:
-    """``order`` is a wire and CLI field only until the tools make room for it."""
-    assert "order" in schema.NOT_ADVERTISED
-    assert "order" not in tool_definitions()[0]["inputSchema"]["properties"]
-    assert "order" not in schema.vscode_input_schema()["properties"]
+#: What issue 25's two fields (``focus``, ``order``) may take of the read tool's part,
+#: and what its answer fields (``rank``, ``why``, ``summary.ranking``) may take of the
+#: output schema (characters, compact JSON).
+FOCUS_INPUT_MAX = 250
+FOCUS_OUTPUT_MAX = 250
+
+
+def test_focus_and_order_are_advertised_within_their_allowance() -> None:
+    """Both tools advertise ``focus`` (1 to 2,000 characters) and ``order`` (its values
+    in declared order); their texts take at most :data:`FOCUS_INPUT_MAX` characters, the
+    answer's ranking fields at most :data:`FOCUS_OUTPUT_MAX` of ``tools/list``."""
+    assert schema.NOT_ADVERTISED == ()
+    for props in (
+        tool_definitions()[0]["inputSchema"]["properties"],
+        schema.vscode_input_schema()["properties"],
+    ):
+        assert props["order"]["enum"] == ["request-order", "rank", "stable"]
+        assert props["focus"]["type"] == "string" and props["focus"]["maxLength"] == 2000
+        assert "cursor" in props["focus"]["description"]
+    props = tool_definitions()[0]["inputSchema"]["properties"]
+    spent = _compact({"focus": props["focus"], "order": props["order"]}) - 2
+    assert spent <= FOCUS_INPUT_MAX
+    out = tool_definitions()[0]["outputSchema"]["properties"]
+    ranking = out["summary"]["properties"]["ranking"]
+    assert set(ranking["properties"]) == {"signals", "indexedFiles", "pendingFiles"}
+    item = out["files"]["items"]["properties"]
+    assert item["rank"] == {"type": "integer"} and item["why"] == {"type": "string"}
+    added = {"ranking": ranking, "rank": item["rank"], "why": item["why"]}
+    assert _compact(added) - 2 <= FOCUS_OUTPUT_MAX
 
 
 def test_every_request_field_is_described_once() -> None:

@@ -195,12 +195,15 @@ describe('the real server over vscode-jsonrpc', { timeout: 60000 }, () => {
       absolutePaths: false,
       known: [{ path: 'a.txt', sha256: '0'.repeat(64) }], // a receipt that does not hold: content is sent
       redactSecrets: true,
+      order: 'request-order',
+      focus: 'line 250 of big.txt', // ranked: every entry gets its rank, the summary its ranking
     });
     // cursor continues a request; changes needs a commit to diff against (none here: below).
     for (const name of Object.keys(schema.properties)) if (name !== 'cursor' && name !== 'changes') assert.ok(name in input, name);
     await withServer(ws, DEFAULTS, async (c) => {
       const result = await read(c, input);
       assert.equal(result.summary.read, 4, result.llmContent);
+      assert.ok(result.summary.ranking && result.files.every((f) => typeof f.rank === 'number'), JSON.stringify(result.files));
       assert.ok(result.llmContent.includes('--- big.txt ---\nline 10\n'), result.llmContent);
       assert.ok(result.llmContent.includes('line 250\n'));
 

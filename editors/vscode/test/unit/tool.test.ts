@@ -45,6 +45,8 @@ describe('tool input → ReadManyParams', () => {
       maxTotalChars: 1000,
       preferFullRead: true,
       packing: 'smallest-first',
+      order: 'rank',
+      focus: 'fixture scope: getfixturevalue',
       stopOnError: true,
       format: 'xml',
       lineNumbers: true,
@@ -73,6 +75,12 @@ describe('tool input → ReadManyParams', () => {
     assert.deepEqual(toReadManyParams({ changes: {}, paths: ['src/'] }), { changes: {}, paths: ['src/'] });
     assert.deepEqual(toReadManyParams({ changes: { base: null } }), { changes: { base: null } });
     assert.throws(() => toReadManyParams({ changes: null }), ToolInputError);
+  });
+
+  test('focus and order go through with a cursor; null focus is dropped (not given)', () => {
+    const input = { cursor: 'abc', focus: 'parse_known_args', order: 'rank' };
+    assert.deepEqual(toReadManyParams(input), input);
+    assert.deepEqual(toReadManyParams({ paths: ['a'], focus: null, order: null }), { paths: ['a'] });
   });
 
   test('aliases and unknown fields go through for the server to fold or refuse', () => {

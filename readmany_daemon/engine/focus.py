@@ -1,0 +1,182 @@
+"""A focused request's order and packing (PROTOCOL §3 ``focus``, §4 "Focus").
+
+With ``focus`` the matched files fill the budget in rank order: the anchors first
+(files the request names itself, in request order), then the others as the root's
+ranking orders them (``rank.api.Ranking``); ``focus`` never adds or drops a file.
+
+- :func:`ranked_positions` asks the ranking once per page and gives the fill order, and
+  each position's ``rank`` (1-based) and ``why``.
+- :func:`plan_ranked` is ranked packing: a file that does not fit whole is passed over
+  and smaller ranked files after it still get in; at most one file is cut, the
+  best-ranked one passed over, with what is left at the end (its cut block outlines
+  the rest). A pure function of the fill order and the files' costs.
+- :func:`layout` lays the delivered files out as ``order`` says (request order, rank,
+  or the stable order) and puts the omitted ones after them, best-ranked first, so that
+  ``files`` lists them in that order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from readmany_daemon.engine import order as stable_order
+from readmany_daemon.engine.items import Items, LoadedItem
+from readmany_daemon.engine.options import BudgetOptions
+from readmany_daemon.engine.pack import (
+    MIN_PARTIAL_NUMBERED,
+    MIN_PARTIAL_TOKENS,
+    AnswerBudget,
+    Flat,
+    Ordered,
+    PackPlan,
+    Room,
+    TokenBudget,
+)
+from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.errors import Status
+from readmany_daemon.rank.api import WHY_MAX_CHARS, Ranked, Ranking
+from readmany_daemon.wire.messages import RankingInfo
+
+#: ``why`` of an anchor, a file the request names itself (it ranks before the others).
+ANCHOR_WHY = "named in the request"
+
+#: Files passed over (not fitting whole) after which ranked packing stops looking for
+#: smaller ones: each look loads a file.
+MAX_PASSED = 32
+
+
+@dataclass(frozen=True)
+class FocusOrder:
+    """One page's ranking: ``positions`` the item positions in fill order (anchors in
+    request order, then the ranked files best first, then the entries that name no
+    file, in request order); ``rank`` item index -> (1-based rank, why of at most
+    ``WHY_MAX_CHARS`` characters) of every position; ``info`` what
+    ``summary.ranking`` says."""
+
+    positions: Ordered
+    rank: dict[int, tuple[int, str]]
+    info: RankingInfo
+
+
+def ranked_positions(ranking: Ranking, items: Items, positions: Flat, focus: str) -> FocusOrder:
+    """The :class:`FocusOrder` of ``positions`` for ``focus``: the files (entries with a
+    root-relative path) are the candidates, the explicit ones among them the anchors
+    (``Item.explicit``: paths and ``files`` entries that are not patterns);
+    ``ranking.rank`` is asked once."""
+    anchors: list[int] = []  # every explicit entry, a file named twice (two windows) too
+    matched: dict[str, int] = {}  # the other files, by root-relative path
+    candidates: dict[str, None] = {}  # each file once, anchors too, in request order
+    others: list[int] = []
+    for i in positions:
+        item = None if items.is_preset(i) else items[i]
+        if item is None or not item.rel:
+            others.append(i)
+        elif item.explicit:
+            anchors.append(i)
+            candidates[item.rel] = None
+        elif item.rel not in matched and item.rel not in candidates:
+            matched[item.rel] = i
+            candidates[item.rel] = None
+        else:
+            others.append(i)
+    anchor_rels = list(dict.fromkeys(items[i].rel or "" for i in anchors))
+    ranked: Ranked = ranking.rank(list(candidates), focus, anchor_rels)
+    held = set(anchors)
+    fill = [*anchors, *(matched[rel] for rel in ranked.order if rel in matched), *others]
+    rank: dict[int, tuple[int, str]] = {}
+    for place, i in enumerate(fill, 1):
+        rel = None if items.is_preset(i) else items[i].rel
+        why = ANCHOR_WHY if i in held else ranked.why.get(rel or "", "")
+        rank[i] = (place, why[:WHY_MAX_CHARS])
+    info = RankingInfo(
+        signals=list(ranked.signals),
+        indexed_files=ranked.indexed_files,
+        pending_files=ranked.pending_files,
+    )
+    return FocusOrder(Ordered(positions, fill), rank, info)
+
+
+def plan_ranked(
+    fill: Sequence[int],
+    loaded_at: Callable[[int], LoadedItem],
+    opts: BudgetOptions,
+    tokens: TokenBudget | None = None,
+    answer: AnswerBudget | None = None,
+) -> PackPlan:
+    """Ranked packing of the positions ``fill`` (best first) under ``maxTotalFiles``,
+    ``maxTotalChars`` (characters of content), ``tokens`` (each file its content's and
+    framing's tokens) and ``answer`` (answer characters, framing included).
+
+    A file that does not fit whole is passed over; the files after it still get in
+    when they fit. Once the files run out, or :data:`MAX_PASSED` were passed over, the
+    rest is omitted, unloaded. Then the best-ranked file passed over is cut to what is
+    left (at least one character, :data:`pack.MIN_PARTIAL_NUMBERED` with line numbers,
+    and :data:`pack.MIN_PARTIAL_TOKENS` tokens under a token budget), else it stays
+    omitted. Errors and skipped entries cost nothing and are answered as they are.
+    The plan's strategy is ``"rank"``: every file of ``fill`` it neither includes nor
+    cuts nor answers otherwise is omitted (``PackPlan.not_loaded``)."""
+    least = MIN_PARTIAL_NUMBERED if opts.line_numbers else 1
+    room = Room(
+        opts.max_total_chars,
+        None if tokens is None else tokens.limit,
+        None if answer is None else answer.limit,
+        opts.max_total_files,
+    )
+
+    def cost(lo: LoadedItem) -> tuple[int, int, int, int]:
+        """Content characters, tokens with framing, answer characters, one file."""
+        t = tokens.cost(lo) if tokens is not None else 0
+        return lo.result.chars, t, answer.file(lo) if answer is not None else 0, 1
+
+    included: list[int] = []
+    answered: set[int] = set()  # loaded, no text: errors and skipped entries
+    passed: list[int] = []
+    full_count = 0
+    for i in fill:
+        if room.files <= 0 or len(passed) >= MAX_PASSED:
+            break
+        lo = loaded_at(i)
+        if lo.text is None:
+            answered.add(i)
+            full_count += lo.result.status == Status.ERROR
+        elif room.fits(cost(lo)):
+            room.take(cost(lo))
+            included.append(i)
+            full_count += 1
+        else:
+            passed.append(i)
+    partial: tuple[int, int] | None = None
+    partial_tokens: int | None = None
+    if passed and room.files > 0:
+        lo = loaded_at(passed[0])
+        allowed = room.chars
+        if room.tokens is not None:
+            partial_tokens = room.tokens - (cost(lo)[1] - (lo.tokens or 0))  # less framing
+        if answer is not None and room.answer is not None:
+            allowed = min(allowed, answer.cut_room(lo, room.answer))
+        enough = partial_tokens is None or partial_tokens >= MIN_PARTIAL_TOKENS
+        if lo.result.chars > 0 and allowed >= least and enough:
+            partial = (passed[0], allowed)
+        else:
+            partial_tokens = None
+    rest = [i for i in fill if i not in answered and i not in included]
+    plan = PackPlan("rank", rest, 0, included, partial, len(included), full_count)
+    plan.partial_tokens = partial_tokens
+    return plan
+
+
+def layout(ws: Workspace, items: Items, fill: Ordered, plan: PackPlan, order: str) -> Ordered:
+    """The positions of ``fill`` in answer order: first what the page delivers (whole,
+    cut, outlined or answered otherwise) laid out as ``order`` says (``"rank"``: the
+    fill order; ``"stable"``: the root's stable order, ``engine.order.stable``;
+    otherwise request order), then the files it omits, best-ranked first."""
+    _, omitted = plan.not_loaded(len(fill))
+    left = omitted or set()
+    delivered = [i for i in fill if i not in left]
+    if order == "stable":
+        flat = Flat([(i, i + 1) for i in sorted(delivered)])
+        delivered = list(stable_order.stable(ws, items, flat))
+    elif order != "rank":
+        delivered.sort()
+    return Ordered(fill, [*delivered, *(i for i in fill if i in left)])

@@ -1,0 +1,258 @@
+"""The full-text index of one root: SQLite FTS5 (BM25) in one file of the user's cache
+folder, beside the root's index snapshot (``index-<hash>.rank``, so the cache sweep drops
+it with the snapshot; ``index/cachegc.py``).
+
+Why FTS5 and not tantivy: measured at 100,000 files in bench/README.md "Ranking". FTS5
+comes with Python (nothing to install), many processes may read and write one file (the
+daemon and in-process answers share it; tantivy allows one writer per index folder), an
+update is one transaction of a few rows, and one file goes with the snapshot.
+
+Layout: table ``files(id INTEGER PRIMARY KEY, path TEXT UNIQUE, mark TEXT)`` (``mark``:
+``"<st_size>:<st_mtime_ns>:<st_ino>"`` when indexed) and the FTS5 table ``docs(name,
+body)`` whose rowid is ``files.id``; ``name`` is the words of the path (the file name's
+twice: ``words.path_text``), ``body`` the file's text as the engine would show it
+(secrets redacted) with camel-case identifiers split (``words.index_text``), at most
+``MAX_INDEX_CHARS`` characters. Mode 0600 in a 0700 folder; never inside the workspace.
+Thread-safe (one connection behind a lock); a write another process holds is waited for
+at most ``BUSY_MS``, then skipped (the file stays pending).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+from readmany_daemon.rank.words import path_text
+
+__all__ = ["BUSY_MS", "MAX_INDEX_CHARS", "RANK_SUFFIX", "FullText", "fts5_available", "rank_path"]
+
+log = logging.getLogger(__name__)
+
+#: A file's first this many characters are indexed (the rest of a huge file adds little).
+MAX_INDEX_CHARS: Final = 1_000_000
+#: How long (milliseconds) a write waits for another process's transaction.
+BUSY_MS: Final = 50
+#: Bumped whenever the layout or the meaning of a column changes (a file of another
+#: format is started again).
+FORMAT: Final = 2
+#: A search word found in more than this share of the indexed files tells little and
+#: costs the most (its posting list is the longest): left out of the query.
+COMMON_SHARE: Final = 0.5
+
+#: The full-text index beside ``index-<hash>.snap``: ``index-<hash>.rank`` (SQLite adds
+#: ``-wal`` and ``-shm`` files, named after it: the cache sweep drops them too).
+RANK_SUFFIX: Final = ".rank"
+
+#: A query takes the rarest words while the files holding them add up to at most this
+#: many (at least ``MIN_WORDS``): FTS5 scores every posting of every word (about 1 µs
+#: each), so at 100,000 files all of a 300-character focus's words cost ~300 ms and the
+#: rarest ones within this budget ~30 ms (bench/README.md "Focus"). A small root keeps
+#: every word.
+POSTINGS_BUDGET: Final = 20_000
+MIN_WORDS: Final = 3
+#: Words whose file counts are kept between writes.
+DF_KEPT: Final = 10_000
+
+_fts5: bool | None = None
+
+
+def rank_path(snapshot_path: str) -> str:
+    """The full-text index of the root whose index snapshot is ``snapshot_path``
+    (``index-<hash>.snap`` -> ``index-<hash>.rank``)."""
+    base = snapshot_path[: -len(".snap")] if snapshot_path.endswith(".snap") else snapshot_path
+    return base + RANK_SUFFIX
+
+
+def fts5_available() -> bool:
+    """Whether the SQLite library Python links has FTS5 (checked once per process)."""
+    global _fts5
+    if _fts5 is None:
+        try:
+            with contextlib.closing(sqlite3.connect(":memory:")) as db:
+                db.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+            _fts5 = True
+        except sqlite3.Error:
+            _fts5 = False
+    return _fts5
+
+
+def _quote(word: str) -> str:
+    return '"' + word.replace('"', '""') + '"'
+
+
+class FullText:
+    """The FTS5 index in file ``path`` (None: in memory only). Raises ``sqlite3.Error``
+    when the file cannot be opened (the caller ranks without content then)."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        if path is not None:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        self._db = sqlite3.connect(
+            path or ":memory:",
+            check_same_thread=False,
+            isolation_level=None,
+            timeout=BUSY_MS / 1000,
+        )
+        db = self._db
+        if path is not None:
+            db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version not in (0, FORMAT):
+            db.executescript(
+                "DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS docs_terms;"
+                " DROP TABLE IF EXISTS docs;"
+            )
+        db.executescript(
+            f"""
+            CREATE TABLE IF NOT EXISTS files(id INTEGER PRIMARY KEY, path TEXT UNIQUE, mark TEXT);
+            CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(name, body, tokenize='unicode61');
+            CREATE VIRTUAL TABLE IF NOT EXISTS docs_terms USING fts5vocab(docs, 'row');
+            PRAGMA user_version={FORMAT};
+            """
+        )
+        self._count = int(db.execute("SELECT count(*) FROM files").fetchone()[0])
+        #: Files holding each word asked (``informative``), until this connection writes.
+        self._df: dict[str, int] = {}
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._db.close()
+
+    def marks(self, paths: Iterable[str] | None = None) -> dict[str, str]:
+        """``{path: mark}`` of the indexed files (of ``paths`` only when given)."""
+        with self._lock:
+            if paths is None:
+                return dict(self._db.execute("SELECT path, mark FROM files"))
+            out: dict[str, str] = {}
+            chunk: list[str] = []
+            for p in paths:
+                chunk.append(p)
+                if len(chunk) == 500:
+                    out.update(self._marks_of(chunk))
+                    chunk = []
+            out.update(self._marks_of(chunk))
+            return out
+
+    def _marks_of(self, chunk: Sequence[str]) -> list[tuple[str, str]]:
+        if not chunk:
+            return []
+        q = "SELECT path, mark FROM files WHERE path IN ({})".format(",".join("?" * len(chunk)))
+        return list(self._db.execute(q, chunk))
+
+    def count(self) -> int:
+        """How many files the index holds (as this connection last wrote or opened it)."""
+        return self._count
+
+    def write(self, puts: Sequence[tuple[str, str, str]], drops: Sequence[str]) -> bool:
+        """In one transaction: index ``(path, mark, body)`` for each of ``puts`` (replacing
+        what the path held) and forget each of ``drops``. False (nothing written) when
+        another process held the file longer than ``BUSY_MS``."""
+        with self._lock:
+            db = self._db
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                log.info("full-text index busy, write deferred: %s", exc)
+                return False
+            removed = 0
+            try:
+                for path in [*drops, *(p for p, _, _ in puts)]:
+                    row = db.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+                    if row is not None:
+                        removed += 1
+                        db.execute("DELETE FROM docs WHERE rowid = ?", row)
+                        db.execute("DELETE FROM files WHERE id = ?", row)
+                for path, mark, body in puts:
+                    cur = db.execute("INSERT INTO files(path, mark) VALUES (?, ?)", (path, mark))
+                    db.execute(
+                        "INSERT INTO docs(rowid, name, body) VALUES (?, ?, ?)",
+                        (cur.lastrowid, path_text(path), body),
+                    )
+                db.execute("COMMIT")
+            except sqlite3.Error:
+                db.execute("ROLLBACK")
+                raise
+            self._count += len(puts) - removed
+            self._df.clear()
+            return True
+
+    def search(
+        self, words: Sequence[str], limit: int, column: str = "body"
+    ) -> list[tuple[str, float]]:
+        """The best ``limit`` files for ``words`` (lower case) in ``column`` (``"body"``:
+        the text, ``"name"``: the path) by BM25 (FTS5's ``bm25()``, k1 = 1.2, b = 0.75),
+        best first, as ``(path, score)`` with ``score`` > 0 (higher is better). Words in
+        more than ``COMMON_SHARE`` of the files are left out."""
+        kept = self.informative(words)
+        if not kept:
+            return []
+        query = "{" + column + "} : (" + " OR ".join(_quote(w) for w in kept) + ")"
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT f.path, -bm25(docs) FROM docs JOIN files f ON f.id = docs.rowid"
+                " WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT ?",
+                (query, limit),
+            ).fetchall()
+        return [(p, float(s)) for p, s in rows]
+
+    def informative(self, words: Sequence[str]) -> list[str]:
+        """``words`` that some indexed file holds and at most ``COMMON_SHARE`` of them,
+        rarest first, within ``POSTINGS_BUDGET``."""
+        if not words:
+            return []
+        with self._lock:
+            total = self._count
+            df = self._df
+            missing = [w for w in dict.fromkeys(words) if w not in df]
+            if missing:  # the vocabulary table is scanned whole: ask once per word
+                if len(df) > DF_KEPT:
+                    df.clear()
+                marks = ",".join("?" * len(missing))
+                q = f"SELECT term, doc FROM docs_terms WHERE term IN ({marks})"
+                df.update(dict.fromkeys(missing, 0))
+                df.update(self._db.execute(q, missing))
+        limit = max(2, int(total * COMMON_SHARE))
+        ranked = sorted((w for w in words if 0 < df.get(w, 0) <= limit), key=lambda w: df[w])
+        kept: list[str] = []
+        postings = 0
+        for w in ranked:
+            if len(kept) >= MIN_WORDS and postings + df[w] > POSTINGS_BUDGET:
+                break
+            kept.append(w)
+            postings += df[w]
+        return kept
+
+    def holding(self, words: Sequence[str], paths: Sequence[str]) -> dict[str, list[str]]:
+        """For each of ``paths`` (indexed), the ``words`` its text holds, in the order
+        of ``words``."""
+        out: dict[str, list[str]] = {p: [] for p in paths}
+        if not paths or not words:
+            return out
+        with self._lock:
+            ids = dict(self._marks_ids(paths))
+            if not ids:
+                return out
+            back = {i: p for p, i in ids.items()}
+            marks = ",".join(str(i) for i in ids.values())
+            for w in words:
+                for (rowid,) in self._db.execute(
+                    f"SELECT rowid FROM docs WHERE docs MATCH ? AND rowid IN ({marks})",
+                    ("{body} : " + _quote(w),),
+                ):
+                    out[back[rowid]].append(w)
+        return out
+
+    def _marks_ids(self, paths: Sequence[str]) -> list[tuple[str, int]]:
+        q = "SELECT path, id FROM files WHERE path IN ({})".format(",".join("?" * len(paths)))
+        return list(self._db.execute(q, list(paths)))

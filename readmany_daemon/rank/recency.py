@@ -1,0 +1,122 @@
+"""The recency signal: files changed in the working tree, or in the last commits.
+
+Asked of git itself (``git status --porcelain``, ``git log --name-only``), three calls
+started together in a thread of their own; remembered per key (the index's clock: a
+commit, a checkout and a write each move it). A call waits for git at most
+``WAIT_SECONDS`` (``git status`` takes seconds on a 100,000-file tree); until git answers,
+the answer before stands (the files the index reported changed since count as changed
+in the working tree: ``RootRanking`` adds them).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Hashable
+from typing import Final
+
+from readmany_daemon.rules.git import GitCall
+
+__all__ = ["RECENT_COMMITS", "WAIT_SECONDS", "Recency"]
+
+#: How many commits back a change still counts.
+RECENT_COMMITS: Final = 30
+#: A commit (or a working tree) changing more files than this says nothing of a task
+#: (an import, a reformat, a fresh unversioned tree): its files are left out.
+MAX_CHANGED: Final = 500
+#: How long a call waits for git (seconds).
+WAIT_SECONDS: Final = 0.05
+
+
+class Recency:
+    """The recent changes of the git work tree holding ``root`` (absolute)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._key: Hashable = object()
+        self._ages: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._running: threading.Thread | None = None
+
+    def ages(self, key: Hashable) -> dict[str, int]:
+        """``{root-relative path: age}``: 0 for a file changed in the working tree or
+        git's index (untracked files included), ``n`` for one the ``n``-th last commit
+        changed (1 = HEAD), up to ``RECENT_COMMITS``. Empty outside git. Asked again
+        when ``key`` differs from the last call's; waits at most ``WAIT_SECONDS``."""
+        with self._lock:
+            running = self._running
+            if key != self._key and running is None:
+                self._key = key
+                running = self._running = threading.Thread(
+                    target=self._refresh, name="readmany-recency", daemon=True
+                )
+                running.start()
+        if running is not None:
+            running.join(WAIT_SECONDS)
+        with self._lock:
+            return self._ages
+
+    def settle(self, timeout: float) -> None:
+        """Wait for git's answer in progress, at most ``timeout`` seconds."""
+        with self._lock:
+            running = self._running
+        if running is not None:
+            running.join(timeout)
+
+    def _refresh(self) -> None:
+        ages = self._read()
+        with self._lock:
+            self._ages = ages
+            self._running = None
+
+    def _read(self) -> dict[str, int]:
+        q = ["-c", "core.quotepath=off"]
+        prefix_call = GitCall(["rev-parse", "--show-prefix"], self.root)
+        status_call = GitCall(
+            [*q, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", "."], self.root
+        )
+        log_call = GitCall(
+            [
+                *q,
+                "log",
+                f"-n{RECENT_COMMITS}",
+                "--no-merges",
+                "--format=format://",
+                "--name-only",
+                "--relative",
+                "-z",
+            ],
+            self.root,
+        )
+        prefix = prefix_call.output()
+        status = status_call.output()
+        logged = log_call.output()
+        if prefix is None:
+            return {}
+        top = os.fsdecode(prefix.strip())
+        work: dict[str, int] = {}
+        fields = (status or b"").split(b"\0")
+        i = 0
+        while i < len(fields):
+            entry = fields[i]
+            i += 1
+            if len(entry) < 4:
+                continue
+            if entry[:1] in (b"R", b"C"):
+                i += 1  # the rename's source follows
+            path = os.fsdecode(entry[3:])
+            if path.startswith(top):
+                work[path[len(top) :]] = 0
+        ages = work if len(work) <= MAX_CHANGED else {}
+        commits: list[list[str]] = []
+        for field in (logged or b"").split(b"\0"):
+            for line in field.split(b"\n"):
+                if line == b"//":
+                    commits.append([])
+                elif line and commits:
+                    commits[-1].append(os.fsdecode(line))
+        for age, names in enumerate(commits, 1):
+            if len(names) <= MAX_CHANGED:
+                for name in names:
+                    ages.setdefault(name, age)
+        return ages

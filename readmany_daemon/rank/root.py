@@ -1,0 +1,350 @@
+"""A root's ranking (``Workspace.ranking``): the four signals of docs/protocol.md
+"Ranking", fused.
+
+* **content**: BM25 of the file's text for the focus's words (``fulltext.FullText``,
+  kept current by ``keeper.IndexKeeper``); absent with ``rankingIndex: "off"`` or
+  without FTS5.
+* **names**: the focus's words in the file's path (``names.path_scores``), and the
+  symbols its outline defines.
+* **references**: personalized PageRank over definitions and references
+  (``references.pagerank``) of the best candidates so far and the anchors, restarting at
+  the anchors and at the files defining an identifier the focus names.
+* **recency**: changed in the working tree or the last commits (``recency.Recency``).
+
+Fusion: each signal's scores are divided by that signal's best score among the
+candidates (so each lies in 0..1), weighted (``WEIGHTS``) and summed, and the sum is
+divided by ``(estimated tokens + 200) ** SIZE_EXPONENT`` (of two files about as relevant,
+the smaller one leaves more of the budget to the next). Files no signal scores keep the
+request's order after the others. The weights were chosen on bench/bench_focus.py
+(bench/README.md "Ranking"): reciprocal-rank fusion was measured too, and lost.
+Tags (definitions and references) are made lazily for the files that need them, at
+most ``TAG_SECONDS`` a call, kept per (path, mark).
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import os
+import sqlite3
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
+
+from readmany_daemon.content.outline import OutlineCache, Tags, tags
+from readmany_daemon.index.model import Index
+from readmany_daemon.rank.api import SIGNALS, WHY_MAX_CHARS, Ranked
+from readmany_daemon.rank.fulltext import FullText, fts5_available
+from readmany_daemon.rank.keeper import IndexKeeper, mark_of, read_text
+from readmany_daemon.rank.names import path_scores
+from readmany_daemon.rank.recency import Recency
+from readmany_daemon.rank.references import pagerank
+from readmany_daemon.rank.words import focus_identifiers, focus_words
+
+__all__ = ["MODES", "SIZE_EXPONENT", "WEIGHTS", "RootRanking", "normalized"]
+
+log = logging.getLogger(__name__)
+
+#: ``rankingIndex`` values (docs/protocol.md "Settings").
+MODES: Final = ("on-demand", "always", "off")
+#: Signal -> weight in the fusion, measured on bench/bench_focus.py.
+WEIGHTS: Final[Mapping[str, float]] = {
+    "content": 1.0,
+    "names": 0.6,
+    "references": 0.1,
+    "recency": 0.2,
+}
+#: Within content: the weight of the BM25 of the focus's code identifiers
+#: (``words.focus_identifiers``) beside that of all its words (1).
+IDENTIFIER_WEIGHT: Final = 0.5
+#: Within names: a symbol the file defines named by the focus, beside its path (1).
+DEFINES_WEIGHT: Final = 0.5
+#: The fused score is divided by ``(bytes / 4 + 200) ** SIZE_EXPONENT``.
+SIZE_EXPONENT: Final = 0.1
+#: A focused request waits at most this long (seconds) for the index (issue 25 item 5).
+WAIT_SECONDS: Final = 0.1
+#: Tags are made for at most this long (seconds) per call; the rest the next call.
+TAG_SECONDS: Final = 0.05
+#: Best files so far (by content, names, recency) whose references are graphed.
+GRAPH_FILES: Final = 60
+#: Content results asked of the full-text index.
+CONTENT_LIMIT: Final = 2000
+#: Tags kept (per path and mark).
+TAGS_KEPT: Final = 4096
+#: Files whose ``why`` names the words their text holds.
+WHY_WORDS_FILES: Final = 40
+#: Files that get a ``why`` (the rest: ``""``; an answer lists far fewer).
+WHY_FILES: Final = 500
+#: Best files whose size weighs in the fusion.
+SIZED_FILES: Final = 300
+
+
+def _path_words(
+    paths: Sequence[str], names: Mapping[str, float], words: Sequence[str]
+) -> dict[str, tuple[float, str]]:
+    """For each of ``paths`` the names signal scores, the rarest focus word its path
+    holds (``path: WORD`` in ``why``): the one found in the fewest of ``paths``."""
+    found: dict[str, list[str]] = {}
+    for p in paths:
+        if p in names:
+            low = p.lower()
+            found[p] = [w for w in words if w in low]
+    counts = {w: sum(1 for ws in found.values() if w in ws) for w in words}
+    return {p: (names[p], min(ws, key=lambda w: counts[w])) for p, ws in found.items() if ws}
+
+
+class _Why(dict[str, str]):
+    """``why`` by path; ``""`` for a path beyond the first ``WHY_FILES``."""
+
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def normalized(scores: Mapping[str, float]) -> dict[str, float]:
+    """``scores`` divided by the largest (all in 0..1); ``{}`` when none is positive."""
+    top = max(scores.values(), default=0.0)
+    return {p: v / top for p, v in scores.items() if v > 0} if top > 0 else {}
+
+
+def _sum(*parts: tuple[float, Mapping[str, float]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for weight, scores in parts:
+        for p, v in normalized(scores).items():
+            out[p] = out.get(p, 0.0) + weight * v
+    return out
+
+
+class RootRanking:
+    """The ranking of the files of ``root`` (absolute) whose index is ``index()`` (called
+    only within ``rank`` and ``start``, which the daemon runs holding the root's lock).
+
+    ``path``: the full-text index's file (None: in memory); ``mode``: ``rankingIndex``;
+    ``background``: keep the index in a thread (the daemon) rather than for at most 100 ms
+    of each call (in process); ``redact``: text -> what may be indexed."""
+
+    def __init__(
+        self,
+        root: str,
+        index: Callable[[], Index],
+        *,
+        path: str | None = None,
+        mode: str = "on-demand",
+        background: bool = False,
+        redact: Callable[[str], str] = lambda text: text,
+        outlines: OutlineCache | None = None,
+    ) -> None:
+        self.root = root
+        self.mode = mode if mode in MODES else "on-demand"
+        self.background = background
+        self._index = index
+        self._outlines = outlines if outlines is not None else OutlineCache()
+        self._tags: OrderedDict[tuple[str, str], Tags] = OrderedDict()
+        self.recency = Recency(root)
+        #: Files the index reported changed since the ranking was made (age 0).
+        self._touched: set[str] = set()
+        self.keeper: IndexKeeper | None = None
+        #: The per-signal scores of the last call (``{signal: {path: score}}``), for
+        #: bench/bench_focus.py's weight search.
+        self.last_scores: Mapping[str, Mapping[str, float]] = {}
+        self.last_sizes: Mapping[str, int] = {}
+        if self.mode != "off" and fts5_available():
+            try:
+                self.keeper = IndexKeeper(root, FullText(path), redact)
+            except (sqlite3.Error, OSError) as exc:
+                log.warning("no full-text index for %s: %s", root, exc)
+
+    # -- the index's life ----------------------------------------------------
+    def start(self) -> None:
+        """Queue the whole root for the full-text index (and, in the background mode,
+        start building it); ``rankingIndex: "always"`` calls it at start."""
+        if self.keeper is not None and not self.keeper.started:
+            self.keeper.start(self._index().files(), self.background)
+
+    def note_change(self, generation: int, rel: str, deleted: bool) -> None:
+        """The index's change listener (``Index.add_listener``)."""
+        if not deleted:
+            self._touched.add(rel)
+        if self.keeper is not None:
+            self.keeper.note_change(generation, rel, deleted)
+
+    def close(self) -> None:
+        """Stop the background work and close the index file."""
+        if self.keeper is not None:
+            self.keeper.close()
+            self.keeper.fulltext.close()
+
+    # -- ranking -----------------------------------------------------------------
+    def rank(self, candidates: Sequence[str], focus: str, anchors: Sequence[str]) -> Ranked:
+        """``candidates`` best first for ``focus`` (see ``rank.api.Ranking.rank``)."""
+        words = focus_words(focus)
+        idents = focus_identifiers(focus)
+        signals: list[str] = []
+        scores: dict[str, dict[str, float]] = {}
+        indexed = pending = 0
+        index = self._index()
+        keeper = self.keeper
+        cand = set(candidates)
+        if keeper is not None:
+            pending = self._update(keeper, index, candidates)
+            indexed = keeper.indexed
+            signals.append("content")
+            found = keeper.fulltext.search(words, CONTENT_LIMIT)
+            named = keeper.fulltext.search(sorted(idents), CONTENT_LIMIT) if idents else []
+            scores["content"] = _sum(
+                (1.0, {p: s for p, s in found if p in cand}),
+                (IDENTIFIER_WEIGHT, {p: s for p, s in named if p in cand}),
+            )
+        if keeper is not None:  # the index's name column: no scan of every path
+            found = keeper.fulltext.search(words, CONTENT_LIMIT, column="name")
+            scores["names"] = {p: s for p, s in found if p in cand}
+        else:
+            scores["names"] = {p: s for p, (s, _) in path_scores(candidates, words).items()}
+        signals.append("names")
+        ages = dict(self.recency.ages(index.clock))
+        for rel in self._touched:
+            ages[rel] = 0
+        if ages:
+            scores["recency"] = {p: 1.0 / (1 + a) for p, a in ages.items() if p in cand}
+            signals.append("recency")
+        first = self._best(scores, GRAPH_FILES)
+        graphed = list(dict.fromkeys([*(a for a in anchors if a in cand), *first]))
+        if len(graphed) < GRAPH_FILES:  # few scored yet: the request's first files too
+            graphed = list(dict.fromkeys([*graphed, *candidates[:GRAPH_FILES]]))[:GRAPH_FILES]
+        file_tags = self._tags_of(graphed)
+        defines: dict[str, str] = {}
+        defined: dict[str, float] = {}
+        word_set = set(words)
+        for p, t in file_tags.items():
+            hit = sorted(n for n in t.defines if n in word_set or n in idents)
+            if hit:
+                defines[p] = max(hit, key=len)
+                defined[p] = sum(1.0 if n in idents else 0.3 for n in hit)
+        scores["names"] = _sum((1.0, scores["names"]), (DEFINES_WEIGHT, defined))
+        seeds = {a: 1.0 for a in anchors if a in file_tags}
+        for p, name in defines.items():
+            seeds[p] = seeds.get(p, 0.0) + (1.0 if name in idents else 0.5)
+        for p in first[:5]:
+            seeds[p] = seeds.get(p, 0.0) + 0.2
+        pr = pagerank(file_tags, seeds, idents)
+        scores["references"] = {p: s for p, s in pr.items() if p not in seeds}
+        signals.append("references")
+        sizes = self._sizes(self._best(scores, SIZED_FILES))
+        order = self.fuse(candidates, scores, sizes)
+        by_path = _path_words(order[:WHY_FILES], scores["names"], words)
+        self.last_scores, self.last_sizes = scores, sizes
+        held: Mapping[str, list[str]] = {}
+        if keeper is not None:
+            held = keeper.fulltext.holding(
+                keeper.fulltext.informative(words)[:12], order[:WHY_WORDS_FILES]
+            )
+        why = _Why(
+            {p: self._why(p, scores, held, by_path, defines, ages) for p in order[:WHY_FILES]}
+        )
+        ordered = tuple(s for s in SIGNALS if s in signals)
+        return Ranked(tuple(order), why, ordered, indexed, pending)
+
+    @staticmethod
+    def _best(scores: Mapping[str, Mapping[str, float]], n: int) -> list[str]:
+        """The ``n`` best files by the fusion without sizes."""
+        fused = _sum(*((WEIGHTS[signal], per) for signal, per in scores.items()))
+        return heapq.nlargest(n, fused, key=fused.__getitem__)
+
+    def _update(self, keeper: IndexKeeper, index: Index, candidates: Sequence[str]) -> int:
+        """Bring the full-text index closer to current; returns the files pending."""
+        if self.background:
+            if not keeper.started:
+                keeper.start(index.files(), True)
+            keeper.wait(WAIT_SECONDS)
+            return keeper.pending_count()
+        deadline = time.monotonic() + WAIT_SECONDS
+        keeper.forget_checks()  # no watcher in process: a file's mark is the truth
+        todo = keeper.unchecked(candidates)
+        if todo:
+            visible = set(index.files()) if len(todo) > 256 else None
+            todo = [r for r in todo if (r in visible if visible is not None else index.contains(r))]
+            keeper.work(deadline, todo)
+            return len(keeper.unchecked(todo))
+        return 0
+
+    def _sizes(self, paths: Sequence[str]) -> dict[str, int]:
+        """Bytes of each of ``paths`` (``lstat``; 0 when it cannot)."""
+        out: dict[str, int] = {}
+        for p in paths:
+            try:
+                out[p] = os.lstat(os.path.join(self.root, p)).st_size
+            except OSError:
+                out[p] = 0
+        return out
+
+    @staticmethod
+    def fuse(
+        candidates: Sequence[str],
+        scores: Mapping[str, Mapping[str, float]],
+        sizes: Mapping[str, int],
+        weights: Mapping[str, float] = WEIGHTS,
+        size_exponent: float = SIZE_EXPONENT,
+    ) -> list[str]:
+        """``candidates`` ordered by the fusion of ``scores`` (``{signal: {path:
+        score}}``, higher better; see the module) with ``sizes`` (bytes), ties and files
+        no signal scores in the order of ``candidates``."""
+        fused = _sum(*((weights[signal], per) for signal, per in scores.items()))
+        sized = {
+            p: v / (sizes[p] / 4 + 200) ** size_exponent for p, v in fused.items() if p in sizes
+        }
+        # the best few thousand by size-weighed score, then the other scored files
+        ranked = sorted((p for p in candidates if p in sized), key=lambda p: -sized[p])
+        rest = sorted(
+            (p for p in candidates if p in fused and p not in sized), key=lambda p: -fused[p]
+        )
+        return ranked + rest + [p for p in candidates if p not in fused]
+
+    def _tags_of(self, paths: Sequence[str]) -> dict[str, Tags]:
+        out: dict[str, Tags] = {}
+        deadline = time.monotonic() + TAG_SECONDS
+        for rel in paths:
+            try:
+                mark = mark_of(os.lstat(os.path.join(self.root, rel)))
+            except OSError:
+                continue
+            key = (rel, mark)
+            got = self._tags.get(key)
+            if got is None:
+                if time.monotonic() > deadline:
+                    continue
+                text = read_text(self.root, rel)
+                got = tags(text, rel, cache=self._outlines) if text is not None else Tags()
+                self._tags[key] = got
+                if len(self._tags) > TAGS_KEPT:
+                    self._tags.popitem(last=False)
+            else:
+                self._tags.move_to_end(key)
+            out[rel] = got
+        return out
+
+    @staticmethod
+    def _why(
+        path: str,
+        scores: Mapping[str, Mapping[str, float]],
+        held: Mapping[str, list[str]],
+        by_path: Mapping[str, tuple[float, str]],
+        defines: Mapping[str, str],
+        ages: Mapping[str, int],
+    ) -> str:
+        parts: list[str] = []
+        words = held.get(path)
+        if words:
+            parts.append(f'content: "{" ".join(words[:3])}"')
+        elif path in scores.get("content", {}):
+            parts.append("content")
+        if path in defines:
+            parts.append(f"defines {defines[path]}")
+        elif path in by_path:
+            parts.append(f"path: {by_path[path][1]}")
+        if path in scores.get("references", {}):
+            parts.append("references")
+        age = ages.get(path)
+        if age is not None:
+            parts.append("changed in work tree" if age == 0 else f"changed {age} commits ago")
+        why = "; ".join(parts)
+        return why if len(why) <= WHY_MAX_CHARS else why[: WHY_MAX_CHARS - 1] + "…"

@@ -1,0 +1,178 @@
+"""A root's ranking (``rank/root.py``) on small real trees with the real full-text
+engine (SQLite FTS5): each signal, the index kept current, in the cache folder only."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.rules.kinds import ALL
+from readmany_daemon.settings import Settings
+from tests.helpers import git, write_tree
+
+FIXTURES = "def getFixtureValue(name):\n    return lookup(name)\n\n\ndef lookup(name):\n    ...\n"
+SCOPE = "class Scope:\n    '''fixture scope: function, class, module, session'''\n"
+OTHER = "def unrelated():\n    return 42\n"
+
+
+def _ws(root: Path, cache: Path, **settings: object) -> Workspace:
+    ws = Workspace.open(str(root), Settings(**settings))  # type: ignore[arg-type]
+    ws.rank_file = str(cache / "index-0123456789abcdef0123456789abcdef.rank")
+    return ws
+
+
+def _all(ws: Workspace) -> list[str]:
+    return ws.index.glob("**", ALL, True)
+
+
+def _indexed(path: str) -> set[str]:
+    with sqlite3.connect(path) as db:
+        return {p for (p,) in db.execute("SELECT path FROM files")}
+
+
+def test_content_ranks_the_file_whose_text_holds_the_focus_words(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    write_tree(root, {"a.py": OTHER, "b.py": SCOPE, "c.py": OTHER.replace("42", "43")})
+    ws = _ws(root, tmp_path / "cache")
+    got = ws.ranking.rank(_all(ws), "the session scope of a fixture", [])
+    assert got.order[0] == "b.py"
+    assert sorted(got.order) == ["a.py", "b.py", "c.py"]
+    assert got.signals[:2] == ("content", "names")
+    assert got.why["b.py"].startswith('content: "')
+    assert (got.indexed_files, got.pending_files) == (3, 0)
+
+
+def test_camel_case_in_the_text_is_found_by_its_words_and_the_other_way(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    write_tree(root, {"a.py": OTHER, "fx.py": FIXTURES, "z.py": "get_fixture_value = 1\n"})
+    ws = _ws(root, tmp_path / "cache")
+    got = ws.ranking.rank(_all(ws), "get fixture value", [])
+    assert set(got.order[:2]) == {"fx.py", "z.py"}
+    got = ws.ranking.rank(_all(ws), "getFixtureValue", [])
+    assert got.order[0] == "fx.py"
+
+
+@pytest.mark.parametrize("mode", ["off", "on-demand"])  # a scan of paths; the name column
+def test_names_rank_paths_and_the_symbols_files_define(tmp_path: Path, mode: str) -> None:
+    root = tmp_path / "w"
+    write_tree(root, {"a.py": OTHER, "src/scheduler.py": OTHER, "m.py": "def frobnicate(): ...\n"})
+    ws = _ws(root, tmp_path / "cache", ranking_index=mode)
+    got = ws.ranking.rank(_all(ws), "the scheduler", [])
+    assert got.order[0] == "src/scheduler.py"
+    assert got.why["src/scheduler.py"] == "path: scheduler"
+    assert ("content" in got.signals) is (mode != "off")
+    got = ws.ranking.rank(_all(ws), "why does frobnicate fail", [])
+    assert got.order[0] == "m.py"
+    assert got.why["m.py"].endswith("defines frobnicate")
+
+
+def test_a_write_is_seen_by_the_next_rank(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    write_tree(root, {"a.py": OTHER, "b.py": OTHER + "# pangolin\n"})
+    ws = _ws(root, tmp_path / "cache")
+    assert ws.ranking.rank(_all(ws), "pangolin", []).order[0] == "b.py"
+    write_tree(root, {"a.py": OTHER + "# pangolin pangolin pangolin\n", "b.py": OTHER})
+    assert ws.ranking.rank(_all(ws), "pangolin", []).order[0] == "a.py"
+    # another process (a new workspace) reads the same file and finds it current
+    again = _ws(root, tmp_path / "cache")
+    assert again.ranking.rank(_all(again), "pangolin", []).order[0] == "a.py"
+
+
+def test_denied_and_ignored_files_never_enter_the_index_and_secrets_are_redacted(
+    repo: Path, tmp_path: Path
+) -> None:
+    key = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    write_tree(
+        repo,
+        {
+            ".gitignore": "build/\n",
+            "build/out.py": "pangolin\n",
+            ".env": "TOKEN=pangolin\n",
+            "app.py": f"# pangolin\ntoken = '{key}'\n",
+        },
+    )
+    ws = _ws(repo, tmp_path / "cache")
+    ws.ranking.rank(["app.py", "build/out.py", ".env"], "pangolin", [])
+    path = str(ws.rank_file)
+    assert _indexed(path) == {"app.py"}
+    with sqlite3.connect(path) as db:
+        (body,) = db.execute("SELECT body FROM docs").fetchone()
+    assert key not in body
+    assert "«redacted:" in body
+    assert not [p for p in os.listdir(repo) if p.endswith(".rank") or "index-" in p]
+
+
+def test_the_index_file_is_0600_in_a_0700_folder(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    write_tree(root, {"a.py": OTHER})
+    ws = _ws(root, tmp_path / "cache")
+    ws.ranking.rank(_all(ws), "unrelated", [])
+    assert stat.S_IMODE(os.stat(tmp_path / "cache").st_mode) == 0o700
+    for name in os.listdir(tmp_path / "cache"):
+        assert stat.S_IMODE(os.stat(tmp_path / "cache" / name).st_mode) == 0o600, name
+
+
+def test_an_index_file_inside_the_root_is_never_used(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    write_tree(root, {"a.py": OTHER})
+    ws = Workspace.open(str(root), Settings())
+    ws.rank_file = str(root / ".cache" / "index-x.rank")
+    ws.ranking.rank(_all(ws), "unrelated", [])
+    assert sorted(os.listdir(root)) == ["a.py"]
+
+
+def test_recency_ranks_files_changed_in_the_work_tree_then_recent_commits(repo: Path) -> None:
+    write_tree(repo, {"a.py": OTHER, "b.py": OTHER, "c.py": OTHER, "d.py": OTHER})
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "one")
+    write_tree(repo, {"c.py": OTHER + "# x\n"})
+    git(repo, "commit", "-qam", "two")
+    write_tree(repo, {"d.py": OTHER + "# y\n"})
+    ws = Workspace.open(str(repo), Settings(ranking_index="off"))
+    ws.ranking.recency.ages(ws.index.clock)  # git asked in the background
+    ws.ranking.recency.settle(60)
+    got = ws.ranking.rank(["a.py", "b.py", "c.py", "d.py"], "nothing matches here", [])
+    assert "recency" in got.signals
+    assert got.order[:2] == ("d.py", "c.py")
+    assert got.why["d.py"] == "changed in work tree"
+    assert got.why["c.py"] == "changed 1 commits ago"
+
+
+def test_pagerank_seeded_by_an_anchor_ranks_what_it_references(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    write_tree(
+        root,
+        {
+            "main.py": "from lib import helper\n\nhelper()\n",
+            "lib.py": "def helper():\n    return other()\n",
+            "noise.py": "def noise():\n    pass\n",
+            "zzz.py": "def zzz():\n    pass\n",
+        },
+    )
+    ws = _ws(root, tmp_path / "cache", ranking_index="off")
+    cands = ["main.py", "noise.py", "zzz.py", "lib.py"]
+    got = ws.ranking.rank(cands, "nothing matches here", ["main.py"])
+    assert got.order[0] == "lib.py"
+    assert "references" in got.signals
+    # without the anchor nothing seeds the graph: request order
+    assert ws.ranking.rank(cands, "nothing matches here", []).order == tuple(cands)
+
+
+def test_without_fts5_the_other_signals_rank_and_signals_say_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from readmany_daemon.rank import fulltext
+
+    monkeypatch.setattr(fulltext, "_fts5", False)  # as a SQLite built without FTS5
+    root = tmp_path / "w"
+    write_tree(root, {"a.py": OTHER, "scope.py": OTHER})
+    ws = _ws(root, tmp_path / "cache")
+    got = ws.ranking.rank(_all(ws), "fixture scope", [])
+    assert got.signals == ("names", "references")
+    assert got.order[0] == "scope.py"
+    assert not (tmp_path / "cache").exists()
