@@ -16,6 +16,7 @@ import os
 import sys
 
 from readmany_daemon import quickjson
+from readmany_daemon.cli_output import OutputError, StdoutSink, drop_stdout, write, write_parts
 from readmany_daemon.cli_parser import UsageLine, parse_args
 from readmany_daemon.errors import InvalidParams, ReadManyError, UsageError
 from readmany_daemon.quickargs import ReadArgs, parse_read
@@ -186,95 +187,23 @@ def _rank_file(root: str, settings: Any) -> str:
     return rank_path(snapshot_path(root, (root, *index_key(settings))))
 
 
-class _OutputError(Exception):
-    """Standard output is closed or cannot be written (a full disk): one line on
-    stderr and exit 1, not a traceback."""
-
-
-def _write(text: str) -> None:
-    """Write ``text`` (UTF-8, surrogate escapes as their bytes) to standard output.
-    Raises ``BrokenPipeError`` (the reader went away) or ``_OutputError``."""
-    _write_parts([text])
-
-
-def _write_parts(parts: Sequence[str | bytes | bytearray]) -> None:
-    """Write the concatenation of ``parts`` as :func:`_write` does, one part at a time
-    (bytes as they are: UTF-8 already)."""
-    if sys.stdout is None:
-        raise _OutputError("standard output is closed")
-    try:
-        out = sys.stdout.buffer
-        for part in parts:
-            out.write(part.encode("utf-8", "surrogateescape") if isinstance(part, str) else part)
-        out.flush()
-    except BrokenPipeError:
-        raise
-    except (OSError, ValueError) as exc:  # ValueError: a closed file object
-        raise _OutputError(str(exc)) from None
-
-
-#: ``fcntl``'s ``F_SETPIPE_SZ`` (Linux): the capacity of a pipe, in bytes.
-_F_SETPIPE_SZ = 1031
-#: The pipe capacity asked for (Linux's default ``pipe-max-size``) before a content frame
-#: of at least this many bytes goes to a standard output that is a pipe.
-PIPE_BYTES = 1 << 20
-
-
-class _StdoutSink:
-    """Writes a content frame to standard output as it arrives (``route.ask_daemon``'s
-    ``content_sink``): a large answer is printed while the rest of it comes, not after
-    all of it came. Before a frame of ``PIPE_BYTES`` or more, a pipe on standard output
-    is grown to that size (fewer writes that wait for the reader). Raises
-    ``BrokenPipeError`` when the reader went away, ``_OutputError`` for another write
-    failure."""
-
-    def __init__(self) -> None:
-        self.started = False  # a frame began
-        self.last = b""  # the last byte written
-
-    def start(self, length: int) -> None:
-        """A frame of ``length`` bytes begins."""
-        self.started = True
-        if length >= PIPE_BYTES and sys.platform.startswith("linux"):
-            import fcntl
-
-            try:  # noqa: SIM105 (contextlib is no import of the warm path)
-                fcntl.fcntl(1, _F_SETPIPE_SZ, PIPE_BYTES)
-            except OSError:
-                pass  # not a pipe, or over /proc/sys/fs/pipe-max-size: as it is
-
-    def write(self, chunk: memoryview) -> None:
-        """Write the next bytes of the frame."""
-        if not len(chunk):
-            return
-        if sys.stdout is None:
-            raise _OutputError("standard output is closed")
-        try:
-            sys.stdout.buffer.write(chunk)
-        except BrokenPipeError:
-            raise
-        except (OSError, ValueError) as exc:  # ValueError: a closed file object
-            raise _OutputError(str(exc)) from None
-        self.last = bytes(chunk[-1:])
-
-
 def cmd_read(args: argparse.Namespace | ReadArgs) -> int:
     """``readmany read``: print ``llmContent`` (or the whole result with ``--json``)."""
     raw = _read_params(args)
-    sink = None if args.json else _StdoutSink()
+    sink = None if args.json else StdoutSink()
     asked = ask_daemon(args.root, "readMany/read", raw, no_daemon=args.no_daemon, content_sink=sink)
     if (answer := asked.answer) is not None:
         if args.json:
-            _write(quickjson.dumps(answer) + "\n")
+            write(quickjson.dumps(answer) + "\n")
         elif sink is not None and sink.started:
             # The content frame went out as it came: end it as the other paths do.
-            _write_parts([] if sink.last == b"\n" else [b"\n"])
+            write_parts([] if sink.last == b"\n" else [b"\n"])
         elif (content := asked.content) is not None:
             # The daemon's bytes as they came (a content frame): no decode, no copy.
-            _write_parts([content] if content.endswith(b"\n") else [content, b"\n"])
+            write_parts([content] if content.endswith(b"\n") else [content, b"\n"])
         else:
             text = answer["llmContent"]
-            _write(text if text.endswith("\n") else text + "\n")
+            write(text if text.endswith("\n") else text + "\n")
         return EXIT_OK
 
     from readmany_daemon.engine import answer as engine
@@ -290,14 +219,14 @@ def cmd_read(args: argparse.Namespace | ReadArgs) -> int:
         import msgspec
 
         result = engine.answer(ws, req)
-        _write(msgspec.json.encode(to_builtins(result)).decode("utf-8", "surrogateescape") + "\n")
+        write(msgspec.json.encode(to_builtins(result)).decode("utf-8", "surrogateescape") + "\n")
     else:
         # Part by part: a large answer is never joined (one astral character in it
         # would make the joined string 4 bytes a character) nor encoded whole.
         _, parts = engine.answer_parts(ws, req)
         if parts and not parts[-1].endswith("\n"):
             parts.append("\n")
-        _write_parts(parts)
+        write_parts(parts)
     if asked.start_daemon:
         autostart()
     return EXIT_OK
@@ -316,7 +245,7 @@ def cmd_files(args: argparse.Namespace) -> int:
     }
     asked = ask_daemon(args.root, "readMany/files", files_params, no_daemon=args.no_daemon)
     if (listed := asked.answer) is not None:
-        _write("".join(f["path"] + sep for f in listed["files"]))
+        write("".join(f["path"] + sep for f in listed["files"]))
         for w in listed.get("warnings") or []:  # folders the daemon could not list
             print(f"readmany: warning: {w}", file=sys.stderr)
         return EXIT_OK
@@ -351,7 +280,7 @@ def cmd_files(args: argparse.Namespace) -> int:
         ws = _workspace(root)
         paths = list_paths(ws, args.patterns, filters)
         unseen = ws.index.warnings
-    _write(sep.join(paths) + sep if paths else "")
+    write(sep.join(paths) + sep if paths else "")
     for w in unseen:  # folders that could not be listed: the listing lacks their files
         print(f"readmany: warning: {w}", file=sys.stderr)
     if asked.start_daemon:
@@ -426,7 +355,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
-        _write(json.dumps(status, ensure_ascii=False, indent=2) + "\n")
+        write(json.dumps(status, ensure_ascii=False, indent=2) + "\n")
         return EXIT_OK
     cache = status.get("cache", {})
     lines = [
@@ -446,7 +375,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         lines.append(f"  watcher {w.get('state')}, barrier {w.get('barrier')}{reason}")
         lines.extend(f"  watcher warning: {text}" for text in w.get("warnings", []))
         lines.extend(f"  warning: {text}" for text in r.get("warnings", []))
-    _write("\n".join(lines) + "\n")
+    write("\n".join(lines) + "\n")
     return EXIT_OK
 
 
@@ -494,19 +423,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
     except BrokenPipeError:
         # The reader went away (``| head``): not an error of ours.
-        _drop_stdout()
+        drop_stdout()
         return EXIT_OK
-    except _OutputError as exc:
+    except OutputError as exc:
         print(f"readmany: cannot write the answer: {exc}", file=sys.stderr)
-        _drop_stdout()
+        drop_stdout()
         return EXIT_FAILED
-
-
-def _drop_stdout() -> None:
-    """Point standard output at /dev/null: what its buffer still holds would fail again
-    when the interpreter flushes it on exit (exit 120 and a second message)."""
-    if sys.stdout is not None:
-        try:  # noqa: SIM105 (contextlib costs the warm path collections, functools)
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass  # no descriptor to point anywhere: nothing will be flushed to it

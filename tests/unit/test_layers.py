@@ -56,6 +56,7 @@ TOP_LEVEL = {
     "frames": "vocabulary",
     "cli": "surfaces",
     "cli_parser": "surfaces",
+    "cli_output": "surfaces",
     "route": "surfaces",
     "client": "surfaces",
     "quickargs": "surfaces",
