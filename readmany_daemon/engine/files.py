@@ -18,7 +18,8 @@ from readmany_daemon.paths import sort_in_byte_order, spellings, to_rel
 from readmany_daemon.rules.glob import has_magic
 from readmany_daemon.rules.kinds import Filters
 from readmany_daemon.rules.patterns import GitPatterns
-from readmany_daemon.wire.messages import FileInfo, FilesParams, FilesResult
+from readmany_daemon.wire.messages import FilesParams
+from readmany_daemon.wire.replies import FileInfo, FilesResult
 
 
 def list_paths(

@@ -54,10 +54,9 @@ from readmany_daemon.wire.messages import (
     SERVER_NAME,
     STATUS,
     STOP_DAEMON,
-    RescanResult,
-    StopDaemonResult,
     to_builtins,
 )
+from readmany_daemon.wire.replies import RescanResult, StopDaemonResult
 
 log = logging.getLogger(__name__)
 

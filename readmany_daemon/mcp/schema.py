@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 
 from readmany_daemon.settings import Settings
-from readmany_daemon.wire import messages
+from readmany_daemon.wire import messages, replies
 
 READ_TOOL = "read_many_files"
 FILES_TOOL = "list_files"
@@ -435,7 +435,7 @@ def tool_definitions(settings: Settings | None = None) -> list[dict[str, Any]]:
             "title": "List files",
             "description": FILES_DESCRIPTION,
             "inputSchema": files_input,
-            "outputSchema": output_schema(messages.FilesResult, extra=listing),
+            "outputSchema": output_schema(replies.FilesResult, extra=listing),
             "annotations": hints,
         },
         {

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from readmany_daemon.paths import byte_order_key
 from readmany_daemon.racy import StatKey, file_sha256, is_racy, stat_key
-from readmany_daemon.wire.messages import ChangedSinceResult
+from readmany_daemon.wire.replies import ChangedSinceResult
 
 #: Entries kept per root in the change log before the oldest are dropped (a client whose
 #: clock is older than what was dropped gets ``isFreshInstance: true``).

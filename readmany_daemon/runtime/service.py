@@ -64,13 +64,8 @@ from readmany_daemon.runtime.roots import (
 from readmany_daemon.runtime.status import build_status
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.cursor import ReadRequest
-from readmany_daemon.wire.messages import (
-    ChangedSinceResult,
-    FilesParams,
-    FilesResult,
-    ReadManyResult,
-    StatusResult,
-)
+from readmany_daemon.wire.messages import FilesParams, ReadManyResult
+from readmany_daemon.wire.replies import ChangedSinceResult, FilesResult, StatusResult
 
 log = logging.getLogger(__name__)
 

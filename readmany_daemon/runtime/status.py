@@ -16,7 +16,7 @@ from readmany_daemon.runtime.inotify import watchdog_version
 from readmany_daemon.runtime.requests import Jobs
 from readmany_daemon.runtime.roots import RootEntry, present_warnings
 from readmany_daemon.runtime.watcher import Watcher
-from readmany_daemon.wire.messages import (
+from readmany_daemon.wire.replies import (
     CacheStatus,
     EngineStatus,
     RootStatus,

@@ -17,7 +17,7 @@ import pytest
 from readmany_daemon.content.reader import ReadOptions, read_file
 from readmany_daemon.racy import StatKey, file_sha256, stat_key
 from readmany_daemon.runtime.changelog import StatLog
-from readmany_daemon.wire.messages import ChangedSinceResult
+from readmany_daemon.wire.replies import ChangedSinceResult
 
 HOUR_NS = 3600 * 10**9
 

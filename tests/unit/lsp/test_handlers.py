@@ -15,31 +15,31 @@ import pytest
 from pygls.exceptions import JsonRpcInvalidParams
 
 from readmany_daemon.lsp import handlers
-from readmany_daemon.wire import messages as m
+from readmany_daemon.wire import replies as r
 
 ROOT = object()  # the one root entry the stand-in connection knows
 
-STATUS = m.StatusResult(
+STATUS = r.StatusResult(
     roots=[
-        m.RootStatus(
+        r.RootStatus(
             root="/w",
             name="w",
             files=None,
             clock="i:1",
             indexed=False,
             connections=1,
-            watcher=m.WatcherStatus(
+            watcher=r.WatcherStatus(
                 state="off", warnings=[], barrier="stat", barrier_reason="no watcher"
             ),
         ),
-        m.RootStatus(
+        r.RootStatus(
             root="/v",
             name="v",
             files=2,
             clock="j:4",
             indexed=True,
             connections=0,
-            watcher=m.WatcherStatus(
+            watcher=r.WatcherStatus(
                 state="running",
                 warnings=["w1"],
                 watched=3,
@@ -48,21 +48,21 @@ STATUS = m.StatusResult(
                 barrier="quiet-queue",
             ),
             index_ms=1.5,
-            snapshot=m.SnapshotStatus(path="/c/s", loaded=True, saved=False),
+            snapshot=r.SnapshotStatus(path="/c/s", loaded=True, saved=False),
             cache_warmed=2,
             warnings=["x"],
         ),
     ],
     file_count=2,
-    cache=m.CacheStatus(bytes=10, hit_rate=0.5),
-    watcher=m.WatchersStatus(state="mixed", warnings=["/v: w1"]),
+    cache=r.CacheStatus(bytes=10, hit_rate=0.5),
+    watcher=r.WatchersStatus(state="mixed", warnings=["/v: w1"]),
     clock="i:1",
     uptime=1.25,
     pid=42,
     version="0.1.0",
     connections=1,
     overlays=0,
-    engine=m.EngineStatus(inflight=0, cancelled=1, workers=4),
+    engine=r.EngineStatus(inflight=0, cancelled=1, workers=4),
 )
 
 #: ``STATUS`` as ``readMany/status`` has always written it: ``files: null`` kept, a
@@ -87,13 +87,13 @@ class FakeService:
     def __init__(self) -> None:
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
 
-    def status(self, primary: Any) -> m.StatusResult:
+    def status(self, primary: Any) -> r.StatusResult:
         self.calls.append(("status", (primary,)))
         return STATUS
 
-    def changed_since_sync(self, clock: str, default: Any) -> m.ChangedSinceResult:
+    def changed_since_sync(self, clock: str, default: Any) -> r.ChangedSinceResult:
         self.calls.append(("changed_since_sync", (clock, default)))
-        return m.ChangedSinceResult(clock="i:3", is_fresh_instance=False, changed=["a"], deleted=[])
+        return r.ChangedSinceResult(clock="i:3", is_fresh_instance=False, changed=["a"], deleted=[])
 
     def rescan_sync(self, entry: Any) -> str:
         self.calls.append(("rescan_sync", (entry,)))

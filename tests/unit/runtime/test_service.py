@@ -33,7 +33,8 @@ from readmany_daemon.runtime.watcher import Watcher
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.cursor import decode_read_request
 from readmany_daemon.wire.decode import decode_files_params
-from readmany_daemon.wire.messages import CacheStatus, ChangedSinceResult, to_builtins
+from readmany_daemon.wire.messages import to_builtins
+from readmany_daemon.wire.replies import CacheStatus, ChangedSinceResult
 from tests.helpers import write_tree
 
 OLD = time.time() - 3600  # an mtime outside the racy window: whole reads get cached
