@@ -33,7 +33,6 @@ asserted.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -43,8 +42,8 @@ import tempfile
 import time
 from typing import Any
 
-from bench_ledger import OPTIONS, TARGET_MS, build
-from common import REPO_ROOT, reap, table, write_results
+from bench_ledger import TARGET_MS, save, setup
+from common import REPO_ROOT, reap, table
 
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
@@ -136,13 +135,7 @@ async def run(root: str, entries: int, runs: int) -> dict[str, list[float]]:
 def main(argv: list[str] | None = None) -> int:
     import anyio
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    for flag, (kind, default) in OPTIONS.items():
-        parser.add_argument(flag, type=kind, default=default)
-    args = parser.parse_args(argv)
-    dest = args.tree or REPO_ROOT / "bench" / ".trees" / f"ledger-{args.entries}"
-    build(dest, args.entries)
-    root = os.path.realpath(dest)
+    args, dest, root = setup(argv, __doc__.split("\n\n")[0])
     base = tempfile.mkdtemp(prefix="rmbl-")  # short: the socket path fits sun_path
     private_env(base)
     daemon = start_daemon()
@@ -181,11 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nledger check, daemon: {cost['daemon']:+.2f} ms p50 {target}")
     print(f"ledger check, taken over: {cost['taken over']:+.2f} ms p50")
     print(f"a new connection per call: {cost['new connection']:+.2f} ms p50")
-    summary: dict[str, object] = {"tree": str(dest), "entries": args.entries}
-    summary.update(median_ms=med, cost_ms={k: round(v, 3) for k, v in cost.items()})
-    summary.update(verdict=verdict)
-    summary["runs_ms"] = {k: [round(s * 1000, 3) for s in v] for k, v in times.items()}
-    write_results("ledger-mcp", summary, args.results_dir)
+    save("ledger-mcp", dest, args, times, cost, verdict)
     return 0
 
 

@@ -9,10 +9,7 @@ those of a daemon connection it lost.
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,27 +17,20 @@ from typing import Any
 import pytest
 
 from tests.e2e.daemon_helpers import Daemon, wait_for
-from tests.e2e.test_ledger import NAMES, OLD, body
-from tests.e2e.test_mcp import mcp_session, read, text
-from tests.helpers import make_env, write_tree
+from tests.e2e.test_ledger import NAMES, Tally, prepare, step
+from tests.e2e.test_mcp import _daemon_pid, daemon_env, mcp_session, read, text
+from tests.helpers import write_tree
+
+__all__ = ["daemon_env"]  # the fixture, shared with test_mcp.py
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[Daemon, dict[str, str]]]:
+def served(daemon_env: dict[str, str]) -> Iterator[tuple[Daemon, dict[str, str]]]:
     """A private daemon, and the environment in which ``readmany mcp`` uses it (and
-    may start one); whatever daemon runs at the end is stopped."""
-    env = make_env(tmp_path / "_home")
-    daemon = Daemon(env).start()
-    mcp_env = {k: v for k, v in env.items() if k != "READMANY_NO_DAEMON"}
-    yield daemon, mcp_env
-    subprocess.run(
-        [sys.executable, "-m", "readmany_daemon", "stop"],
-        env=mcp_env,
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    daemon.cleanup()
+    may start one: ``daemon_env`` stops whatever daemon runs at the end)."""
+    daemon = Daemon(daemon_env).start()
+    yield daemon, daemon_env
+    daemon.stop()
 
 
 def daemon_status(daemon: Daemon) -> dict[str, Any]:
@@ -60,11 +50,9 @@ async def test_mcp_over_the_daemon_250_cycles_all_named_none_false(
 ) -> None:
     daemon, env = served
     root = tmp_path / "ws"
-    write_tree(root, {**{name: body(0).decode() for name in NAMES}, "other.txt": "o\n"})
-    for name in NAMES:
-        os.utime(root / name, ns=OLD)
+    prepare(root)
     rng = random.Random(2727)
-    named = missed = false = 0
+    tally = Tally()
     async with mcp_session(env, "--root", str(root)) as session:
         first = await read(session, paths=NAMES)
         assert by_pid(first, daemon.pid) and first["structuredContent"]["stale"] == []
@@ -72,25 +60,14 @@ async def test_mcp_over_the_daemon_250_cycles_all_named_none_false(
         assert daemon_status(daemon)["connections"] == 2  # the kept one and this one
         n = 250
         for i in range(1, n + 1):
-            name = rng.choice(NAMES)
-            path = root / name
-            kind = i % 3
-            if kind == 0:  # a write: same size, mtime put back
-                path.write_bytes(body(i))
-                os.utime(path, ns=OLD)
-            elif kind == 1:  # the same bytes again, a new mtime
-                path.write_bytes(path.read_bytes())
+            wrote, want = step(root, rng, i)
             got = await read(session, paths=["other.txt"])
-            stale = got["structuredContent"]["stale"]
-            want = [{"path": name, "change": "modified"}] if kind == 0 else []
-            named += kind == 0 and stale == want
-            missed += kind == 0 and stale != want
-            false += kind != 0 and stale != []
-            if kind == 0 and stale == want:
+            tally.add(wrote, got["structuredContent"]["stale"], want)
+            if wrote and got["structuredContent"]["stale"] == want:
+                name = want[0]["path"]
                 assert text(got).startswith(f"[Changed since given to you: {name} (modified).")
-    assert (missed, false) == (0, 0)
-    assert named == n // 3
-    assert daemon_status(daemon)["connections"] == 1  # the session's ended with it
+    tally.check(n)
+    wait_for(lambda: daemon_status(daemon)["connections"] == 1)  # the session's ended
 
 
 async def test_mcp_takes_the_ledger_over_when_the_daemon_goes(
@@ -116,7 +93,7 @@ async def test_mcp_takes_the_ledger_over_when_the_daemon_goes(
         ]  # a.txt was named already: not again
         assert text(here).startswith("[Changed since given to you: b.txt (modified), d.txt")
         # The server started a daemon for the next calls; a new connection to it.
-        new_pid = wait_for(lambda: _pid(env), timeout=30)
+        new_pid = wait_for(lambda: _daemon_pid(env), timeout=30)
         assert new_pid != daemon.pid
 
         async def by_new_daemon() -> dict[str, Any]:
@@ -158,19 +135,3 @@ async def test_mcp_takes_the_ledger_over_when_the_daemon_goes(
             )
         )
         assert (await read(session, paths=["o.txt"]))["structuredContent"]["stale"] == []
-
-
-def _pid(env: dict[str, str]) -> int | None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "readmany_daemon", "status", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    if proc.returncode != 0:
-        return None
-    import json
-
-    pid: int = json.loads(proc.stdout)["pid"]
-    return pid
