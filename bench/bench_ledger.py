@@ -72,14 +72,20 @@ OPTIONS: dict[str, tuple[type, object]] = {
 }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def setup(argv: list[str] | None, description: str) -> tuple[argparse.Namespace, Path, str]:
+    """The command line (``OPTIONS``) parsed, and the tree built: (the arguments, the
+    tree's folder, its real path)."""
+    parser = argparse.ArgumentParser(description=description)
     for flag, (kind, default) in OPTIONS.items():
         parser.add_argument(flag, type=kind, default=default)
     args = parser.parse_args(argv)
     dest = args.tree or REPO_ROOT / "bench" / ".trees" / f"ledger-{args.entries}"
     build(dest, args.entries)
-    root = os.path.realpath(dest)
+    return args, dest, os.path.realpath(dest)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, dest, root = setup(argv, __doc__.split("\n\n")[0])
     # The watcher's cookie folder: a private one, removed at the end.
     cookies = tempfile.mkdtemp(prefix="readmany-bench-ledger-")
     os.environ["XDG_RUNTIME_DIR"] = cookies
@@ -142,12 +148,26 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows))
     print(f"\nledger check, fed: {cost['fed']:+.2f} ms p50 (target ≤ {TARGET_MS} ms): {verdict}")
     print(f"ledger check, by stat: {cost['by stat']:+.2f} ms p50")
+    save("ledger", dest, args, times, cost, verdict)
+    return 0
+
+
+def save(
+    name: str,
+    dest: Path,
+    args: argparse.Namespace,
+    times: dict[str, list[float]],
+    cost: dict[str, float],
+    verdict: str,
+) -> None:
+    """Write ``bench/results/{name}-latest.json``: the tree, the entries, the medians,
+    the costs (ms), the verdict and every run (``times`` in seconds)."""
+    med = {k: statistics.median(v) * 1000 for k, v in times.items()}
     summary: dict[str, object] = {"tree": str(dest), "entries": args.entries}
     summary.update(median_ms=med, cost_ms={k: round(v, 3) for k, v in cost.items()})
     summary.update(verdict=verdict)
     summary["runs_ms"] = {k: [round(s * 1000, 3) for s in v] for k, v in times.items()}
-    write_results("ledger", summary, args.results_dir)
-    return 0
+    write_results(name, summary, args.results_dir)
 
 
 if __name__ == "__main__":

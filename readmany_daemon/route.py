@@ -39,11 +39,14 @@ class Asked:
     """What asking the daemon gave (a plain class: ``typing`` is no import of the warm
     path)."""
 
-    __slots__ = ("answer", "content", "start_daemon")
+    __slots__ = ("answer", "content", "link", "start_daemon")
 
     def __init__(
         self, answer: Any | None, start_daemon: bool, content: bytearray | None = None
     ) -> None:
+        #: With a ``DaemonLink``: the number of the kept connection that answered (0:
+        #: none did).
+        self.link = 0
         #: The daemon's answer (the JSON-RPC result); None: answer in this process.
         self.answer = answer
         #: After answering in this process, call ``autostart``: no daemon answers here
@@ -54,6 +57,26 @@ class Asked:
         #: With ``content_frames``: the answer's ``llmContent`` as raw UTF-8 when the
         #: daemon sent it in a content frame (``answer["llmContent"]`` is then "").
         self.content = content
+
+
+class DaemonLink:
+    """One session with the shared daemon kept open from call to call (``readmany
+    mcp``'s, so that the daemon keeps its change ledger: PROTOCOL §4, "Stale files").
+    ``number`` counts the connections opened so far (0: none yet); a new one is opened
+    when the last was lost (a daemon stopped, restarted or replaced). Not thread-safe:
+    its owner sends one call at a time."""
+
+    __slots__ = ("client", "number")
+
+    def __init__(self) -> None:
+        self.client: Any = None
+        self.number = 0
+
+    def close(self) -> None:
+        """End the kept connection, if any (the daemon goes on)."""
+        client, self.client = self.client, None
+        if client is not None:
+            client.exit()
 
 
 def say(message: str) -> None:
@@ -107,6 +130,7 @@ def ask_daemon(
     no_daemon: bool,
     content_frames: bool = False,
     content_sink: ContentSink | None = None,
+    link: DaemonLink | None = None,
 ) -> Asked:
     """The warm daemon's answer to ``method`` with ``params``, or None as
     ``Asked.answer`` when it should be answered in this process: ``no_daemon``, no
@@ -130,20 +154,24 @@ def ask_daemon(
     ``content_sink`` too, the frame is passed to it as it arrives instead (``readmany
     read`` prints it while the rest comes) and ``Asked.content`` stays None. A daemon
     lost after part of the frame went to the sink raises ``DaemonError``: what is out
-    cannot be taken back, so the call is not answered again in this process."""
+    cannot be taken back, so the call is not answered again in this process.
+
+    With ``link`` the session is kept open after the answer and the next call goes
+    over it (``readmany mcp``: the daemon keeps the connection's change ledger); when
+    it was lost since (a daemon stopped or replaced), a new one is opened, and
+    ``Asked.link`` is the number of the connection that answered (0: none)."""
     start = not daemon_off(no_daemon)
     if no_daemon or os.name != "posix":
         return Asked(None, False)
+    if link is not None and link.client is not None:
+        kept = _ask_kept(link, method, params, start)
+        if kept is not None:
+            return kept
     try:
         top = cli_root(root)
     except RootNotFound:
         return Asked(None, start)  # the in-process path reports the bad root
-    from readmany_daemon.client import (
-        ConnectionClosed,
-        RpcError,
-        connect_pipelined,
-        default_socket_path,
-    )
+    from readmany_daemon.client import connect_pipelined, default_socket_path
 
     path = default_socket_path()
     env = {k: v for k, v in os.environ.items() if k.startswith("READMANY_")}
@@ -156,6 +184,7 @@ def ask_daemon(
     if opened is None:
         return Asked(None, start)
     client, pending = opened
+    keep = False
     try:
         if client.server_version != __version__:
             from readmany_daemon import launch
@@ -168,32 +197,71 @@ def ask_daemon(
                 print(f"readmany: warning: {exc}", file=sys.stderr)
             return Asked(None, start)
         client.content_sink = content_sink
-        try:
-            answer = client.wait(pending)
-        except RpcError as exc:
-            if exc.code == -32602:
-                field = exc.data.get("field", "") if isinstance(exc.data, dict) else ""
-                raise InvalidParams(exc.message, field) from None
-            say(f"warning: the daemon failed ({exc.message}); answering in this process")
-            return Asked(None, False)  # one runs: do not start another after answering
-        except ConnectionClosed:
-            if client.relayed:
-                from readmany_daemon.errors import DaemonError
-
-                raise DaemonError(
-                    "the daemon went away in the middle of the answer: the output above "
-                    "is incomplete"
-                ) from None
-            # It died mid-request (killed, crashed): the answer is produced here and,
-            # unless disabled, a new daemon is started for the next call.
-            say("warning: the daemon went away before answering; answering in this process")
-            return Asked(None, start)
-        for _, note in client.notifications:
-            if isinstance(note, dict) and note.get("type", 4) <= 2:
-                print(str(note.get("message", "")), file=sys.stderr)
-        return Asked(answer, False, client.take_content())
+        if link is not None:  # kept for the next call, unless this one fails
+            link.number += 1
+            link.client, keep = client, True
+        asked = _answer(client, pending, start, kept=False)
+        if link is not None and asked.answer is None:
+            link.client, keep = None, False
+        elif link is not None:
+            asked.link = link.number
+        return asked
     finally:
-        client.exit()
+        if not keep:
+            client.exit()
+
+
+def _ask_kept(link: DaemonLink, method: str, params: dict[str, Any], start: bool) -> Asked | None:
+    """``method`` asked over ``link``'s kept connection: the answer (``Asked.link`` its
+    number), or None when that connection is gone (closed; the caller opens a new one)."""
+    from readmany_daemon.client import ConnectionClosed
+
+    client = link.client
+    try:
+        asked = _answer(client, client.send_request(method, params), start, kept=True)
+    except (ConnectionClosed, OSError):
+        link.close()
+        return None
+    if asked.answer is None:  # the daemon failed this call: a new session next time
+        link.close()
+    else:
+        asked.link = link.number
+    return asked
+
+
+def _answer(client: Any, pending: Any, start: bool, kept: bool) -> Asked:
+    """The daemon's answer to ``pending`` on ``client`` as ``Asked`` (its warnings and
+    errors told on stderr). Raises ``InvalidParams`` for -32602, ``DaemonError`` for a
+    daemon lost after part of a content frame was relayed, and with ``kept`` (a session
+    kept from an earlier call) ``ConnectionClosed`` when the daemon is gone."""
+    from readmany_daemon.client import ConnectionClosed, RpcError
+
+    try:
+        answer = client.wait(pending)
+    except RpcError as exc:
+        if exc.code == -32602:
+            field = exc.data.get("field", "") if isinstance(exc.data, dict) else ""
+            raise InvalidParams(exc.message, field) from None
+        say(f"warning: the daemon failed ({exc.message}); answering in this process")
+        return Asked(None, False)  # one runs: do not start another after answering
+    except ConnectionClosed:
+        if client.relayed:
+            from readmany_daemon.errors import DaemonError
+
+            raise DaemonError(
+                "the daemon went away in the middle of the answer: the output above is incomplete"
+            ) from None
+        if kept:
+            raise
+        # It died mid-request (killed, crashed): the answer is produced here and,
+        # unless disabled, a new daemon is started for the next call.
+        say("warning: the daemon went away before answering; answering in this process")
+        return Asked(None, start)
+    for _, note in client.notifications:
+        if isinstance(note, dict) and note.get("type", 4) <= 2:
+            print(str(note.get("message", "")), file=sys.stderr)
+    client.notifications.clear()  # a kept session's are told once
+    return Asked(answer, False, client.take_content())
 
 
 def autostart() -> None:

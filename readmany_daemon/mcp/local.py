@@ -97,6 +97,13 @@ class LocalBackend:
         )
         return to_builtins(answer)
 
+    def ask(
+        self, method: str, params: dict[str, Any], root: str, req: ReadRequest | None = None
+    ) -> tuple[Any, int]:
+        """``call``'s answer, and 0: no daemon connection gave it
+        (``DaemonBackend.ask``)."""
+        return self.call(method, params, root, req), 0
+
     def call(
         self, method: str, params: dict[str, Any], root: str, req: ReadRequest | None = None
     ) -> Any:

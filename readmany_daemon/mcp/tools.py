@@ -44,8 +44,14 @@ from readmany_daemon.mcp.schema import (
 from readmany_daemon.paths import uri_to_path
 from readmany_daemon.roots import Root, make_root
 from readmany_daemon.route import current_dir, daemon_off
-from readmany_daemon.runtime.ledger import Ledger
-from readmany_daemon.runtime.stale import answer_stale, place_notice, stale_members
+from readmany_daemon.runtime.ledger import Ledger, given_files
+from readmany_daemon.runtime.stale import (
+    Stale,
+    labelled,
+    place_notice,
+    renotice,
+    stale_members,
+)
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.decode import as_object, decode_changed_since_params
 from readmany_daemon.wire.fold import fold_read_params
@@ -172,8 +178,14 @@ class ReadManyMcp:
         self._roots: list[Root] | None = self.fixed
         self.local = LocalBackend(settings)
         self.daemon = None if daemon_off(no_daemon) else DaemonBackend(self.local)
-        #: The files this session (this server process) was given, for ``stale``.
+        #: The files this session (this server process) was given, for ``stale``,
+        #: checked here: those given in this process, and those of a lost daemon
+        #: connection (``with_stale``).
         self.ledger = Ledger()
+        #: A copy of the kept daemon connection's ledger (number ``_shadow_link``),
+        #: unchecked while it lives; ``self.ledger`` takes it over when it is lost.
+        self._shadow = Ledger()
+        self._shadow_link = 0
 
     @property
     def settings(self) -> Settings:
@@ -208,20 +220,55 @@ class ReadManyMcp:
         return self._roots
 
     def with_stale(
-        self, answer: dict[str, Any], root: str, params: ReadManyParams, began_ns: int
+        self, answer: dict[str, Any], root: str, params: ReadManyParams, began_ns: int, link: int
     ) -> dict[str, Any]:
         """``answer`` (a ``ReadManyResult`` as builtins, for folder ``root``, asked with
         ``params`` at ``began_ns``) with this session's ``stale`` and its notice in
-        ``llmContent`` (``runtime/stale.py``); the files it gives are remembered. The
-        answer came from another process (the daemon) or a watcher-less one: no barrier
-        mark, so the ledger checks its entries by stat (``runtime/ledger.py``)."""
-        files = ((f["path"], f["status"], f.get("sha256")) for f in answer.get("files", []))
-        stale = answer_stale(self.ledger, files, root, params.absolute_paths, began_ns)
+        ``llmContent`` (``runtime/stale.py``). ``link``: the number of the kept daemon
+        connection that answered (``DaemonBackend.ask``), whose own ledger, fed by the
+        root's change log, named its ``stale`` already; 0: answered in this process,
+        with no ledger but ``self.ledger``. The entries of ``self.ledger`` (files given
+        in this process, and those of a daemon connection since lost) are checked by
+        ``stat`` (``runtime/ledger.py``)."""
+        files = (
+            (f["path"], f["status"], f.get("sha256"))
+            for f in answer.get("files", [])
+            if f.get("source") != "overlay"  # a buffer's sha256 is not of the file
+        )
+        given = given_files(files, root)
+        if link != self._shadow_link or not link:
+            self.ledger.adopt(self._shadow)  # that connection's ledger is lost: stat them
+            self._shadow_link = link
+        if not link:
+            changed = self.ledger.settle(given, began_ns)
+            return self._noticed(answer, [], labelled(changed, root, params.absolute_paths), params)
+        told = [Stale(s["path"], s["change"]) for s in answer.get("stale") or []]
+        own = labelled(self.ledger.settle_apart(given), root, params.absolute_paths)
+        self._shadow.remember(given, began_ns, (os.path.join(root, s.path) for s in told))
+        if answer.get("staleTruncated"):  # the rest counts as named (PROTOCOL §4)
+            return answer
+        return self._noticed(answer, told, own, params)
+
+    def _noticed(
+        self,
+        answer: dict[str, Any],
+        told: list[Stale],
+        own: list[Stale],
+        params: ReadManyParams,
+    ) -> dict[str, Any]:
+        """``answer``, whose ``llmContent`` names ``told`` (the daemon's ``stale``),
+        naming ``own`` too, first (oldest given first): in ``stale`` and in one
+        notice."""
+        if not own:
+            return answer
+        stale = own + told  # own's were all given before this connection's
         answer = {**answer, **stale_members(stale)}
-        if stale:
-            text = answer.get("llmContent", "")
-            after = params.order == "stable"  # the stable prefix holds
-            answer["llmContent"] = "".join(place_notice([text], params.format, stale, after))
+        text = answer.get("llmContent", "")
+        after = params.order == "stable"  # the stable prefix holds
+        again = renotice(text, params.format, told, stale, after)
+        if again is None:
+            again = "".join(place_notice([text], params.format, stale, after))
+        answer["llmContent"] = again
         return answer
 
     async def call(
@@ -250,8 +297,8 @@ class ReadManyMcp:
             # arguments, folded, with the budgets and the root resolved.
             params = {**args, "root": root}
             began = time.time_ns()
-            answer = await anyio.to_thread.run_sync(backend.call, READ, params, root, req)
-            answer = self.with_stale(answer, root, req.params, began)
+            answer, link = await anyio.to_thread.run_sync(backend.ask, READ, params, root, req)
+            answer = self.with_stale(answer, root, req.params, began, link)
             ceiling = result_ceiling(req.params.max_total_tokens)
             with_llm = self.settings.mcp_structured_text
             return await anyio.to_thread.run_sync(read_result, answer, root, ceiling, with_llm)

@@ -361,6 +361,50 @@ class Ledger:
             feed.paths.discard(path)
         into.add(path)
 
+    def settle_apart(self, given: Mapping[str, str]) -> list[tuple[str, str]]:
+        """For a read answered where another ledger keeps ``given`` (the daemon's
+        connection, for an MCP session, PROTOCOL §4): this ledger's entries that changed
+        since, as :meth:`settle` names them (``given`` left out), each by a ``stat``;
+        the entries of ``given`` are then dropped here (the other ledger holds them)."""
+        with self._lock:
+            changed = self._check(given, None)
+            for path in given:
+                if path in self._entries:
+                    self._forget(path)
+        ranked = sorted(changed.items(), key=lambda item: item[1][1])
+        return [(path, change) for path, (change, _seq) in ranked]
+
+    def remember(self, given: Mapping[str, str], began_ns: int, named: Iterable[str]) -> None:
+        """Keep what another ledger was told, unchecked (an MCP session's copy of its
+        daemon connection's ledger, taken over by :meth:`adopt` when that connection is
+        lost): the entries of ``named`` (absolute paths that ledger has just named)
+        take the ``sha256`` their files hash to now, or leave when gone; then ``given``
+        is recorded as :meth:`settle` records it, as of ``began_ns``."""
+        with self._lock:
+            began = time.time_ns()
+            for path in named:
+                entry = self._entries.get(path)
+                if entry is not None and path not in given:
+                    self._changed(path, entry._replace(key=None), began)
+            self._record(given, began_ns, None)
+
+    def adopt(self, other: Ledger) -> None:
+        """Take ``other``'s entries (a copy of a lost connection's ledger), each checked
+        by ``stat`` from now on as the newest given, oldest first; ``other`` is left
+        empty. The bound holds (the oldest dropped)."""
+        with self._lock, other._lock:
+            for path, entry in other._entries.items():
+                self._forget(path)
+                self._seq += 1
+                self._entries[path] = entry._replace(seq=self._seq)
+                self._by_stat.add(path)
+            other._entries.clear()
+            other._by_stat.clear()
+            other._feeds.clear()
+            while len(self._entries) > self.max_entries:
+                path, _ = self._entries.popitem(last=False)
+                self._forget(path)
+
     def settle(
         self, given: Mapping[str, str], began_ns: int, mark: Mark | None = None
     ) -> list[tuple[str, str]]:

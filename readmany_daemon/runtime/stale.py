@@ -38,6 +38,7 @@ __all__ = [
     "notice_text",
     "place_notice",
     "read_with_stale",
+    "renotice",
     "stale_members",
 ]
 
@@ -180,3 +181,25 @@ def place_notice(
     if after:
         return [*out, "\n" + text + "\n"]
     return [text + "\n\n", *out]
+
+
+def _rendered(fmt: str, stale: Sequence[Stale]) -> str:
+    """The notice of ``stale`` as :func:`place_notice` writes it in format ``fmt``,
+    without what surrounds it."""
+    if fmt == "json":
+        return f'"stale": {_json_stale(stale)}'
+    text = notice_text(stale)
+    return xml_escape(text) if fmt == "xml" else text
+
+
+def renotice(
+    text: str, fmt: str, old: Sequence[Stale], new: Sequence[Stale], after: bool = False
+) -> str | None:
+    """``text`` (an ``llmContent`` whose notice, placed by :func:`place_notice` with
+    ``after``, names ``old``) with that notice naming ``new`` instead; None when
+    ``text`` holds no such notice (``old`` was cut, or is empty)."""
+    if not old:
+        return None
+    was, now = _rendered(fmt, old), _rendered(fmt, new)
+    head, found, tail = text.rpartition(was) if after else text.partition(was)
+    return head + now + tail if found else None

@@ -35,31 +35,56 @@ def ask(client: Client, paths: list[str], **more: Any) -> dict[str, Any]:
     return result
 
 
-def cycles(daemon: Daemon, root: Path, n: int) -> None:
+def prepare(root: Path) -> None:
+    """The tree of the write cycles: ``NAMES`` (of ``body(0)``, an old mtime) and
+    ``other.txt``."""
     write_tree(root, {**{name: body(0).decode() for name in NAMES}, "other.txt": "o\n"})
     for name in NAMES:
         os.utime(root / name, ns=OLD)
+
+
+def step(root: Path, rng: random.Random, i: int) -> tuple[bool, list[dict[str, str]]]:
+    """Cycle ``i`` on one of ``NAMES``: a write (same size, mtime put back), the same
+    bytes again (a new mtime) or nothing; returns (whether it wrote, the ``stale`` the
+    next answer must give)."""
+    name = rng.choice(NAMES)
+    path = root / name
+    kind = i % 3
+    if kind == 0:  # a write: same size, mtime put back
+        path.write_bytes(body(i))
+        os.utime(path, ns=OLD)
+    elif kind == 1:  # the same bytes again, a new mtime
+        path.write_bytes(path.read_bytes())
+    # kind 2: no write at all
+    return kind == 0, ([{"path": name, "change": "modified"}] if kind == 0 else [])
+
+
+class Tally:
+    """Writes named, missed, and files named falsely over the cycles."""
+
+    def __init__(self) -> None:
+        self.named = self.missed = self.false = 0
+
+    def add(self, wrote: bool, stale: list[Any], want: list[dict[str, str]]) -> None:
+        self.named += wrote and stale == want
+        self.missed += wrote and stale != want
+        self.false += not wrote and stale != []
+
+    def check(self, n: int) -> None:
+        assert (self.missed, self.false) == (0, 0)
+        assert self.named == n // 3
+
+
+def cycles(daemon: Daemon, root: Path, n: int) -> None:
+    prepare(root)
     rng = random.Random(27)
-    named = missed = false = 0
+    tally = Tally()
     with daemon.session(root) as client:
         assert ask(client, NAMES)["stale"] == []
         for i in range(1, n + 1):
-            name = rng.choice(NAMES)
-            path = root / name
-            kind = i % 3
-            if kind == 0:  # a write: same size, mtime put back
-                path.write_bytes(body(i))
-                os.utime(path, ns=OLD)
-            elif kind == 1:  # the same bytes again, a new mtime
-                path.write_bytes(path.read_bytes())
-            # kind 2: no write at all
-            stale = ask(client, ["other.txt"])["stale"]
-            want = [{"path": name, "change": "modified"}] if kind == 0 else []
-            named += stale == want and kind == 0
-            missed += kind == 0 and stale != want
-            false += kind != 0 and stale != []
-    assert (missed, false) == (0, 0)
-    assert named == n // 3
+            wrote, want = step(root, rng, i)
+            tally.add(wrote, ask(client, ["other.txt"])["stale"], want)
+    tally.check(n)
 
 
 def test_1000_write_cycles_all_named_none_false(daemon: Daemon, tmp_path: Path) -> None:
