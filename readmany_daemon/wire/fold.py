@@ -42,8 +42,9 @@ FILTER_ALIASES: dict[str, str] = {
     "respect_ignore_files": "respectIgnoreFiles",
 }
 
-#: Characters an error message writes as escapes, so that it stays one line.
-_CONTROL = frozenset([*map(chr, range(0x20)), "\x7f", "\u2028", "\u2029"])
+#: Characters an error message writes as escapes, so that it stays one line: C0, DEL and
+#: C1 (U+0085 NEL ends a line for str.splitlines), U+2028 and U+2029.
+_CONTROL = frozenset([*map(chr, range(0x20)), *map(chr, range(0x7F, 0xA0)), "\u2028", "\u2029"])
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 _PLAIN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 

@@ -13,12 +13,12 @@ from readmany_daemon.errors import InvalidParams
 from readmany_daemon.wire import fold
 
 _SNAKE = re.compile(r"_([a-z])")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _PLAIN = re.compile(r"[A-Za-z0-9_]+")
 
 
 def _random_text(rng: random.Random) -> str:
-    alphabet = 'ab_Z9 _-"\\\x00\n\t\x1f\x7f\u2028\u2029éü漢🎉_'
+    alphabet = 'ab_Z9 _-"\\\x00\n\t\x1f\x7f\x85\x9f\xa0\u2028\u2029éü漢🎉_'
     return "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
 
 
@@ -43,3 +43,10 @@ def test_aliases_and_conflicts() -> None:
     with pytest.raises(InvalidParams) as caught:
         fold.fold_read_params({"paths": "a.py"})
     assert caught.value.field == "$.paths" and "Expected `array`, got `str`" in str(caught.value)
+
+
+def test_one_line_escapes_every_character_that_ends_a_line() -> None:
+    # str.splitlines ends a line at C0 separators, NEL (U+0085) and U+2028/U+2029 too
+    breaks = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+    text = fold.one_line(f"unknown field `a{breaks}b`")
+    assert len(text.splitlines()) == 1 and "\\u0085" in text
