@@ -79,13 +79,14 @@ def _aliases(path: str, s: Symbol) -> set[str]:
 
 
 def find_symbol(outline: Outline, name: str) -> Span | list[str]:
-    """The :class:`Span` of the first definition of ``name`` in ``outline`` (the others
+    """The :class:`Span` of the first definition of ``name`` in ``outline``, nested
+    functions included (``Outer.inner``, as :func:`enclosing` names them; the others
     in ``Span.others``), or, when there is none, every path of the outline (a list, for
     the caller's did-you-mean: ``engine.suggest.closest_symbols``)."""
     wanted = _SEPARATORS.sub(".", name.strip()) if not _is_heading(outline) else name.strip()
     hits: list[tuple[str, Symbol]] = []
     every: list[str] = []
-    for path, s in paths(outline.symbols):
+    for path, s in paths(_all_symbols(outline)):
         every.append(path)
         if wanted == path or wanted in _aliases(path, s):
             hits.append((path, s))
@@ -94,6 +95,16 @@ def find_symbol(outline: Outline, name: str) -> Span | list[str]:
     path, first = hits[0]
     others = tuple((s.line_start, s.line_end) for _, s in hits[1:])
     return Span(first.line_start, first.line_end, name if _is_heading(outline) else path, others)
+
+
+def _all_symbols(outline: Outline) -> tuple[Symbol, ...]:
+    """The outline's symbols and its nested functions (``outline.inner``) in file order,
+    an enclosing one before what it holds: every name a span can be asked by."""
+    return tuple(
+        sorted(
+            (*outline.symbols, *outline.inner), key=lambda s: (s.line_start, -s.line_end, s.depth)
+        )
+    )
 
 
 def _is_heading(outline: Outline) -> bool:
@@ -106,10 +117,7 @@ def enclosing(outline: Outline, line: int) -> Span:
     the name), else the top-level node that holds it, else the next top-level node after
     it, else the line alone."""
     best: tuple[str, Symbol] | None = None
-    everything = sorted(
-        (*outline.symbols, *outline.inner), key=lambda s: (s.line_start, -s.line_end, s.depth)
-    )
-    for path, s in paths(tuple(everything)):
+    for path, s in paths(_all_symbols(outline)):
         if s.line_start <= line <= s.line_end and (best is None or s.depth >= best[1].depth):
             best = path, s
     if best is not None:

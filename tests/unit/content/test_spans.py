@@ -113,9 +113,16 @@ def test_an_unknown_symbol_gives_the_outline_paths() -> None:
     assert find_symbol(outline(PY, "a.py"), "Conf.lod") == [
         "Config",
         "Config.load",
+        "Config.load.inner",
         "Config.save",
         "load",
     ]
+
+
+def test_a_nested_function_is_read_by_the_name_enclosing_gives_it() -> None:
+    o = outline(PY, "a.py")
+    assert enclosing(o, 11).name == "Config.load.inner"
+    assert find_symbol(o, "Config.load.inner") == Span(10, 11, "Config.load.inner")
 
 
 def test_enclosing_is_the_innermost_symbol_nested_functions_included() -> None:
