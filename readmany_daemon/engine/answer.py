@@ -92,7 +92,8 @@ def answer_parts(
     positions = paging.positions(items, cont)
     focused: focus.FocusOrder | None = None
     if limits.focus is not None:
-        focused = focus.ranked_positions(ws.ranking, items, positions, limits.focus)
+        named = frozenset(e.rel for e in opts.resolve.entries if e.rel and not e.magic)
+        focused = focus.ranked_positions(ws.ranking, items, positions, limits.focus, named)
         positions = focused.positions
     elif limits.order == "stable":
         positions = order.stable(ws, items, positions)

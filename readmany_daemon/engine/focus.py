@@ -59,20 +59,32 @@ class FocusOrder:
     info: RankingInfo
 
 
-def ranked_positions(ranking: Ranking, items: Items, positions: Flat, focus: str) -> FocusOrder:
+def ranked_positions(
+    ranking: Ranking,
+    items: Items,
+    positions: Flat,
+    focus: str,
+    named: frozenset[str] = frozenset(),
+) -> FocusOrder:
     """The :class:`FocusOrder` of ``positions`` for ``focus``: the files (entries with a
     root-relative path) are the candidates, the explicit ones among them the anchors
-    (``Item.explicit``: paths and ``files`` entries that are not patterns);
-    ``ranking.rank`` is asked once."""
+    (``Item.explicit``: paths and ``files`` entries that are not patterns; also a file
+    of ``named``, the root-relative paths the request names without a pattern, which an
+    earlier glob of the same request already matched); ``ranking.rank`` is asked once."""
     anchors: list[int] = []  # every explicit entry, a file named twice (two windows) too
     matched: dict[str, int] = {}  # the other files, by root-relative path
     candidates: dict[str, None] = {}  # each file once, anchors too, in request order
     others: list[int] = []
+    # a path named after a glob that matched it has no explicit item of its own (resolve
+    # keeps the first): the glob's item stands for it
+    for i in positions if named else ():
+        if not items.is_preset(i) and items[i].explicit:
+            named = named - {items[i].rel}
     for i in positions:
         item = None if items.is_preset(i) else items[i]
         if item is None or not item.rel:
             others.append(i)
-        elif item.explicit:
+        elif item.explicit or item.rel in named:
             anchors.append(i)
             candidates[item.rel] = None
         elif item.rel not in matched and item.rel not in candidates:

@@ -125,6 +125,15 @@ def test_focus_never_adds_a_file_and_anchors_come_first_and_seed(tree: Path) -> 
     assert sorted(candidates) == ["src/a.py", "src/b.py", "src/big.py", "src/c.py", "src/d.py"]
 
 
+def test_a_path_named_after_a_glob_that_matched_it_is_an_anchor(tree: Path) -> None:
+    ws = open_ws(tree, ["src/d.py", "src/c.py", "README.md"])
+    got = ask(ws, paths=["src/*.py", "src/a.py"], focus="readme", maxTotalFiles=2)
+    assert shown(got) == ["src/a.py", "src/d.py"]
+    assert (got.files[0].rank, got.files[0].why) == (1, "named in the request")
+    _, _, anchors = ws.fixed.calls[-1]
+    assert anchors == ["src/a.py"]
+
+
 def test_two_windows_of_one_file_are_both_anchors(tree: Path) -> None:
     ws = open_ws(tree, ["src/d.py"])
     got = ask(
