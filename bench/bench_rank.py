@@ -23,7 +23,8 @@ On the tree (bench/gen_tree.py; 100,000 files), in one process:
 (``pip install tantivy``; not a dependency of readmany) and reports the same build,
 size, query and update figures: how FTS5 was chosen. ``--limit`` indexes only the first
 N files (path order) for both; ``--reuse FILE`` starts from a copy of an index built
-before (the build columns then time the check of every file). Writes
+before (the build columns then time the check of every file); ``--keep FILE`` copies
+the built index there for later ``--reuse``. Writes
 ``bench/results/rank-latest.json``.
 """
 
@@ -111,7 +112,12 @@ def _median_ms(fn: Any, runs: int) -> float:
 
 
 def bench_fts5(
-    tree: str, files: list[str], cache: str, runs: int, reuse: str | None = None
+    tree: str,
+    files: list[str],
+    cache: str,
+    runs: int,
+    reuse: str | None = None,
+    keep: str | None = None,
 ) -> dict[str, Any]:
     index = Index.build(tree, Settings())
     path = os.path.join(cache, f"index-{'cd' * 16}.rank")
@@ -162,6 +168,8 @@ def bench_fts5(
     out["update ms"] = round(statistics.median(times) * 1000, 1)
     out["candidates"] = len(candidates)
     ranking.close()
+    if keep:  # for later runs' --reuse
+        shutil.copyfile(path, keep)
     return out
 
 
@@ -219,6 +227,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--tantivy", action="store_true")
     ap.add_argument("--reuse", help="start from this index file (a copy of a built one)")
+    ap.add_argument("--keep", help="copy the built index to this file (for --reuse)")
     ap.add_argument("--results-dir", type=Path, default=None)
     args = ap.parse_args()
     tree = os.path.realpath(args.tree)
@@ -227,7 +236,7 @@ def main() -> int:
         files = files[: args.limit]
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-rank-") as cache:
-        rows.append(bench_fts5(tree, files, cache, args.runs, args.reuse))
+        rows.append(bench_fts5(tree, files, cache, args.runs, args.reuse, args.keep))
         print(table(rows), flush=True)
         if args.tantivy:
             rows.append(bench_tantivy(tree, files, cache, args.runs))

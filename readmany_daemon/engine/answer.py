@@ -34,7 +34,6 @@ from readmany_daemon.engine.pack import (
     TokenBudget,
     account_tail,
     choose_plan,
-    omitted_piece,
     outlined_piece,
 )
 from readmany_daemon.engine.render import frame_chars, render_counted, return_display
@@ -412,8 +411,7 @@ def _account_one(
     """Account for position ``i``, which the plan reaches: omitted, outlined, or loaded
     (the partial one cut to what the budget leaves)."""
     if omitted_set is not None and i in omitted_set and not items.is_preset(i):
-        acc.remaining.append((i, i + 1))
-        acc.add(omitted_piece(items, i, Code.BUDGET))
+        acc.omit_one(items, i, Code.BUDGET)
         return
     if i in plan.outlined:  # not delivered: the cursor still delivers its content
         acc.remaining.append((i, i + 1))

@@ -17,7 +17,7 @@ ranking orders them (``rank.api.Ranking``); ``focus`` never adds or drops a file
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from readmany_daemon.engine import order as stable_order
@@ -55,8 +55,30 @@ class FocusOrder:
     ``summary.ranking`` says."""
 
     positions: Ordered
-    rank: dict[int, tuple[int, str]]
+    rank: Mapping[int, tuple[int, str]]
     info: RankingInfo
+
+
+class _Ranks(Mapping[int, tuple[int, str]]):
+    """Item index -> (1-based rank, why), made when asked: an answer lists a few dozen
+    of the tens of thousands of files a broad glob matches."""
+
+    def __init__(
+        self, fill: Sequence[int], rels: Mapping[int, str], held: set[int], why: Mapping[str, str]
+    ) -> None:
+        self._place = dict(zip(fill, range(1, len(fill) + 1), strict=True))
+        self._rels, self._held, self._why = rels, held, why
+
+    def __getitem__(self, i: int) -> tuple[int, str]:
+        place = self._place[i]
+        why = ANCHOR_WHY if i in self._held else self._why.get(self._rels.get(i, ""), "")
+        return place, why[:WHY_MAX_CHARS]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._place)
+
+    def __len__(self) -> int:
+        return len(self._place)
 
 
 def ranked_positions(
@@ -80,11 +102,14 @@ def ranked_positions(
     for i in positions if named else ():
         if not items.is_preset(i) and items[i].explicit:
             named = named - {items[i].rel}
+    rels: dict[int, str] = {}  # item index -> root-relative path, for ``why``
     for i in positions:
         item = None if items.is_preset(i) else items[i]
         if item is None or not item.rel:
             others.append(i)
-        elif item.explicit or item.rel in named:
+            continue
+        rels[i] = item.rel
+        if item.explicit or item.rel in named:
             anchors.append(i)
             candidates[item.rel] = None
         elif item.rel not in matched and item.rel not in candidates:
@@ -94,13 +119,8 @@ def ranked_positions(
             others.append(i)
     anchor_rels = list(dict.fromkeys(items[i].rel or "" for i in anchors))
     ranked: Ranked = ranking.rank(list(candidates), focus, anchor_rels)
-    held = set(anchors)
     fill = [*anchors, *(matched[rel] for rel in ranked.order if rel in matched), *others]
-    rank: dict[int, tuple[int, str]] = {}
-    for place, i in enumerate(fill, 1):
-        rel = None if items.is_preset(i) else items[i].rel
-        why = ANCHOR_WHY if i in held else ranked.why.get(rel or "", "")
-        rank[i] = (place, why[:WHY_MAX_CHARS])
+    rank = _Ranks(fill, rels, set(anchors), ranked.why)
     info = RankingInfo(
         signals=list(ranked.signals),
         indexed_files=ranked.indexed_files,

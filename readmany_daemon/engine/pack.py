@@ -641,6 +641,24 @@ class Account:
         self.outlined += 1
         self.pieces.append(piece)
 
+    def omit_one(self, items: Items, i: int, code: str) -> None:
+        """Account for item ``i``, omitted with ``code``: as ``add(omitted_piece(...))``,
+        but an expansion match past every list's room is only counted (no
+        ``FileResult`` made: a focused read omits tens of thousands one by one)."""
+        self.remaining.append((i, i + 1))
+        full = (
+            self.listed_expansion >= MAX_LISTED
+            and len(self.omitted_labels) > MAX_LISTED
+            and len(self.unlisted_omitted_names) >= MAX_NAMED_IN_CONTENT
+        )
+        if full and (items.match_label(i) is not None or not items[i].explicit):
+            self.listed_expansion += 1
+            self.unlisted_omitted += 1
+            self.summary.omitted += 1
+            self.omitted_total += 1
+            return
+        self.add(omitted_piece(items, i, code))
+
     def omit_many(self, items: Items, start: int, end: int, code: str) -> None:
         """Account for expansion matches ``[start, end)``, all omitted with ``code``,
         making ``FileResult``s only for the few that are listed."""

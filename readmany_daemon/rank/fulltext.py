@@ -51,10 +51,12 @@ RANK_SUFFIX: Final = ".rank"
 #: A query takes the rarest words while the files holding them add up to at most this
 #: many (at least ``MIN_WORDS``): FTS5 scores every posting of every word (about 1 µs
 #: each), so at 100,000 files all of a 300-character focus's words cost ~300 ms and the
-#: rarest ones within this budget ~30 ms (bench/README.md "Focus"). A small root keeps
+#: rarest ones within this budget ~15 ms (bench/README.md "Focus"). A small root keeps
 #: every word.
-POSTINGS_BUDGET: Final = 20_000
+POSTINGS_BUDGET: Final = 10_000
 MIN_WORDS: Final = 3
+#: ``holding`` looks at a text's first this many characters.
+HOLDING_CHARS: Final = 200_000
 #: Words whose file counts are kept between writes.
 DF_KEPT: Final = 10_000
 
@@ -79,6 +81,21 @@ def fts5_available() -> bool:
         except sqlite3.Error:
             _fts5 = False
     return _fts5
+
+
+def _holds(text: str, word: str) -> bool:
+    """Whether ``text`` holds ``word`` as a token: not inside a longer run of letters
+    and digits (FTS5's ``unicode61`` splits at every other character)."""
+    end = len(text)
+    pos = text.find(word)
+    while pos >= 0:
+        after = pos + len(word)
+        if (pos == 0 or not text[pos - 1].isalnum()) and (
+            after == end or not text[after].isalnum()
+        ):
+            return True
+        pos = text.find(word, pos + 1)
+    return False
 
 
 def _quote(word: str) -> str:
@@ -234,8 +251,11 @@ class FullText:
         return kept
 
     def holding(self, words: Sequence[str], paths: Sequence[str]) -> dict[str, list[str]]:
-        """For each of ``paths`` (indexed), the ``words`` its text holds, in the order
-        of ``words``."""
+        """For each of ``paths`` (indexed), the ``words`` (lower case) its text holds as
+        the tokenizer sees them (a run of letters and digits, any case), in the order
+        of ``words``; only the first ``HOLDING_CHARS`` characters of each text are looked
+        at. One read of the texts rather than one full-text query per word: a query reads
+        the word's whole posting list (~4 ms each at 100,000 files)."""
         out: dict[str, list[str]] = {p: [] for p in paths}
         if not paths or not words:
             return out
@@ -245,12 +265,13 @@ class FullText:
                 return out
             back = {i: p for p, i in ids.items()}
             marks = ",".join(str(i) for i in ids.values())
-            for w in words:
-                for (rowid,) in self._db.execute(
-                    f"SELECT rowid FROM docs WHERE docs MATCH ? AND rowid IN ({marks})",
-                    ("{body} : " + _quote(w),),
-                ):
-                    out[back[rowid]].append(w)
+            rows = self._db.execute(
+                f"SELECT rowid, substr(body, 1, ?) FROM docs WHERE rowid IN ({marks})",
+                (HOLDING_CHARS,),
+            ).fetchall()
+        for rowid, body in rows:
+            low = (body or "").lower()
+            out[back[rowid]] = [w for w in words if _holds(low, w)]
         return out
 
     def _marks_ids(self, paths: Sequence[str]) -> list[tuple[str, int]]:

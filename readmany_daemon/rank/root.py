@@ -24,6 +24,7 @@ most ``TAG_SECONDS`` a call, kept per (path, mark).
 from __future__ import annotations
 
 import heapq
+import itertools
 import logging
 import os
 import sqlite3
@@ -94,6 +95,28 @@ def _path_words(
     return {p: (names[p], min(ws, key=lambda w: counts[w])) for p, ws in found.items() if ws}
 
 
+def _order(
+    candidates: Sequence[str],
+    fused: Mapping[str, float],
+    sizes: Mapping[str, int],
+    size_exponent: float,
+    at: Mapping[str, int],
+) -> list[str]:
+    """``RootRanking.fuse`` once the scores are fused (``at``: each candidate's place)."""
+    sized = {
+        p: v / (sizes[p] / 4 + 200) ** size_exponent
+        for p, v in fused.items()
+        if p in sizes and p in at
+    }
+    # the best few hundred by size-weighed score, then the other scored files; only the
+    # scored files are sorted, the rest keep the request's order
+    ranked = sorted(sized, key=lambda p: (-sized[p], at[p]))
+    rest = sorted(
+        (p for p in fused if p not in sized and p in at), key=lambda p: (-fused[p], at[p])
+    )
+    return ranked + rest + list(itertools.filterfalse(fused.__contains__, candidates))
+
+
 class _Why(dict[str, str]):
     """``why`` by path; ``""`` for a path beyond the first ``WHY_FILES``."""
 
@@ -148,6 +171,10 @@ class RootRanking:
         #: bench/bench_focus.py's weight search.
         self.last_scores: Mapping[str, Mapping[str, float]] = {}
         self.last_sizes: Mapping[str, int] = {}
+        #: The last call's candidates and each one's 0-based place (a warm request
+        #: asks again with the same list: not remade per call).
+        self._candidates: tuple[str, ...] = ()
+        self._places: dict[str, int] = {}
         if self.mode != "off" and fts5_available():
             try:
                 self.keeper = IndexKeeper(root, FullText(path), redact)
@@ -184,7 +211,7 @@ class RootRanking:
         indexed = pending = 0
         index = self._index()
         keeper = self.keeper
-        cand = set(candidates)
+        cand = self._positions(candidates)
         if keeper is not None:
             pending = self._update(keeper, index, candidates)
             indexed = keeper.indexed
@@ -229,8 +256,9 @@ class RootRanking:
         pr = pagerank(file_tags, seeds, idents)
         scores["references"] = {p: s for p, s in pr.items() if p not in seeds}
         signals.append("references")
-        sizes = self._sizes(self._best(scores, SIZED_FILES))
-        order = self.fuse(candidates, scores, sizes)
+        fused = _sum(*((WEIGHTS[signal], per) for signal, per in scores.items()))
+        sizes = self._sizes(heapq.nlargest(SIZED_FILES, fused, key=fused.__getitem__))
+        order = _order(candidates, fused, sizes, SIZE_EXPONENT, cand)
         by_path = _path_words(order[:WHY_FILES], scores["names"], words)
         self.last_scores, self.last_sizes = scores, sizes
         held: Mapping[str, list[str]] = {}
@@ -243,6 +271,14 @@ class RootRanking:
         )
         ordered = tuple(s for s in SIGNALS if s in signals)
         return Ranked(tuple(order), why, ordered, indexed, pending)
+
+    def _positions(self, candidates: Sequence[str]) -> dict[str, int]:
+        """``{candidate: 0-based place}``, kept for the next call with the same list."""
+        key = tuple(candidates)
+        if key != self._candidates:
+            self._candidates = key
+            self._places = {p: i for i, p in enumerate(key)}
+        return self._places
 
     @staticmethod
     def _best(scores: Mapping[str, Mapping[str, float]], n: int) -> list[str]:
@@ -284,20 +320,15 @@ class RootRanking:
         sizes: Mapping[str, int],
         weights: Mapping[str, float] = WEIGHTS,
         size_exponent: float = SIZE_EXPONENT,
+        positions: Mapping[str, int] | None = None,
     ) -> list[str]:
-        """``candidates`` ordered by the fusion of ``scores`` (``{signal: {path:
-        score}}``, higher better; see the module) with ``sizes`` (bytes), ties and files
-        no signal scores in the order of ``candidates``."""
+        """``candidates`` (each once) ordered by the fusion of ``scores`` (``{signal:
+        {path: score}}``, higher better; see the module) with ``sizes`` (bytes), ties and
+        files no signal scores in the order of ``candidates``. ``positions``: each
+        candidate's 0-based place in ``candidates`` when the caller holds it already."""
         fused = _sum(*((weights[signal], per) for signal, per in scores.items()))
-        sized = {
-            p: v / (sizes[p] / 4 + 200) ** size_exponent for p, v in fused.items() if p in sizes
-        }
-        # the best few thousand by size-weighed score, then the other scored files
-        ranked = sorted((p for p in candidates if p in sized), key=lambda p: -sized[p])
-        rest = sorted(
-            (p for p in candidates if p in fused and p not in sized), key=lambda p: -fused[p]
-        )
-        return ranked + rest + [p for p in candidates if p not in fused]
+        at = positions if positions is not None else {p: i for i, p in enumerate(candidates)}
+        return _order(candidates, fused, sizes, size_exponent, at)
 
     def _tags_of(self, paths: Sequence[str]) -> dict[str, Tags]:
         out: dict[str, Tags] = {}

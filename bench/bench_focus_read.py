@@ -1,0 +1,114 @@
+"""Benchmark: what ``focus`` adds to a warm read through the daemon (issue 25 item 6).
+
+Usage::
+
+    python bench/bench_focus_read.py --tree /work/trees/stdlib-100k [--runs 11] \\
+        [--reuse FILE]
+
+Starts a private daemon (``bench_daemon.Daemon``: its own socket, ``XDG_CACHE_HOME``,
+``XDG_STATE_HOME``, ``XDG_RUNTIME_DIR``; stopped in a ``finally``), asks focused reads
+until ``summary.ranking.pendingFiles`` is 0 (the root's full-text index built), then
+alternates, ``--runs`` times on one connection, three ``readMany/read`` requests of
+``**/*.py`` with a 20,000-token budget: without focus, with a focus of ~300 characters,
+with one of 2,000 (``bench_rank.FOCUS_300`` and ``_focus_2000``). Reports each one's
+median milliseconds (client clock, request to parsed answer) and the focused ones'
+medians minus the unfocused one's: the issue's bounds are <= 30 ms (300 characters) and
+<= 100 ms (2,000). ``--reuse FILE`` copies a full-text index built before
+(``bench_rank.py --keep FILE`` on the same tree) where the daemon keeps the root's, so the
+build is a check of every file. Writes ``bench/results/focus_read-latest.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_daemon import private_home, running
+from bench_rank import FOCUS_300, _focus_2000
+from common import REPO_ROOT, table, write_results
+
+sys.path.insert(0, str(REPO_ROOT))
+
+from readmany_daemon.index.snapshot import snapshot_path
+from readmany_daemon.rank.fulltext import rank_path
+from readmany_daemon.runtime.roots import index_key
+from readmany_daemon.settings import Settings
+
+BUDGET = 20_000
+#: Longest wait (seconds) for the daemon's full-text index.
+BUILD_TIMEOUT = 1800.0
+
+
+def _params(focus: str | None) -> dict[str, Any]:
+    params: dict[str, Any] = {"paths": ["**/*.py"], "maxTotalTokens": BUDGET}
+    if focus is not None:
+        params["focus"] = focus
+    return params
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tree", required=True)
+    ap.add_argument("--runs", type=int, default=11)
+    ap.add_argument("--reuse", help="a full-text index of TREE built before")
+    ap.add_argument("--results-dir", type=Path, default=None)
+    args = ap.parse_args()
+    tree = os.path.realpath(args.tree)
+    cases = {"no focus": None, "focus ~300 chars": FOCUS_300, "focus 2,000 chars": _focus_2000()}
+    with private_home("rmfr") as home:
+        if args.reuse:
+            environ = {"XDG_CACHE_HOME": str(home / "cache"), "HOME": str(home)}
+            key = (tree, *index_key(Settings()))
+            target = rank_path(snapshot_path(tree, key, environ))
+            os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
+            shutil.copyfile(args.reuse, target)
+            os.chmod(target, 0o600)
+        with running(home) as daemon:
+            client = daemon.connect(Path(tree))
+            try:
+                t0 = time.perf_counter()
+                while True:
+                    got = client.request("readMany/read", _params(FOCUS_300))
+                    pending = got["summary"]["ranking"]["pendingFiles"]
+                    if not pending:
+                        break
+                    if time.perf_counter() - t0 > BUILD_TIMEOUT:
+                        raise RuntimeError(f"{pending} files still pending")
+                    time.sleep(1.0)
+                ready = time.perf_counter() - t0
+                times: dict[str, list[float]] = {name: [] for name in cases}
+                for _ in range(2):  # warm-up
+                    for focus in cases.values():
+                        client.request("readMany/read", _params(focus))
+                for _ in range(args.runs):
+                    for name, focus in cases.items():
+                        t = time.perf_counter()
+                        client.request("readMany/read", _params(focus))
+                        times[name].append(time.perf_counter() - t)
+            finally:
+                client.exit()
+    base = statistics.median(times["no focus"])
+    rows = []
+    for name, ts in times.items():
+        med = statistics.median(ts)
+        rows.append(
+            {
+                "read": name,
+                "p50 ms": round(med * 1000, 1),
+                "added ms": "" if name == "no focus" else round((med - base) * 1000, 1),
+            }
+        )
+    print(f"index ready after {ready:.1f} s; {args.runs} alternating runs")
+    print(table(rows))
+    write_results("focus_read", {"tree": tree, "ready_s": ready, "rows": rows}, args.results_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

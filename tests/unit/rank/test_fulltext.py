@@ -1,0 +1,34 @@
+"""rank/fulltext.py: which focus words a file's indexed text holds (``holding``), as
+FTS5's tokenizer would match them, read from the texts rather than one query a word."""
+
+from __future__ import annotations
+
+from readmany_daemon.rank.fulltext import FullText
+
+
+def _index(texts: dict[str, str]) -> FullText:
+    ft = FullText(None)
+    assert ft.write([(p, "1:1:1", t) for p, t in texts.items()], [])
+    return ft
+
+
+def test_holding_matches_tokens_not_substrings() -> None:
+    ft = _index(
+        {
+            "a.py": "def fixture_scope(): pass  # Scope",
+            "b.py": "telescope = microscopes",
+            "c.py": "scope",
+        }
+    )
+    got = ft.holding(["scope", "fixture", "pass"], ["a.py", "b.py", "c.py"])
+    assert got == {"a.py": ["scope", "fixture", "pass"], "b.py": [], "c.py": ["scope"]}
+    # the same words FTS5 finds, file by file
+    for word in ("scope", "fixture", "pass"):
+        found = {p for p, _ in ft.search([word], 10)}
+        assert found == {p for p, ws in got.items() if word in ws}
+
+
+def test_holding_of_unindexed_paths_and_no_words() -> None:
+    ft = _index({"a.py": "alpha beta"})
+    assert ft.holding(["alpha"], ["a.py", "gone.py"]) == {"a.py": ["alpha"], "gone.py": []}
+    assert ft.holding([], ["a.py"]) == {"a.py": []}
