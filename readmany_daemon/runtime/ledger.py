@@ -211,6 +211,12 @@ class Ledger:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def holds_under(self, root: str) -> bool:
+        """Whether an entry lies below folder ``root`` (absolute, real)."""
+        prefix = root.rstrip("/") + "/"
+        with self._lock:
+            return any(path.startswith(prefix) for path in self._entries)
+
     def _changed(
         self, path: str, entry: _Entry, began: int
     ) -> tuple[str | None, os.stat_result | None]:

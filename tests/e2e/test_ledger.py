@@ -162,3 +162,23 @@ async def test_serve_stdio_connection_names_stale_files(
         assert second["stale"] == [{"path": "a.txt", "change": "modified"}]
         assert second["llmContent"].startswith("[Changed since given to you: a.txt (modified).")
         assert "]\n\n@b.txt\n" in second["llmContent"]
+
+
+def test_a_write_in_another_root_is_named_in_the_next_answer(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    # each read of one root names a write made just before it in the other, at once
+    # (the other root's barrier runs before the ledger is checked), by absolute path
+    one, two = tmp_path / "one", tmp_path / "two"
+    write_tree(one, {"a.txt": "a\n", "b.txt": "b\n"})
+    write_tree(two, {"c.txt": "c\n", "d.txt": "d\n"})
+    with daemon.session(one) as client:
+        assert ask(client, ["a.txt"])["stale"] == []
+        assert ask(client, ["c.txt"], root=str(two))["stale"] == []
+        for i in range(6):
+            mine, other, root = (
+                (two / "c.txt", "b.txt", one) if i % 2 else (one / "a.txt", "d.txt", two)
+            )
+            mine.write_text(f"v{i}\n")
+            got = ask(client, [other], root=str(root))["stale"]
+            assert got == [{"path": str(mine), "change": "modified"}], (i, got)
