@@ -19,9 +19,11 @@ Each case reads ``GLOB`` with the focus, a 20,000-token budget (o200k), whole fi
   ``pendingFiles`` is 0, then the packing the issue specifies: whole files in rank order
   while they fit, a file that does not fit passed over (each file costing its o200k
   tokens plus ``HEADER_TOKENS``);
-* ``--via daemon``: ``readMany`` through the daemon's own service
-  (``runtime.service.Service``), repeated until ``summary.ranking.pendingFiles`` is 0;
-  delivered = the entries with status ``ok``, ranks from ``rank``.
+* ``--via read``: the read itself, as the daemon answers it (``engine.answer`` on the
+  root's ``Workspace``, the engine the daemon runs), repeated until
+  ``summary.ranking.pendingFiles`` is 0: delivered = the entries with status ``ok``
+  (the engine's ranked packing: at most one file cut, with its outline), the order
+  for recall@5 from each entry's ``rank``.
 
 Reported beside: path order, plain BM25 over content that this script computes
 (``\\w+`` words, k1 = 1.2, b = 0.75, packed whole in score order, passing over), and the
@@ -54,10 +56,12 @@ from wcmatch.glob import GLOBSTAR, globmatch
 sys.path.insert(0, str(REPO_ROOT))
 
 from readmany_daemon.content import tokens
+from readmany_daemon.engine.answer import answer
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.rank import root as rank_root
 from readmany_daemon.rules.kinds import ALL
 from readmany_daemon.settings import Settings
+from readmany_daemon.wire.decode import decode_read_params
 
 BUDGET = 20_000
 #: What one delivered file costs beyond its text (its header line), o200k tokens.
@@ -144,13 +148,35 @@ def run_rank(work: Path, cache: Path, pattern: str, focus: str) -> tuple[list[st
     return list(got.order), (candidates, scores)
 
 
+def run_read(work: Path, cache: Path, pattern: str, focus: str) -> tuple[list[str], set[str]]:
+    """The focused read of ``pattern`` as the daemon answers it: (the files by ``rank``,
+    those delivered whole)."""
+    ws = Workspace.open(str(work), Settings())
+    ws.rank_file = str(cache / f"index-{'ab' * 16}.rank")
+    params = {
+        "paths": [pattern],
+        "focus": focus[:2000],
+        "maxTotalTokens": BUDGET,
+        "preferFullRead": True,
+        "maxTotalFiles": 100000,
+    }
+    for _ in range(1000):
+        got = answer(ws, decode_read_params(params))
+        ranking = got.summary.ranking
+        if ranking is not None and ranking.pending_files == 0:
+            break
+    ws.ranking.close()
+    ranked = sorted((f.rank, f.path) for f in got.files if f.rank is not None)
+    return [p for _, p in ranked], {f.path for f in got.files if f.status == "ok"}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repo", required=True)
     ap.add_argument("--glob", default="src/**/*.py")
     ap.add_argument("--fragments", default="changelog/*")
     ap.add_argument("--commits", type=int, default=300)
-    ap.add_argument("--via", choices=("rank", "daemon"), default="rank")
+    ap.add_argument("--via", choices=("rank", "read"), default="rank")
     ap.add_argument("--weights", action="store_true", help="search fusion weights")
     ap.add_argument("--results-dir", type=Path, default=None)
     args = ap.parse_args()
@@ -171,10 +197,13 @@ def main() -> int:
             git(work, "checkout", "-q", "--detach", case["parent"])
             t0 = time.perf_counter()
             order, (candidates, scores) = run_rank(work, cache, args.glob, case["focus"])
+            read_whole: set[str] | None = None
+            if args.via == "read":
+                order, read_whole = run_read(work, cache, args.glob, case["focus"])
             seconds += time.perf_counter() - t0
             texts = {p: (work / p).read_text(errors="replace") for p in candidates}
             cost = {p: tokens.count(t) for p, t in texts.items()}
-            delivered = pack(order, cost)
+            delivered = pack(order, cost) if read_whole is None else read_whole
             needed = [p for p in case["needed"] if p in set(candidates)]
             if not needed:
                 continue
