@@ -122,7 +122,9 @@ def names_field(field: str, message: str) -> bool:
     if match is None:
         return False
     key = match.group(1) if match.group(1) is not None else json.loads(match.group(2))
-    escaped = re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", lambda m: json.dumps(m.group())[1:-1], key)
+    escaped = re.sub(
+        r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", lambda m: json.dumps(m.group())[1:-1], key
+    )
     return key in message or escaped in message
 
 
