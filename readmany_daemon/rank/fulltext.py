@@ -24,6 +24,7 @@ import logging
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import Final
 
@@ -120,6 +121,10 @@ class FullText:
             timeout=BUSY_MS / 1000,
         )
         db = self._db
+        # A ranking dropped without ``close`` (a one-shot answer, a test's workspace)
+        # closes its connection when it is collected, not in SQLite's finalizer, which
+        # warns (ResourceWarning, Python 3.13+).
+        weakref.finalize(self, db.close)
         if path is not None:
             db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")

@@ -3,6 +3,7 @@ engine (SQLite FTS5): each signal, the index kept current, in the cache folder o
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import stat
@@ -31,7 +32,7 @@ def _all(ws: Workspace) -> list[str]:
 
 
 def _indexed(path: str) -> set[str]:
-    with sqlite3.connect(path) as db:
+    with contextlib.closing(sqlite3.connect(path)) as db:
         return {p for (p,) in db.execute("SELECT path FROM files")}
 
 
@@ -100,7 +101,7 @@ def test_denied_and_ignored_files_never_enter_the_index_and_secrets_are_redacted
     ws.ranking.rank(["app.py", "build/out.py", ".env"], "pangolin", [])
     path = str(ws.rank_file)
     assert _indexed(path) == {"app.py"}
-    with sqlite3.connect(path) as db:
+    with contextlib.closing(sqlite3.connect(path)) as db:
         (body,) = db.execute("SELECT body FROM docs").fetchone()
     assert key not in body
     assert "«redacted:" in body

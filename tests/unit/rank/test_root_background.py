@@ -5,6 +5,7 @@ snapshot; ``rankingIndex`` ``on-demand``, ``always`` and ``off``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -99,7 +100,7 @@ def test_a_change_the_index_reports_is_seen_by_the_next_call(
     os.unlink(tree / "pkg/m007.py")
     index.apply([("pkg/m007.py", ENTRY | CONTENT)])
     _settle(r, index.files(), "pangolin")
-    with sqlite3.connect(r.keeper.fulltext.path or "") as db:  # type: ignore[union-attr]
+    with contextlib.closing(sqlite3.connect(r.keeper.fulltext.path or "")) as db:  # type: ignore[union-attr]
         paths = {p for (p,) in db.execute("SELECT path FROM files")}
     assert "pkg/m007.py" not in paths and "pkg/target.py" in paths
 
