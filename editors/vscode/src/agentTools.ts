@@ -52,7 +52,7 @@ export function mcpServerArgs(server: ServerCommand, folders: readonly string[])
  * The window's settings the MCP server takes from its environment (`READMANY_*`,
  * PROTOCOL §7; values JSON): the server settings (`readmany.ignoreFileNames`,
  * `denyPatterns` and `defaultExcludes` when set, `maxFileBytes`, `shareOverlays`,
- * `redactSecrets`) and the agent tool's budgets (`readmany.toolMaxTotalTokens`,
+ * `redactSecrets`, `rankingIndex`) and the agent tool's budgets (`readmany.toolMaxTotalTokens`,
  * `readmany.toolMaxTotalChars`: the server's `toolMaxTotalTokens`/`toolMaxTotalChars`).
  * Always `READMANY_MCP_STRUCTURED_TEXT=true` (`readmany mcp --structured-text`): when a
  * tool result has `structuredContent`, VS Code gives the model that JSON alone and drops
@@ -67,6 +67,7 @@ export function mcpServerEnv(settings: Settings): Record<string, string> {
     READMANY_MAX_FILE_BYTES: String(server.maxFileBytes),
     READMANY_SHARE_OVERLAYS: String(server.shareOverlays),
     READMANY_REDACT_SECRETS: String(server.redactSecrets),
+    READMANY_RANKING_INDEX: server.rankingIndex,
     READMANY_TOOL_MAX_TOTAL_TOKENS: String(tool.maxTotalTokens),
     READMANY_TOOL_MAX_TOTAL_CHARS: String(tool.maxTotalChars),
     READMANY_MCP_STRUCTURED_TEXT: 'true',

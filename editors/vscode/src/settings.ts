@@ -7,7 +7,7 @@
  * - launch settings (`path`, `interpreter`, `shared`): which server to start; a change
  *   restarts the server;
  * - server settings (PROTOCOL §7: `ignoreFileNames`, `denyPatterns`, `defaultExcludes`,
- *   `maxFileBytes`, `shareOverlays`, `redactSecrets`) and read defaults (`readmany.read.*`: budgets and
+ *   `maxFileBytes`, `shareOverlays`, `redactSecrets`, `rankingIndex`) and read defaults (`readmany.read.*`: budgets and
  *   format for every read of this window) — sent as `initializationOptions` and, on
  *   change, as `workspace/didChangeConfiguration`;
  * - the agent tool's budgets (`toolMaxTotalTokens`, `toolMaxTotalChars`): applied by the
@@ -36,6 +36,8 @@ export interface ServerSettings {
   shareOverlays: boolean;
   /** Replace secrets by `«redacted:…»` placeholders in this window's answers (PROTOCOL §4). */
   redactSecrets: boolean;
+  /** When the full-text index behind a focused read is built (PROTOCOL §7 `rankingIndex`). */
+  rankingIndex: RankingIndex;
 }
 
 /** Per-connection `ReadManyParams` defaults (a request's own value wins). */
@@ -74,6 +76,10 @@ export interface Settings {
 
 export const FORMATS: readonly Format[] = ['separator', 'heredoc', 'xml', 'json'];
 
+/** PROTOCOL §7 `rankingIndex`: built on the first focused read, at start, or never. */
+export type RankingIndex = 'on-demand' | 'always' | 'off';
+export const RANKING_INDEX_VALUES: readonly RankingIndex[] = ['on-demand', 'always', 'off'];
+
 export const DEFAULTS: Settings = {
   path: [],
   interpreter: [],
@@ -86,6 +92,7 @@ export const DEFAULTS: Settings = {
     maxFileBytes: 20 * 1024 * 1024,
     shareOverlays: true,
     redactSecrets: true,
+    rankingIndex: 'on-demand',
   },
   read: {
     perFileMaxLines: 200,
@@ -112,6 +119,8 @@ const isNonNegative: Check<number> = (v): v is number =>
   typeof v === 'number' && Number.isFinite(v) && v >= 0;
 const isFormat: Check<Format> = (v): v is Format =>
   typeof v === 'string' && (FORMATS as readonly string[]).includes(v);
+const isRankingIndex: Check<RankingIndex> = (v): v is RankingIndex =>
+  typeof v === 'string' && (RANKING_INDEX_VALUES as readonly string[]).includes(v);
 const isStringsOrNull: Check<string[] | null> = (v): v is string[] | null => v === null || isStrings(v);
 
 /** `readSettings` reports each setting it could not use through `warn`. */
@@ -138,6 +147,7 @@ export function readSettings(config: ConfigurationLike, warn: (message: string) 
       maxFileBytes: get('maxFileBytes', isPositiveInt, d.server.maxFileBytes, 'an integer >= 1'),
       shareOverlays: get('shareOverlays', isBool, d.server.shareOverlays, 'true or false'),
       redactSecrets: get('redactSecrets', isBool, d.server.redactSecrets, 'true or false'),
+      rankingIndex: get('rankingIndex', isRankingIndex, d.server.rankingIndex, RANKING_INDEX_VALUES.join(' | ')),
     },
     read: {
       perFileMaxLines: get('read.perFileMaxLines', isPositiveInt, d.read.perFileMaxLines, 'an integer >= 1'),
@@ -168,6 +178,7 @@ export function toInitializationOptions(settings: Settings): Record<string, unkn
     maxFileBytes: server.maxFileBytes,
     shareOverlays: server.shareOverlays,
     redactSecrets: server.redactSecrets,
+    rankingIndex: server.rankingIndex,
     perFileMaxLines: read.perFileMaxLines,
     perFileMaxChars: read.perFileMaxChars,
     maxTotalFiles: read.maxTotalFiles,

@@ -38,14 +38,16 @@ describe('mcpServerEnv', () => {
       READMANY_MAX_FILE_BYTES: '20971520',
       READMANY_SHARE_OVERLAYS: 'true',
       READMANY_REDACT_SECRETS: 'true',
+      READMANY_RANKING_INDEX: 'on-demand',
       READMANY_TOOL_MAX_TOTAL_TOKENS: '20000',
       READMANY_TOOL_MAX_TOTAL_CHARS: '50000',
       READMANY_MCP_STRUCTURED_TEXT: 'true',
     });
-    const set = mcpServerEnv({ ...DEFAULTS, server: { ...DEFAULTS.server, denyPatterns: ['*.secret'], defaultExcludes: [], redactSecrets: false } });
+    const set = mcpServerEnv({ ...DEFAULTS, server: { ...DEFAULTS.server, denyPatterns: ['*.secret'], defaultExcludes: [], redactSecrets: false, rankingIndex: 'off' } });
     assert.equal(set.READMANY_DENY_PATTERNS, '["*.secret"]');
     assert.equal(set.READMANY_DEFAULT_EXCLUDES, '[]');
     assert.equal(set.READMANY_REDACT_SECRETS, 'false');
+    assert.equal(set.READMANY_RANKING_INDEX, 'off');
   });
 });
 

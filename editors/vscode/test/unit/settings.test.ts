@@ -26,6 +26,7 @@ describe('readSettings', () => {
         maxFileBytes: 1000,
         shareOverlays: false,
         redactSecrets: false,
+        rankingIndex: 'always',
         'read.perFileMaxLines': 50,
         'read.perFileMaxChars': 5000,
         'read.maxTotalFiles': 100,
@@ -43,7 +44,7 @@ describe('readSettings', () => {
       interpreter: ['py', '-3'],
       shared: false,
       statusRefreshSeconds: 0,
-      server: { ignoreFileNames: ['.aiignore'], denyPatterns: ['*.secret'], defaultExcludes: [], maxFileBytes: 1000, shareOverlays: false, redactSecrets: false },
+      server: { ignoreFileNames: ['.aiignore'], denyPatterns: ['*.secret'], defaultExcludes: [], maxFileBytes: 1000, shareOverlays: false, redactSecrets: false, rankingIndex: 'always' },
       read: { perFileMaxLines: 50, perFileMaxChars: 5000, maxTotalFiles: 100, maxTotalChars: 9999, format: 'xml', lineNumbers: true },
       tool: { maxTotalTokens: 8000, maxTotalChars: 30000 },
       mcpServer: { enabled: false, alsoLanguageModelTool: true },
@@ -91,6 +92,7 @@ describe('toInitializationOptions', () => {
       maxFileBytes: 20971520,
       shareOverlays: true,
       redactSecrets: true,
+      rankingIndex: 'on-demand',
       perFileMaxLines: 200,
       perFileMaxChars: 20000,
       maxTotalFiles: 20,
@@ -120,6 +122,15 @@ describe('toInitializationOptions', () => {
     const warnings: string[] = [];
     assert.equal(readSettings(config({ redactSecrets: 'no' }), (w) => warnings.push(w)).server.redactSecrets, true);
     assert.ok(warnings[0]?.includes('readmany.redactSecrets'), warnings[0]);
+  });
+
+  test('rankingIndex goes to the server; a value outside on-demand | always | off is a warning and the default stays', () => {
+    const settings = readSettings(config({ rankingIndex: 'off' }));
+    assert.equal(toInitializationOptions(settings).rankingIndex, 'off');
+    assert.notEqual(serverKey(settings), serverKey(DEFAULTS));
+    const warnings: string[] = [];
+    assert.equal(readSettings(config({ rankingIndex: 'never' }), (w) => warnings.push(w)).server.rankingIndex, 'on-demand');
+    assert.ok(warnings[0]?.includes('readmany.rankingIndex') && warnings[0].includes('on-demand | always | off'), warnings[0]);
   });
 
   test('launchKey changes only with path, interpreter, shared; serverKey only with what the server gets', () => {
