@@ -117,6 +117,16 @@ def _order(
     return ranked + rest + list(itertools.filterfalse(fused.__contains__, candidates))
 
 
+def _places(order: Sequence[str], scored: int, at: Mapping[str, int], candidates: int) -> list[int]:
+    """``order`` (of :func:`_order`, its first ``scored`` paths the scored ones, the
+    rest the others in the candidates' order) as 0-based places among ``candidates``
+    candidates: the unscored tail is every place the scored ones do not take, in order,
+    without a lookup per path."""
+    head = [at[p] for p in order[:scored]]
+    taken = set(head)
+    return head + list(itertools.filterfalse(taken.__contains__, range(candidates)))
+
+
 class _Why(dict[str, str]):
     """``why`` by path; ``""`` for a path beyond the first ``WHY_FILES``."""
 
@@ -259,6 +269,10 @@ class RootRanking:
         fused = _sum(*((WEIGHTS[signal], per) for signal, per in scores.items()))
         sizes = self._sizes(heapq.nlargest(SIZED_FILES, fused, key=fused.__getitem__))
         order = _order(candidates, fused, sizes, SIZE_EXPONENT, cand)
+        scored = sum(1 for p in fused if p in cand)
+        places = (
+            _places(order, scored, cand, len(candidates)) if len(cand) == len(candidates) else None
+        )
         by_path = _path_words(order[:WHY_FILES], scores["names"], words)
         self.last_scores, self.last_sizes = scores, sizes
         held: Mapping[str, list[str]] = {}
@@ -270,7 +284,7 @@ class RootRanking:
             {p: self._why(p, scores, held, by_path, defines, ages) for p in order[:WHY_FILES]}
         )
         ordered = tuple(s for s in SIGNALS if s in signals)
-        return Ranked(tuple(order), why, ordered, indexed, pending)
+        return Ranked(tuple(order), why, ordered, indexed, pending, places)
 
     def _positions(self, candidates: Sequence[str]) -> dict[str, int]:
         """``{candidate: 0-based place}``, kept for the next call with the same list."""
