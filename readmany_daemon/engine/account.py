@@ -299,7 +299,7 @@ def _account_ranked(
     the cursor still delivers (``Account.remaining``) is every position but the ones
     this page delivered, as ranges."""
     done: list[int] = []
-    for i in laid.order[: laid.delivered]:
+    for i in laid.delivered:
         listed, left = len(acc.pieces), len(acc.remaining)
         _account_one(acc, items, i, plan, None, loads, opts)
         if len(acc.pieces) > listed:
@@ -307,7 +307,7 @@ def _account_ranked(
             acc.pieces[-1].result.rank, acc.pieces[-1].result.why = rank
         if len(acc.remaining) == left:
             done.append(i)
-    delivered = set(laid.order[: laid.delivered])
+    delivered = laid.given
     seen: set[int] = set()
     for place, i in enumerate(focused.positions.order):
         if acc.full():
@@ -320,7 +320,7 @@ def _account_ranked(
     special = [i for i in focused.special if i not in seen and i not in delivered]
     for i in sorted(special, key=focused.rank.__getitem__):
         _omit_ranked(acc, items, i, focused.rank[i][0] - 1, plan, loads, opts, focused, done)
-    acc.count_omitted(len(laid) - laid.delivered - len(seen) - len(special))
+    acc.count_omitted(len(laid) - len(laid.delivered) - len(seen) - len(special))
     acc.remaining = _without(laid.ranges, done)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from readmany_daemon.engine import order as stable_order
 from readmany_daemon.engine.items import Expansion, Items, LoadedItem
@@ -78,6 +79,7 @@ class _Ranks(Mapping[int, tuple[int, str]]):
         self._fill = fill
         self._place: dict[int, int] | None = None
         self._rel, self._held, self._why = rel, held, why
+        self._made: dict[int, tuple[int, str]] = {}  # the same few on every packing
 
     def _places(self) -> dict[int, int]:
         if self._place is None:
@@ -87,8 +89,11 @@ class _Ranks(Mapping[int, tuple[int, str]]):
     def at(self, i: int, place: int) -> tuple[int, str]:
         """Entry ``i``'s rank and why, ``place`` being its 0-based place in the fill
         order."""
-        why = ANCHOR_WHY if i in self._held else self._why.get(self._rel(i) or "", "")
-        return place + 1, why[:WHY_MAX_CHARS]
+        made = self._made.get(i)
+        if made is None:
+            why = ANCHOR_WHY if i in self._held else self._why.get(self._rel(i) or "", "")
+            made = self._made[i] = (place + 1, why[:WHY_MAX_CHARS])
+        return made
 
     def __getitem__(self, i: int) -> tuple[int, str]:
         return self.at(i, self._places()[i])
@@ -136,12 +141,15 @@ def ranked_positions(
     rels = None if named else _one_expansion(items, positions)
     if rels is not None:
         ranked: Ranked = ranking.rank(rels, focus, [])
-        flat = list(positions)
-        if ranked.places is not None:
-            fill = list(map(flat.__getitem__, ranked.places))
+        if ranked.places is not None and len(positions.ranges) == 1:
+            fill = list(map(positions.ranges[0][0].__add__, ranked.places))
         else:
-            at = dict(zip(rels, flat, strict=True))
-            fill = [at[rel] for rel in ranked.order]
+            flat = list(itertools.chain.from_iterable(itertools.starmap(range, positions.ranges)))
+            if ranked.places is not None:
+                fill = list(map(flat.__getitem__, ranked.places))
+            else:
+                at = dict(zip(rels, flat, strict=True))
+                fill = [at[rel] for rel in ranked.order]
         rank = _Ranks(fill, items.rel, set(), ranked.why)
         return FocusOrder(Ordered(positions, fill), rank, _info(ranked))
     return _ranked_entries(ranking, items, positions, focus, named)
@@ -263,26 +271,48 @@ def plan_ranked(
     return plan
 
 
-class Laid(Ordered):
-    """A ranked page's positions in answer order: its first ``delivered`` the files it
-    delivers (whole, cut or answered without text), then the ones it omits, best-ranked
-    first; ``places`` each delivered one's 0-based place in the fill order."""
+class Laid(Flat):
+    """A ranked page's positions in answer order: first ``delivered``, the files it
+    delivers (whole, cut or answered without text) as ``order`` lays them out, then
+    the ones it omits (the other positions of ``fill``), best-ranked first. ``given``
+    is the set of ``delivered``, ``places`` each one's 0-based place in the fill order.
+    The omitted part is made only when iterated or indexed: the accounting walks the
+    fill order itself (``account``)."""
 
     def __init__(
-        self, fill: Ordered, order: Sequence[int], delivered: int, places: Mapping[int, int]
+        self, fill: Ordered, delivered: list[int], given: set[int], places: Mapping[int, int]
     ) -> None:
-        super().__init__(fill, order)
-        self.delivered = delivered
-        self.places = places
+        super().__init__(fill.ranges)
+        self.fill, self.delivered, self.given, self.places = fill, delivered, given, places
+        self._order: list[int] | None = None
+
+    def _laid(self) -> list[int]:
+        if self._order is None:
+            omitted = itertools.filterfalse(self.given.__contains__, self.fill.order)
+            self._order = [*self.delivered, *omitted]
+        return self._order
+
+    @overload
+    def __getitem__(self, k: int) -> int: ...
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[int]: ...
+    def __getitem__(self, k: int | slice) -> int | Sequence[int]:
+        return self._laid()[k]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._laid())
 
 
-def layout(ws: Workspace, items: Items, fill: Ordered, plan: PackPlan, order: str) -> Laid:
+def layout(
+    ws: Workspace, items: Items, fill: Ordered, plan: PackPlan, order: str
+) -> Laid | Ordered:
     """The positions of ``fill`` in answer order: first what the page delivers (whole,
     cut, outlined or answered otherwise) laid out as ``order`` says (``"rank"``: the
     fill order; ``"stable"``: the root's stable order, ``engine.order.stable``;
     otherwise request order), then the files it omits, best-ranked first."""
     given = plan.given()
-    if len(plan.order) < len(fill):
+    stopped = len(plan.order) < len(fill)
+    if stopped:
         # stopOnError: the entries after the error are laid with the delivered ones
         # (accounted as stopped, ``account.account_tail``), in the fill order
         left = {i for i in plan.order if i not in given}
@@ -295,5 +325,5 @@ def layout(ws: Workspace, items: Items, fill: Ordered, plan: PackPlan, order: st
         delivered = list(stable_order.stable(ws, items, flat))
     elif order != "rank":
         delivered.sort()
-    omitted = itertools.filterfalse(given.__contains__, fill.order)
-    return Laid(fill, [*delivered, *omitted], len(delivered), plan.places)
+    laid = Laid(fill, delivered, given, plan.places)
+    return Ordered(fill, list(laid)) if stopped else laid

@@ -79,6 +79,8 @@ WHY_WORDS_FILES: Final = 40
 WHY_FILES: Final = 500
 #: Best files whose size weighs in the fusion.
 SIZED_FILES: Final = 300
+#: Sizes kept between calls while the index's clock stays (``RootRanking._sizes``).
+SIZES_KEPT: Final = 20_000
 
 
 def _path_words(
@@ -103,6 +105,18 @@ def _order(
     at: Mapping[str, int],
 ) -> list[str]:
     """``RootRanking.fuse`` once the scores are fused (``at``: each candidate's place)."""
+    head = _head(fused, sizes, size_exponent, at)
+    return head + list(itertools.filterfalse(fused.__contains__, candidates))
+
+
+def _head(
+    fused: Mapping[str, float],
+    sizes: Mapping[str, int],
+    size_exponent: float,
+    at: Mapping[str, int],
+) -> list[str]:
+    """The scored candidates of :func:`_order` (``at``: each candidate's place), best
+    first: the others keep the request's order after them."""
     sized = {
         p: v / (sizes[p] / 4 + 200) ** size_exponent
         for p, v in fused.items()
@@ -114,17 +128,22 @@ def _order(
     rest = sorted(
         (p for p in fused if p not in sized and p in at), key=lambda p: (-fused[p], at[p])
     )
-    return ranked + rest + list(itertools.filterfalse(fused.__contains__, candidates))
+    return ranked + rest
 
 
-def _places(order: Sequence[str], scored: int, at: Mapping[str, int], candidates: int) -> list[int]:
-    """``order`` (of :func:`_order`, its first ``scored`` paths the scored ones, the
-    rest the others in the candidates' order) as 0-based places among ``candidates``
-    candidates: the unscored tail is every place the scored ones do not take, in order,
-    without a lookup per path."""
-    head = [at[p] for p in order[:scored]]
-    taken = set(head)
-    return head + list(itertools.filterfalse(taken.__contains__, range(candidates)))
+def _with_tail(
+    head: list[str], candidates: Sequence[str], at: Mapping[str, int]
+) -> tuple[list[str], list[int]]:
+    """The whole order of :func:`_order` (``head``, the scored candidates best first,
+    then the others in the candidates' order) as paths and as 0-based places among
+    ``candidates`` (each once; ``at`` their places): the others are picked by a mask of
+    places, in C, with no lookup per path."""
+    first = [at[p] for p in head]
+    keep = bytearray(b"\x01") * len(candidates)
+    for j in first:
+        keep[j] = 0
+    tail = list(itertools.compress(candidates, keep))
+    return head + tail, first + list(itertools.compress(range(len(candidates)), keep))
 
 
 class _Why(dict[str, str]):
@@ -185,6 +204,8 @@ class RootRanking:
         #: asks again with the same list: not remade per call).
         self._candidates: tuple[str, ...] = ()
         self._places: dict[str, int] = {}
+        #: Sizes (bytes) by path as of an index clock (``_sizes``).
+        self._sized: tuple[int | None, dict[str, int]] = (None, {})
         if self.mode != "off" and fts5_available():
             try:
                 self.keeper = IndexKeeper(root, FullText(path), redact)
@@ -267,12 +288,14 @@ class RootRanking:
         scores["references"] = {p: s for p, s in pr.items() if p not in seeds}
         signals.append("references")
         fused = _sum(*((WEIGHTS[signal], per) for signal, per in scores.items()))
-        sizes = self._sizes(heapq.nlargest(SIZED_FILES, fused, key=fused.__getitem__))
-        order = _order(candidates, fused, sizes, SIZE_EXPONENT, cand)
-        scored = sum(1 for p in fused if p in cand)
-        places = (
-            _places(order, scored, cand, len(candidates)) if len(cand) == len(candidates) else None
-        )
+        best = heapq.nlargest(SIZED_FILES, fused, key=fused.__getitem__)
+        sizes = self._sizes(best, index.clock if self.background else None)
+        head = _head(fused, sizes, SIZE_EXPONENT, cand)
+        places: list[int] | None = None
+        if len(cand) == len(candidates):  # each candidate once
+            order, places = _with_tail(head, candidates, cand)
+        else:
+            order = head + list(itertools.filterfalse(fused.__contains__, candidates))
         by_path = _path_words(order[:WHY_FILES], scores["names"], words)
         self.last_scores, self.last_sizes = scores, sizes
         held: Mapping[str, list[str]] = {}
@@ -317,14 +340,23 @@ class RootRanking:
             return len(keeper.unchecked(todo))
         return 0
 
-    def _sizes(self, paths: Sequence[str]) -> dict[str, int]:
-        """Bytes of each of ``paths`` (``lstat``; 0 when it cannot)."""
+    def _sizes(self, paths: Sequence[str], clock: int | None = None) -> dict[str, int]:
+        """Bytes of each of ``paths`` (``lstat``; 0 when it cannot). With the index's
+        ``clock`` (the daemon, whose watcher bumps it on every change), sizes are kept
+        until it moves (at most ``SIZES_KEPT``), not asked again per call."""
+        if clock is None or self._sized[0] != clock or len(self._sized[1]) > SIZES_KEPT:
+            self._sized = (clock, {})
+        known = self._sized[1]
         out: dict[str, int] = {}
         for p in paths:
-            try:
-                out[p] = os.lstat(os.path.join(self.root, p)).st_size
-            except OSError:
-                out[p] = 0
+            size = known.get(p)
+            if size is None:
+                try:
+                    size = os.lstat(os.path.join(self.root, p)).st_size
+                except OSError:
+                    size = 0
+                known[p] = size
+            out[p] = size
         return out
 
     @staticmethod
