@@ -142,7 +142,8 @@ def ranked_positions(
     if rels is not None:
         ranked: Ranked = ranking.rank(rels, focus, [])
         if ranked.places is not None and len(positions.ranges) == 1:
-            fill = list(map(positions.ranges[0][0].__add__, ranked.places))
+            start = positions.ranges[0][0]
+            fill = list(map(start.__add__, ranked.places) if start else ranked.places)
         else:
             flat = list(itertools.chain.from_iterable(itertools.starmap(range, positions.ranges)))
             if ranked.places is not None:

@@ -159,11 +159,30 @@ def normalized(scores: Mapping[str, float]) -> dict[str, float]:
     return {p: v / top for p, v in scores.items() if v > 0} if top > 0 else {}
 
 
-def _sum(*parts: tuple[float, Mapping[str, float]]) -> dict[str, float]:
+#: ``_sum``'s normalized parts: ``id(scores)`` -> (scores, normalized scores).
+_Memo = dict[int, tuple[Mapping[str, float], dict[str, float]]]
+
+
+def _sum(*parts: tuple[float, Mapping[str, float]], memo: _Memo | None = None) -> dict[str, float]:
+    """The weighted sum of the ``normalized`` parts (``(weight, {path: score})``, summed
+    in order); ``memo``: each part's scores and their normalized form by ``id`` (the
+    scores held, so the id is not reused: the same signal's scores fused twice in one
+    call are normalized once)."""
     out: dict[str, float] = {}
     for weight, scores in parts:
-        for p, v in normalized(scores).items():
-            out[p] = out.get(p, 0.0) + weight * v
+        if memo is None:
+            norm = normalized(scores)
+        else:
+            got = memo.get(id(scores))
+            if got is None or got[0] is not scores:
+                got = memo[id(scores)] = (scores, normalized(scores))
+            norm = got[1]
+        if not out:  # 0.0 + x is x: every part's scores are positive
+            out = {p: weight * v for p, v in norm.items()}
+            continue
+        get = out.get
+        for p, v in norm.items():
+            out[p] = get(p, 0.0) + weight * v
     return out
 
 
@@ -265,7 +284,8 @@ class RootRanking:
         if ages:
             scores["recency"] = {p: 1.0 / (1 + a) for p, a in ages.items() if p in cand}
             signals.append("recency")
-        first = self._best(scores, GRAPH_FILES)
+        memo: _Memo = {}
+        first = self._best(scores, GRAPH_FILES, memo)
         graphed = list(dict.fromkeys([*(a for a in anchors if a in cand), *first]))
         if len(graphed) < GRAPH_FILES:  # few scored yet: the request's first files too
             graphed = list(dict.fromkeys([*graphed, *candidates[:GRAPH_FILES]]))[:GRAPH_FILES]
@@ -287,7 +307,7 @@ class RootRanking:
         pr = pagerank(file_tags, seeds, idents)
         scores["references"] = {p: s for p, s in pr.items() if p not in seeds}
         signals.append("references")
-        fused = _sum(*((WEIGHTS[signal], per) for signal, per in scores.items()))
+        fused = _sum(*((WEIGHTS[signal], per) for signal, per in scores.items()), memo=memo)
         best = heapq.nlargest(SIZED_FILES, fused, key=fused.__getitem__)
         sizes = self._sizes(best, index.clock if self.background else None)
         head = _head(fused, sizes, SIZE_EXPONENT, cand)
@@ -318,9 +338,13 @@ class RootRanking:
         return self._places
 
     @staticmethod
-    def _best(scores: Mapping[str, Mapping[str, float]], n: int) -> list[str]:
-        """The ``n`` best files by the fusion without sizes."""
-        fused = _sum(*((WEIGHTS[signal], per) for signal, per in scores.items()))
+    def _best(
+        scores: Mapping[str, Mapping[str, float]],
+        n: int,
+        memo: _Memo | None = None,
+    ) -> list[str]:
+        """The ``n`` best files by the fusion without sizes (``memo``: see ``_sum``)."""
+        fused = _sum(*((WEIGHTS[signal], per) for signal, per in scores.items()), memo=memo)
         return heapq.nlargest(n, fused, key=fused.__getitem__)
 
     def _update(self, keeper: IndexKeeper, index: Index, candidates: Sequence[str]) -> int:
