@@ -309,18 +309,27 @@ def _account_ranked(
             done.append(i)
     delivered = laid.given
     seen: set[int] = set()
+    special = focused.special
     for place, i in enumerate(focused.positions.order):
         if acc.full():
             break
-        if i not in delivered:
-            seen.add(i)
+        if i in delivered:
+            continue
+        seen.add(i)
+        if i in special:
             _omit_ranked(acc, items, i, place, plan, loads, opts, focused, done)
+            continue
+        piece = omitted_piece(items, i, Code.BUDGET)  # a plain match: as omit_one does
+        listed = len(acc.pieces)
+        acc.add(piece)
+        if len(acc.pieces) > listed:
+            piece.result.rank, piece.result.why = focused.rank.at(i, place)
     # the rest, past every list's room: counted, except the entries that are not plain
     # expansion matches (an explicit one is always listed), in rank order
-    special = [i for i in focused.special if i not in seen and i not in delivered]
-    for i in sorted(special, key=focused.rank.__getitem__):
+    rest = [i for i in special if i not in seen and i not in delivered]
+    for i in sorted(rest, key=focused.rank.__getitem__):
         _omit_ranked(acc, items, i, focused.rank[i][0] - 1, plan, loads, opts, focused, done)
-    acc.count_omitted(len(laid) - len(laid.delivered) - len(seen) - len(special))
+    acc.count_omitted(len(laid) - len(laid.delivered) - len(seen) - len(rest))
     acc.remaining = _without(laid.ranges, done)
 
 

@@ -23,6 +23,7 @@ most ``TAG_SECONDS`` a call, kept per (path, mark).
 
 from __future__ import annotations
 
+import collections
 import heapq
 import itertools
 import logging
@@ -30,7 +31,7 @@ import os
 import sqlite3
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Final
 
 from readmany_daemon.content.outline import OutlineCache, Tags, tags
@@ -138,19 +139,38 @@ def _with_tail(
     then the others in the candidates' order) as paths and as 0-based places among
     ``candidates`` (each once; ``at`` their places): the others are picked by a mask of
     places, in C, with no lookup per path."""
-    first = [at[p] for p in head]
+    first = list(map(at.__getitem__, head))
     keep = bytearray(b"\x01") * len(candidates)
-    for j in first:
-        keep[j] = 0
+    collections.deque(map(keep.__setitem__, first, itertools.repeat(0)), maxlen=0)
     tail = list(itertools.compress(candidates, keep))
     return head + tail, first + list(itertools.compress(range(len(candidates)), keep))
 
 
-class _Why(dict[str, str]):
-    """``why`` by path; ``""`` for a path beyond the first ``WHY_FILES``."""
+class _Why(Mapping[str, str]):
+    """``why`` by path for the ``paths`` (the first ``WHY_FILES`` of the order), each
+    made by ``make`` when first asked (an answer lists a few hundred at most); ``""``
+    for any other path."""
 
-    def __missing__(self, key: str) -> str:
-        return ""
+    def __init__(self, paths: Sequence[str], make: Callable[[str], str]) -> None:
+        self._paths = paths
+        self._top = frozenset(paths)
+        self._make = make
+        self._made: dict[str, str] = {}
+
+    def __getitem__(self, key: str) -> str:
+        got = self._made.get(key)
+        if got is None:
+            got = self._made[key] = self._make(key) if key in self._top else ""
+        return got
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._top
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
 
 
 def normalized(scores: Mapping[str, float]) -> dict[str, float]:
@@ -323,9 +343,7 @@ class RootRanking:
             held = keeper.fulltext.holding(
                 keeper.fulltext.informative(words)[:12], order[:WHY_WORDS_FILES]
             )
-        why = _Why(
-            {p: self._why(p, scores, held, by_path, defines, ages) for p in order[:WHY_FILES]}
-        )
+        why = _Why(order[:WHY_FILES], lambda p: self._why(p, scores, held, by_path, defines, ages))
         ordered = tuple(s for s in SIGNALS if s in signals)
         return Ranked(tuple(order), why, ordered, indexed, pending, places)
 
