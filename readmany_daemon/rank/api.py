@@ -33,7 +33,7 @@ class Ranked:
     lookup by path per file); None otherwise.
     """
 
-    order: tuple[str, ...]
+    order: Sequence[str]
     why: Mapping[str, str]
     signals: tuple[str, ...]
     indexed_files: int

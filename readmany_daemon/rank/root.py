@@ -32,7 +32,7 @@ import sqlite3
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Final
+from typing import Final, overload
 
 from readmany_daemon.content.outline import OutlineCache, Tags, tags
 from readmany_daemon.index.model import Index
@@ -126,15 +126,54 @@ def _head(
     # the best few hundred by size-weighed score, then the other scored files; only the
     # scored files are sorted, the rest keep the request's order
     ranked = sorted(sized, key=lambda p: (-sized[p], at[p]))
-    rest = sorted(
-        (p for p in fused if p not in sized and p in at), key=lambda p: (-fused[p], at[p])
-    )
+    # by score, best first, ties in the request's order: two stable sorts by keys
+    # looked up in C (as the key (-score, place), without a tuple per file)
+    rest = sorted((p for p in fused if p not in sized and p in at), key=at.__getitem__)
+    rest.sort(key=fused.__getitem__, reverse=True)
     return ranked + rest
+
+
+class _Order(Sequence[str]):
+    """The whole order of :func:`_order`: ``head`` (the scored candidates, best first),
+    then the other ``candidates`` in their order, those ``keep`` marks (a byte per
+    candidate); the tail is made only when read past ``head`` (the engine maps the
+    order by places, ``Ranked.places``)."""
+
+    def __init__(self, head: list[str], candidates: Sequence[str], keep: bytearray) -> None:
+        self._head, self._candidates, self._keep = head, candidates, keep
+        self._all: list[str] | None = None
+
+    def _whole(self) -> list[str]:
+        if self._all is None:
+            self._all = self._head + list(itertools.compress(self._candidates, self._keep))
+        return self._all
+
+    @overload
+    def __getitem__(self, k: int) -> str: ...
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[str]: ...
+    def __getitem__(self, k: int | slice) -> str | Sequence[str]:
+        if isinstance(k, slice) and self._all is None and self._in_head(k):
+            return self._head[k]
+        return self._whole()[k]
+
+    def _in_head(self, k: slice) -> bool:
+        """Whether ``k`` is a first part of the order within ``head``."""
+        stop = k.stop
+        return (
+            k.start is None and k.step is None and stop is not None and 0 <= stop <= len(self._head)
+        )
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._whole())
+
+    def __len__(self) -> int:
+        return len(self._candidates)
 
 
 def _with_tail(
     head: list[str], candidates: Sequence[str], at: Mapping[str, int]
-) -> tuple[list[str], list[int]]:
+) -> tuple[_Order, list[int]]:
     """The whole order of :func:`_order` (``head``, the scored candidates best first,
     then the others in the candidates' order) as paths and as 0-based places among
     ``candidates`` (each once; ``at`` their places): the others are picked by a mask of
@@ -142,8 +181,8 @@ def _with_tail(
     first = list(map(at.__getitem__, head))
     keep = bytearray(b"\x01") * len(candidates)
     collections.deque(map(keep.__setitem__, first, itertools.repeat(0)), maxlen=0)
-    tail = list(itertools.compress(candidates, keep))
-    return head + tail, first + list(itertools.compress(range(len(candidates)), keep))
+    places = first + list(itertools.compress(range(len(candidates)), keep))
+    return _Order(head, candidates, keep), places
 
 
 class _Why(Mapping[str, str]):
@@ -332,6 +371,7 @@ class RootRanking:
         sizes = self._sizes(best, index.clock if self.background else None)
         head = _head(fused, sizes, SIZE_EXPONENT, cand)
         places: list[int] | None = None
+        order: Sequence[str]
         if len(cand) == len(candidates):  # each candidate once
             order, places = _with_tail(head, candidates, cand)
         else:
@@ -345,7 +385,7 @@ class RootRanking:
             )
         why = _Why(order[:WHY_FILES], lambda p: self._why(p, scores, held, by_path, defines, ages))
         ordered = tuple(s for s in SIGNALS if s in signals)
-        return Ranked(tuple(order), why, ordered, indexed, pending, places)
+        return Ranked(order, why, ordered, indexed, pending, places)
 
     def _positions(self, candidates: Sequence[str]) -> dict[str, int]:
         """``{candidate: 0-based place}``, kept for the next call with the same list."""
