@@ -137,7 +137,8 @@ class _Order(Sequence[str]):
     """The whole order of :func:`_order`: ``head`` (the scored candidates, best first),
     then the other ``candidates`` in their order, those ``keep`` marks (a byte per
     candidate); the tail is made only when read past ``head`` (the engine maps the
-    order by places, ``Ranked.places``)."""
+    order by places, ``Ranked.places``). Read as a tuple: slices are tuples, and it
+    equals a tuple of the same paths."""
 
     def __init__(self, head: list[str], candidates: Sequence[str], keep: bytearray) -> None:
         self._head, self._candidates, self._keep = head, candidates, keep
@@ -153,9 +154,20 @@ class _Order(Sequence[str]):
     @overload
     def __getitem__(self, k: slice) -> Sequence[str]: ...
     def __getitem__(self, k: int | slice) -> str | Sequence[str]:
-        if isinstance(k, slice) and self._all is None and self._in_head(k):
-            return self._head[k]
-        return self._whole()[k]
+        if isinstance(k, int):
+            return self._whole()[k]
+        if self._all is None and self._in_head(k):
+            return tuple(self._head[k])
+        return tuple(self._whole()[k])
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to a tuple or list of the same paths (and another order), as the
+        tuple the ranking's order was."""
+        if isinstance(other, _Order | tuple | list):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
 
     def _in_head(self, k: slice) -> bool:
         """Whether ``k`` is a first part of the order within ``head``."""
