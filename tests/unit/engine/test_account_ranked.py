@@ -16,12 +16,11 @@ from typing import Any
 import pytest
 
 from readmany_daemon.engine.pack import MAX_LISTED
-from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.rank.api import Ranked
 from readmany_daemon.settings import Settings
-from readmany_daemon.wire.decode import decode_read_params
-from readmany_daemon.wire.messages import ReadManyResult, to_builtins
-from tests.helpers import answer, write_tree
+from readmany_daemon.wire.messages import to_builtins
+from tests.helpers import write_tree
+from tests.unit.engine.test_focus import FocusWorkspace, ask
 
 #: Enough files that a page omits more than every list holds (200 listed, 10 named).
 FILES = 320
@@ -42,14 +41,6 @@ class ShuffledRanking:
         return Ranked(tuple(order), why, ("content",), len(candidates), 0, given)
 
 
-class RankedWorkspace(Workspace):
-    fixed: ShuffledRanking
-
-    @property
-    def ranking(self) -> ShuffledRanking:  # type: ignore[override]
-        return self.fixed
-
-
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     root = tmp_path / "w"
@@ -57,15 +48,11 @@ def root(tmp_path: Path) -> Path:
     return root
 
 
-def open_ws(root: Path, places: bool) -> RankedWorkspace:
-    ws = RankedWorkspace.open(str(root), Settings())
-    assert isinstance(ws, RankedWorkspace)
-    ws.fixed = ShuffledRanking(places)
+def open_ws(root: Path, places: bool) -> FocusWorkspace:
+    ws = FocusWorkspace.open(str(root), Settings())
+    assert isinstance(ws, FocusWorkspace)
+    ws.fixed = ShuffledRanking(places)  # type: ignore[assignment]
     return ws
-
-
-def ask(ws: Workspace, **params: Any) -> ReadManyResult:
-    return answer(ws, decode_read_params(params))
 
 
 def best(names: Sequence[str]) -> list[str]:
