@@ -118,10 +118,10 @@ def _head(
 ) -> list[str]:
     """The scored candidates of :func:`_order` (``at``: each candidate's place), best
     first: the others keep the request's order after them."""
+    # the few hundred sized files, not every scored one, are looked at (the sort below
+    # gives the order, whatever the dict's)
     sized = {
-        p: v / (sizes[p] / 4 + 200) ** size_exponent
-        for p, v in fused.items()
-        if p in sizes and p in at
+        p: fused[p] / (sizes[p] / 4 + 200) ** size_exponent for p in sizes if p in fused and p in at
     }
     # the best few hundred by size-weighed score, then the other scored files; only the
     # scored files are sorted, the rest keep the request's order
