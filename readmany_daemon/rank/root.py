@@ -23,7 +23,6 @@ most ``TAG_SECONDS`` a call, kept per (path, mark).
 
 from __future__ import annotations
 
-import collections
 import heapq
 import itertools
 import logging
@@ -31,8 +30,8 @@ import os
 import sqlite3
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Final, overload
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
 
 from readmany_daemon.content.outline import OutlineCache, Tags, tags
 from readmany_daemon.index.model import Index
@@ -40,6 +39,7 @@ from readmany_daemon.rank.api import SIGNALS, WHY_MAX_CHARS, Ranked
 from readmany_daemon.rank.fulltext import FullText, fts5_available
 from readmany_daemon.rank.keeper import IndexKeeper, mark_of, read_text
 from readmany_daemon.rank.names import path_scores
+from readmany_daemon.rank.ordered import LazyWhy, with_tail
 from readmany_daemon.rank.recency import Recency
 from readmany_daemon.rank.references import pagerank
 from readmany_daemon.rank.words import focus_identifiers, focus_words
@@ -131,97 +131,6 @@ def _head(
     rest = sorted((p for p in fused if p not in sized and p in at), key=at.__getitem__)
     rest.sort(key=fused.__getitem__, reverse=True)
     return ranked + rest
-
-
-class _Order(Sequence[str]):
-    """The whole order of :func:`_order`: ``head`` (the scored candidates, best first),
-    then the other ``candidates`` in their order, those ``keep`` marks (a byte per
-    candidate); the tail is made only when read past ``head`` (the engine maps the
-    order by places, ``Ranked.places``). Read as a tuple: slices are tuples, and it
-    equals a tuple of the same paths."""
-
-    def __init__(self, head: list[str], candidates: Sequence[str], keep: bytearray) -> None:
-        self._head, self._candidates, self._keep = head, candidates, keep
-        self._all: list[str] | None = None
-
-    def _whole(self) -> list[str]:
-        if self._all is None:
-            self._all = self._head + list(itertools.compress(self._candidates, self._keep))
-        return self._all
-
-    @overload
-    def __getitem__(self, k: int) -> str: ...
-    @overload
-    def __getitem__(self, k: slice) -> Sequence[str]: ...
-    def __getitem__(self, k: int | slice) -> str | Sequence[str]:
-        if isinstance(k, int):
-            return self._whole()[k]
-        if self._all is None and self._in_head(k):
-            return tuple(self._head[k])
-        return tuple(self._whole()[k])
-
-    def __eq__(self, other: object) -> bool:
-        """Equal to a tuple or list of the same paths (and another order), as the
-        tuple the ranking's order was."""
-        if isinstance(other, _Order | tuple | list):
-            return list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def _in_head(self, k: slice) -> bool:
-        """Whether ``k`` is a first part of the order within ``head``."""
-        stop = k.stop
-        return (
-            k.start is None and k.step is None and stop is not None and 0 <= stop <= len(self._head)
-        )
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._whole())
-
-    def __len__(self) -> int:
-        return len(self._candidates)
-
-
-def _with_tail(
-    head: list[str], candidates: Sequence[str], at: Mapping[str, int]
-) -> tuple[_Order, list[int]]:
-    """The whole order of :func:`_order` (``head``, the scored candidates best first,
-    then the others in the candidates' order) as paths and as 0-based places among
-    ``candidates`` (each once; ``at`` their places): the others are picked by a mask of
-    places, in C, with no lookup per path."""
-    first = list(map(at.__getitem__, head))
-    keep = bytearray(b"\x01") * len(candidates)
-    collections.deque(map(keep.__setitem__, first, itertools.repeat(0)), maxlen=0)
-    places = first + list(itertools.compress(range(len(candidates)), keep))
-    return _Order(head, candidates, keep), places
-
-
-class _Why(Mapping[str, str]):
-    """``why`` by path for the ``paths`` (the first ``WHY_FILES`` of the order), each
-    made by ``make`` when first asked (an answer lists a few hundred at most); ``""``
-    for any other path."""
-
-    def __init__(self, paths: Sequence[str], make: Callable[[str], str]) -> None:
-        self._paths = paths
-        self._top = frozenset(paths)
-        self._make = make
-        self._made: dict[str, str] = {}
-
-    def __getitem__(self, key: str) -> str:
-        got = self._made.get(key)
-        if got is None:
-            got = self._made[key] = self._make(key) if key in self._top else ""
-        return got
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._top
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._paths)
-
-    def __len__(self) -> int:
-        return len(self._paths)
 
 
 def normalized(scores: Mapping[str, float]) -> dict[str, float]:
@@ -385,7 +294,7 @@ class RootRanking:
         places: list[int] | None = None
         order: Sequence[str]
         if len(cand) == len(candidates):  # each candidate once
-            order, places = _with_tail(head, candidates, cand)
+            order, places = with_tail(head, candidates, cand)
         else:
             order = head + list(itertools.filterfalse(fused.__contains__, candidates))
         by_path = _path_words(order[:WHY_FILES], scores["names"], words)
@@ -395,7 +304,9 @@ class RootRanking:
             held = keeper.fulltext.holding(
                 keeper.fulltext.informative(words)[:12], order[:WHY_WORDS_FILES]
             )
-        why = _Why(order[:WHY_FILES], lambda p: self._why(p, scores, held, by_path, defines, ages))
+        why = LazyWhy(
+            order[:WHY_FILES], lambda p: self._why(p, scores, held, by_path, defines, ages)
+        )
         ordered = tuple(s for s in SIGNALS if s in signals)
         return Ranked(order, why, ordered, indexed, pending, places)
 
