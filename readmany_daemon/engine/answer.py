@@ -16,36 +16,32 @@ from collections.abc import Sequence
 
 from readmany_daemon.content import tokens
 from readmany_daemon.engine import focus, order, paging
-from readmany_daemon.engine.budget import budget_cut, span_end, token_cut
+from readmany_daemon.engine.account import Account, account
 from readmany_daemon.engine.changed import change_set, changes_result, resolve_changes
-from readmany_daemon.engine.items import Item, Items, LoadedItem, Piece, Resolved
+from readmany_daemon.engine.items import Items, LoadedItem, Resolved
 from readmany_daemon.engine.load import Loads, RequestPaths
-from readmany_daemon.engine.notices import MAX_NAMED_IN_CONTENT, Notices, continuation_request
-from readmany_daemon.engine.options import BudgetOptions, LoadOptions, Options, options_for
+from readmany_daemon.engine.notices import MAX_NAMED_IN_CONTENT, Notices
+from readmany_daemon.engine.options import BudgetOptions, options_for
 from readmany_daemon.engine.outlines import Outliner
 from readmany_daemon.engine.pack import (
     FRAME_TOKENS,
     MAX_LISTED,
-    Account,
     AnswerBudget,
     Flat,
     Ordered,
     PackPlan,
     TokenBudget,
-    account_tail,
     choose_plan,
-    outlined_piece,
 )
 from readmany_daemon.engine.render import frame_chars, render_counted, return_display
 from readmany_daemon.engine.resolve import resolve
 from readmany_daemon.engine.workspace import Workspace
-from readmany_daemon.errors import Code, Status
+from readmany_daemon.errors import Status
 from readmany_daemon.wire.cursor import MAX_CURSOR_CHARS, ReadRequest
 from readmany_daemon.wire.messages import (
     PackingInfo,
     ReadManyParams,
     ReadManyResult,
-    Summary,
     wire_safe,
 )
 
@@ -97,6 +93,7 @@ def answer_parts(
     elif limits.order == "stable":
         positions = order.stable(ws, items, positions)
     created = paging.created_files(ws, items, cont) if cont is not None else []
+    exact = None if limits.budgeted else EXACT_COUNT_CHARS
     with RequestPaths(ws) as paths:
         loads = Loads(ws, items, opts.load, paths, changes)
         active, stopped_at = _stop_on_error(positions, loads, limits)
@@ -120,7 +117,9 @@ def answer_parts(
                     ws, items, active, loads, limits, budget, outliner, answer_budget, done_upto
                 )
             laid = _laid(ws, items, positions, plan, limits)
-            acc = _account(resolved, laid, len(active), stopped_at, plan, loads, opts, focused)
+            acc = account(
+                resolved, laid, len(active), stopped_at, plan, loads, opts, exact, focused
+            )
             if plan.strategy == "outlines":
                 acc.not_outlined = max(0, acc.omitted_total - acc.outlined - plan.earlier)
                 acc.outlined_upto = max(plan.outlined, default=None)
@@ -138,8 +137,8 @@ def answer_parts(
                         break
                     plan.drop(dropped)
                     laid = _laid(ws, items, positions, plan, limits)
-                    acc = _account(
-                        resolved, laid, len(active), stopped_at, plan, loads, opts, focused
+                    acc = account(
+                        resolved, laid, len(active), stopped_at, plan, loads, opts, exact, focused
                     )
                     cursor = paging.next_cursor(page, items, laid, since, acc, carry=True)
                     if cursor is None or len(cursor) <= MAX_CURSOR_CHARS:
@@ -357,74 +356,6 @@ def _stop_on_error(
     return active, stopped_at
 
 
-def _account(
-    resolved: Resolved,
-    positions: Flat,
-    active: int,
-    stopped_at: int,
-    plan: PackPlan,
-    loads: Loads,
-    opts: Options,
-    focused: focus.FocusOrder | None = None,
-) -> Account:
-    """Account for every position in output order: the entries the plan includes (the
-    partial one cut to what the budget leaves), then those it leaves unloaded. With
-    ``focused`` (a ranked answer) every entry listed gets its ``rank`` and ``why``."""
-    items = resolved.items
-    budget_from, omitted_set = plan.not_loaded(active)
-    summary = Summary(
-        matched=len(positions) - _not_files(items, positions),
-        hidden=dict(resolved.hidden),
-        hidden_folders=dict(resolved.hidden_folders),
-    )
-    acc = Account(summary)
-    acc.tally = tokens.Tally(None if opts.budget.budgeted else EXACT_COUNT_CHARS)
-    for pos, i in enumerate(positions):
-        if pos >= budget_from:
-            break
-        if focused is not None:
-            listed = len(acc.pieces)
-            _account_one(acc, items, i, plan, omitted_set, loads, opts)
-            if len(acc.pieces) > listed:
-                acc.pieces[-1].result.rank, acc.pieces[-1].result.why = focused.rank[i]
-            continue
-        _account_one(acc, items, i, plan, omitted_set, loads, opts)
-    account_tail(acc, items, positions, budget_from, stopped_at)
-    if focused is not None and budget_from < len(positions):
-        # The entries after an error (stopOnError), one piece each while listed.
-        tail = {items.label(i): focused.rank[i] for i in positions[budget_from:]}
-        for piece in acc.pieces:
-            if piece.result.rank is None and piece.result.path in tail:
-                piece.result.rank, piece.result.why = tail[piece.result.path]
-    return acc
-
-
-def _account_one(
-    acc: Account,
-    items: Items,
-    i: int,
-    plan: PackPlan,
-    omitted_set: set[int] | None,
-    loads: Loads,
-    opts: Options,
-) -> None:
-    """Account for position ``i``, which the plan reaches: omitted, outlined, or loaded
-    (the partial one cut to what the budget leaves)."""
-    if omitted_set is not None and i in omitted_set and not items.is_preset(i):
-        acc.omit_one(items, i, Code.BUDGET)
-        return
-    if i in plan.outlined:  # not delivered: the cursor still delivers its content
-        acc.remaining.append((i, i + 1))
-        acc.add_outlined(outlined_piece(items, i, plan.outlined[i]))
-        return
-    lo = loads(i)
-    if plan.partial is not None and plan.partial[0] == i and lo.window is not None:
-        lo = _cut_partial(acc, i, lo, plan.partial[1], plan.partial_tokens, loads, opts.load)
-    elif plan.partial is not None and plan.partial[0] == i and lo.recut is not None:
-        lo = _recut(lo, plan.partial[1], plan.partial_tokens, loads)  # a notebook
-    _add_loaded(acc, lo, loads)
-
-
 def _laid(
     ws: Workspace, items: Items, positions: Flat, plan: PackPlan, limits: BudgetOptions
 ) -> Flat:
@@ -433,93 +364,6 @@ def _laid(
     if plan.strategy != "rank" or not isinstance(positions, Ordered):
         return positions
     return focus.layout(ws, items, positions, plan, limits.order)
-
-
-def _not_files(items: Items, positions: Flat) -> int:
-    """How many of ``positions`` are entries answered at resolve time that name no file
-    (``Item.names_file``): not counted in ``summary.matched``."""
-    n = 0
-    for seg, segment in enumerate(items.segments):
-        if isinstance(segment, Item) and not segment.names_file:
-            i = items.starts[seg]
-            n += any(a <= i < b for a, b in positions.ranges)
-    return n
-
-
-def _cut_partial(
-    acc: Account,
-    i: int,
-    lo: LoadedItem,
-    allowed: int,
-    allowed_tokens: int | None,
-    loads: Loads,
-    shown: LoadOptions,
-) -> LoadedItem:
-    """The plan's partial entry cut to ``allowed`` characters (and ``allowed_tokens``
-    tokens when set); when it goes on, the cursor resumes it at its next offset (with
-    what is left of its ``limit``)."""
-    item = lo.item
-    lo = budget_cut(lo, allowed, shown)
-    if allowed_tokens is not None:
-        lo = token_cut(lo, allowed_tokens, shown, loads.cache)
-    if lo.result.next_offset is not None:
-        acc.remaining.append((i, i + 1))
-        left = (item.offset or 1) + item.limit - lo.result.next_offset if item.limit else None
-        acc.resume[i] = (lo.result.next_offset, left)
-    return lo
-
-
-def _recut(lo: LoadedItem, allowed: int, allowed_tokens: int | None, loads: Loads) -> LoadedItem:
-    """An entry that is not a line window (a notebook, cut at cells by ``lo.recut``) cut
-    to ``allowed`` characters and, when set, ``allowed_tokens`` tokens: the character
-    cut shrinks in proportion to the tokens' excess until it fits."""
-    assert lo.recut is not None
-    cut = lo.recut(allowed)
-    while allowed_tokens is not None and allowed > 1:
-        counted = loads.tokens(cut)
-        if counted <= allowed_tokens:
-            break
-        allowed = max(1, min(allowed - 1, allowed * allowed_tokens // counted))
-        cut = lo.recut(allowed)
-    return cut
-
-
-def _add_loaded(acc: Account, lo: LoadedItem, loads: Loads) -> None:
-    """Account for a loaded entry: its piece (with its content's tokens), its
-    attachment, its continuation."""
-    item, res = lo.item, lo.result
-    text = lo.text if res.status in (Status.OK, Status.PARTIAL) else None
-    if res.redactions is not None:
-        # Only the redacted lines this answer shows (a line window, a cut); an entry
-        # shown without a line window (a notebook's cells) keeps them all.
-        window = lo.window if text is not None else None
-        if window is not None:
-            first, last = window.line_start, window.line_end
-            res.redactions = [r for r in res.redactions if first <= r.line <= last] or None
-        elif text is None:
-            res.redactions = None
-    counted: int | None = None
-    if text is not None:
-        # A count kept with the cache entry costs nothing; another is counted while the
-        # answer's tally lasts, else left to render_counted's estimate.
-        counted = loads.kept_tokens(lo)
-        if counted is None and acc.tally.exact(text):
-            counted = loads.tokens(lo)
-    acc.add(Piece(res, item.key, text, item.explicit, tokens=counted))
-    if lo.attachment is not None:
-        acc.attachments.append(lo.attachment)
-    acc.attachments.extend(lo.attachments)
-    if res.status == Status.PARTIAL and res.next_column is not None and res.line_end is not None:
-        # A line cut short goes on inside that line (nextOffset would skip its rest).
-        request = continuation_request(res.path, res.line_end, res.next_column)
-        acc.continuations.append((res.path, request))
-    elif res.status == Status.PARTIAL and res.next_offset is not None:
-        span_last = span_end(item)
-        left = None
-        if span_last is not None and span_last >= res.next_offset:
-            left = span_last - res.next_offset + 1  # the rest of a span, to its last line
-        request = continuation_request(res.path, res.next_offset, limit=left)
-        acc.continuations.append((res.path, request))
 
 
 def _assemble(

@@ -17,11 +17,13 @@ ranking orders them (``rank.api.Ranking``); ``focus`` never adds or drops a file
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from readmany_daemon.engine import order as stable_order
-from readmany_daemon.engine.items import Items, LoadedItem
+from readmany_daemon.engine.items import Expansion, Items, LoadedItem
 from readmany_daemon.engine.options import BudgetOptions
 from readmany_daemon.engine.pack import (
     MIN_PARTIAL_NUMBERED,
@@ -52,33 +54,74 @@ class FocusOrder:
     request order, then the ranked files best first, then the entries that name no
     file, in request order); ``rank`` item index -> (1-based rank, why of at most
     ``WHY_MAX_CHARS`` characters) of every position; ``info`` what
-    ``summary.ranking`` says."""
+    ``summary.ranking`` says; ``special`` the positions that are not plain expansion
+    matches (explicit entries, entries answered at resolve time): the accounting of
+    the omitted ones counts every other one in bulk."""
 
     positions: Ordered
-    rank: Mapping[int, tuple[int, str]]
+    rank: _Ranks
     info: RankingInfo
+    special: frozenset[int] = frozenset()
 
 
 class _Ranks(Mapping[int, tuple[int, str]]):
     """Item index -> (1-based rank, why), made when asked: an answer lists a few dozen
-    of the tens of thousands of files a broad glob matches."""
+    of the tens of thousands of files a broad glob matches. :meth:`at` gives it for an
+    entry whose place in the fill order is known, without the index of every place."""
 
     def __init__(
-        self, fill: Sequence[int], rels: Mapping[int, str], held: set[int], why: Mapping[str, str]
+        self,
+        fill: Sequence[int],
+        rel: Callable[[int], str | None],
+        held: set[int],
+        why: Mapping[str, str],
     ) -> None:
-        self._place = dict(zip(fill, range(1, len(fill) + 1), strict=True))
-        self._rels, self._held, self._why = rels, held, why
+        self._fill = fill
+        self._place: dict[int, int] | None = None
+        self._rel, self._held, self._why = rel, held, why
+        self._made: dict[int, tuple[int, str]] = {}  # the same few on every packing
+
+    def _places(self) -> dict[int, int]:
+        if self._place is None:
+            self._place = dict(zip(self._fill, range(len(self._fill)), strict=True))
+        return self._place
+
+    def at(self, i: int, place: int) -> tuple[int, str]:
+        """Entry ``i``'s rank and why, ``place`` being its 0-based place in the fill
+        order."""
+        made = self._made.get(i)
+        if made is None:
+            why = ANCHOR_WHY if i in self._held else self._why.get(self._rel(i) or "", "")
+            made = self._made[i] = (place + 1, why[:WHY_MAX_CHARS])
+        return made
 
     def __getitem__(self, i: int) -> tuple[int, str]:
-        place = self._place[i]
-        why = ANCHOR_WHY if i in self._held else self._why.get(self._rels.get(i, ""), "")
-        return place, why[:WHY_MAX_CHARS]
+        return self.at(i, self._places()[i])
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._place)
+        return iter(self._fill)
 
     def __len__(self) -> int:
-        return len(self._place)
+        return len(self._fill)
+
+
+def _one_expansion(items: Items, positions: Flat) -> list[str] | None:
+    """The root-relative paths of ``positions`` when they are all matches of one
+    expansion (a glob or a folder, on any page), in order; else None."""
+    if not positions.ranges:
+        return None
+    seg, _ = items.locate(positions.ranges[0][0])
+    segment = items.segments[seg]
+    if not isinstance(segment, Expansion):
+        return None
+    start = items.starts[seg]
+    end = start + len(segment.matches)
+    if any(not (start <= a and b <= end) for a, b in positions.ranges):
+        return None
+    if len(positions.ranges) == 1:
+        a, b = positions.ranges[0]
+        return segment.matches[a - start : b - start]
+    return [p for a, b in positions.ranges for p in segment.matches[a - start : b - start]]
 
 
 def ranked_positions(
@@ -92,23 +135,57 @@ def ranked_positions(
     root-relative path) are the candidates, the explicit ones among them the anchors
     (``Item.explicit``: paths and ``files`` entries that are not patterns; also a file
     of ``named``, the root-relative paths the request names without a pattern, which an
-    earlier glob of the same request already matched); ``ranking.rank`` is asked once."""
+    earlier glob of the same request already matched); ``ranking.rank`` is asked once.
+    The matches of one expansion (a broad glob) are ranked as they are, no entry made
+    for each."""
+    rels = None if named else _one_expansion(items, positions)
+    if rels is not None:
+        ranked: Ranked = ranking.rank(rels, focus, [])
+        if ranked.places is not None and len(positions.ranges) == 1:
+            start = positions.ranges[0][0]
+            fill = list(map(start.__add__, ranked.places) if start else ranked.places)
+        else:
+            flat = list(itertools.chain.from_iterable(itertools.starmap(range, positions.ranges)))
+            if ranked.places is not None:
+                fill = list(map(flat.__getitem__, ranked.places))
+            else:
+                at = dict(zip(rels, flat, strict=True))
+                fill = [at[rel] for rel in ranked.order]
+        rank = _Ranks(fill, items.rel, set(), ranked.why)
+        return FocusOrder(Ordered(positions, fill), rank, _info(ranked))
+    return _ranked_entries(ranking, items, positions, focus, named)
+
+
+def _info(ranked: Ranked) -> RankingInfo:
+    return RankingInfo(
+        signals=list(ranked.signals),
+        indexed_files=ranked.indexed_files,
+        pending_files=ranked.pending_files,
+    )
+
+
+def _ranked_entries(
+    ranking: Ranking, items: Items, positions: Flat, focus: str, named: frozenset[str]
+) -> FocusOrder:
+    """:func:`ranked_positions` entry by entry: anchors, files matched twice, entries
+    that name no file."""
     anchors: list[int] = []  # every explicit entry, a file named twice (two windows) too
     matched: dict[str, int] = {}  # the other files, by root-relative path
     candidates: dict[str, None] = {}  # each file once, anchors too, in request order
     others: list[int] = []
+    special: set[int] = set()
     # a path named after a glob that matched it has no explicit item of its own (resolve
     # keeps the first): the glob's item stands for it
     for i in positions if named else ():
         if not items.is_preset(i) and items[i].explicit:
             named = named - {items[i].rel}
-    rels: dict[int, str] = {}  # item index -> root-relative path, for ``why``
     for i in positions:
         item = None if items.is_preset(i) else items[i]
+        if item is None or item.explicit:
+            special.add(i)
         if item is None or not item.rel:
             others.append(i)
             continue
-        rels[i] = item.rel
         if item.explicit or item.rel in named:
             anchors.append(i)
             candidates[item.rel] = None
@@ -118,15 +195,10 @@ def ranked_positions(
         else:
             others.append(i)
     anchor_rels = list(dict.fromkeys(items[i].rel or "" for i in anchors))
-    ranked: Ranked = ranking.rank(list(candidates), focus, anchor_rels)
+    ranked = ranking.rank(list(candidates), focus, anchor_rels)
     fill = [*anchors, *(matched[rel] for rel in ranked.order if rel in matched), *others]
-    rank = _Ranks(fill, rels, set(anchors), ranked.why)
-    info = RankingInfo(
-        signals=list(ranked.signals),
-        indexed_files=ranked.indexed_files,
-        pending_files=ranked.pending_files,
-    )
-    return FocusOrder(Ordered(positions, fill), rank, info)
+    rank = _Ranks(fill, items.rel, set(anchors), ranked.why)
+    return FocusOrder(Ordered(positions, fill), rank, _info(ranked), frozenset(special))
 
 
 def plan_ranked(
@@ -164,10 +236,12 @@ def plan_ranked(
     included: list[int] = []
     answered: set[int] = set()  # loaded, no text: errors and skipped entries
     passed: list[int] = []
+    places: dict[int, int] = {}
     full_count = 0
-    for i in fill:
+    for place, i in enumerate(fill):
         if room.files <= 0 or len(passed) >= MAX_PASSED:
             break
+        places[i] = place
         lo = loaded_at(i)
         if lo.text is None:
             answered.add(i)
@@ -192,23 +266,65 @@ def plan_ranked(
             partial = (passed[0], allowed)
         else:
             partial_tokens = None
-    rest = [i for i in fill if i not in answered and i not in included]
-    plan = PackPlan("rank", rest, 0, included, partial, len(included), full_count)
+    plan = PackPlan("rank", fill, 0, included, partial, len(included), full_count)
     plan.partial_tokens = partial_tokens
+    plan.answered, plan.places = answered, places
     return plan
 
 
-def layout(ws: Workspace, items: Items, fill: Ordered, plan: PackPlan, order: str) -> Ordered:
+class Laid(Flat):
+    """A ranked page's positions in answer order: first ``delivered``, the files it
+    delivers (whole, cut or answered without text) as ``order`` lays them out, then
+    the ones it omits (the other positions of ``fill``), best-ranked first. ``given``
+    is the set of ``delivered``, ``places`` each one's 0-based place in the fill order.
+    The omitted part is made only when iterated or indexed: the accounting walks the
+    fill order itself (``account``)."""
+
+    def __init__(
+        self, fill: Ordered, delivered: list[int], given: set[int], places: Mapping[int, int]
+    ) -> None:
+        super().__init__(fill.ranges)
+        self.fill, self.delivered, self.given, self.places = fill, delivered, given, places
+        self._order: list[int] | None = None
+
+    def _laid(self) -> list[int]:
+        if self._order is None:
+            omitted = itertools.filterfalse(self.given.__contains__, self.fill.order)
+            self._order = [*self.delivered, *omitted]
+        return self._order
+
+    @overload
+    def __getitem__(self, k: int) -> int: ...
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[int]: ...
+    def __getitem__(self, k: int | slice) -> int | Sequence[int]:
+        return self._laid()[k]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._laid())
+
+
+def layout(
+    ws: Workspace, items: Items, fill: Ordered, plan: PackPlan, order: str
+) -> Laid | Ordered:
     """The positions of ``fill`` in answer order: first what the page delivers (whole,
     cut, outlined or answered otherwise) laid out as ``order`` says (``"rank"``: the
     fill order; ``"stable"``: the root's stable order, ``engine.order.stable``;
     otherwise request order), then the files it omits, best-ranked first."""
-    _, omitted = plan.not_loaded(len(fill))
-    left = omitted or set()
-    delivered = [i for i in fill if i not in left]
+    given = plan.given()
+    stopped = len(plan.order) < len(fill)
+    if stopped:
+        # stopOnError: the entries after the error are laid with the delivered ones
+        # (accounted as stopped, ``account.account_tail``), in the fill order
+        left = {i for i in plan.order if i not in given}
+        given = {i for i in fill if i not in left}
+        delivered = [i for i in fill if i not in left]
+    else:
+        delivered = sorted(given, key=plan.places.__getitem__)
     if order == "stable":
         flat = Flat([(i, i + 1) for i in sorted(delivered)])
         delivered = list(stable_order.stable(ws, items, flat))
     elif order != "rank":
         delivered.sort()
-    return Ordered(fill, [*delivered, *(i for i in fill if i in left)])
+    laid = Laid(fill, delivered, given, plan.places)
+    return Ordered(fill, list(laid)) if stopped else laid

@@ -159,6 +159,15 @@ class Items(Sequence[Item]):
         at = self._at(i)
         return at.label if isinstance(at, Item) else at[0]
 
+    def rel(self, i: int) -> str | None:
+        """The root-relative path of entry ``i`` (None: an entry that names none),
+        without making its ``Item``."""
+        made = self._made.get(i)
+        if made is not None:
+            return made.rel
+        at = self._at(i)
+        return at.rel if isinstance(at, Item) else at[1]
+
     def match_label(self, i: int) -> str | None:
         """The label of entry ``i`` when it is an expansion match as the expansion made
         it (its key is its label, it is not explicit), without making its ``Item``;

@@ -14,15 +14,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import overload
 
-from readmany_daemon.content import tokens
-from readmany_daemon.engine.items import Item, Items, LoadedItem, Piece
+from readmany_daemon.engine.items import Item, Items, LoadedItem
 from readmany_daemon.engine.load import Loads
-from readmany_daemon.engine.notices import MAX_NAMED_IN_CONTENT
 from readmany_daemon.engine.options import BudgetOptions
 from readmany_daemon.engine.outlines import MAX_EXAMINED, MAX_OUTLINE_CHARS, Outlined, Outliner
 from readmany_daemon.engine.workspace import Workspace
-from readmany_daemon.errors import Code, Status
-from readmany_daemon.wire.messages import Attachment, FileResult, Summary
+from readmany_daemon.errors import Status
 
 #: Expansion matches that were omitted or skipped are listed in ``files`` up to this many
 #: (PROTOCOL §4); ``summary`` always has the full counts.
@@ -52,6 +49,18 @@ class PackPlan:
     outline_end: int = 0
     #: ``packing: "outlines"``: omitted entries of this page outlined on an earlier one.
     earlier: int = 0
+    #: Ranked packing (``"rank"``): the entries loaded and answered without text
+    #: (errors, skipped), and each loaded entry's place in ``order`` (0-based).
+    answered: set[int] = field(default_factory=set)
+    places: dict[int, int] = field(default_factory=dict)
+
+    def given(self) -> set[int]:
+        """Ranked packing: the entries of ``order`` this plan delivers (whole, cut, or
+        answered without text); every other one is omitted."""
+        given = set(self.included) | self.answered
+        if self.partial is not None:
+            given.add(self.partial[0])
+        return given - self.dropped
 
     def not_loaded(self, active: int) -> tuple[int, set[int] | None]:
         """The entries this plan leaves unloaded, of the ``active`` positions: in request
@@ -67,6 +76,9 @@ class PackPlan:
             if self.partial is not None:
                 given.add(self.partial[0])
             return end, {i for i in self.order[self.stop : end] if i not in given}
+        if self.strategy == "rank":
+            given = self.given()
+            return active, {i for i in self.order if i not in given}
         omitted = {
             i for i in self.order[self.stop :] if self.partial is None or i != self.partial[0]
         }
@@ -564,207 +576,6 @@ class Ordered(Flat):
 
     def __iter__(self) -> Iterator[int]:
         return iter(self.order)
-
-
-@dataclass
-class Account:
-    """What the answer says about its entries, filled in output order."""
-
-    summary: Summary
-    pieces: list[Piece] = field(default_factory=list)
-    attachments: list[Attachment] = field(default_factory=list)
-    continuations: list[tuple[str, str]] = field(default_factory=list)
-    remaining: list[tuple[int, int]] = field(default_factory=list)
-    resume: dict[int, tuple[int, int | None]] = field(default_factory=dict)
-    omitted_labels: list[str] = field(default_factory=list)
-    omitted_total: int = 0
-    listed_expansion: int = 0
-    unlisted_omitted: int = 0
-    unlisted_skipped: int = 0
-    unlisted_omitted_names: list[tuple[str, str | None]] = field(default_factory=list)
-    unlisted_skipped_names: list[tuple[str, str | None]] = field(default_factory=list)
-    created: list[str] = field(default_factory=list)
-    outlined: int = 0
-    #: ``packing: "outlines"``: omitted files of this page that got no outline and were
-    #: not outlined on an earlier page; the last item index outlined on this page.
-    not_outlined: int = 0
-    outlined_upto: int | None = None
-    #: How this answer's texts are counted (exactly unless the answer is huge and has no
-    #: token budget: ``tokens.Tally``).
-    tally: tokens.Tally = field(default_factory=lambda: tokens.Tally(None))
-
-    def count(self, result: FileResult) -> None:
-        """Count ``result`` into the summary: files read, cut and omitted, characters of
-        content."""
-        st = result.status
-        if st in (Status.OK, Status.PARTIAL):
-            self.summary.read += 1
-            self.summary.total_chars += result.chars
-            self.summary.truncated += st == Status.PARTIAL
-        elif st == Status.OMITTED:
-            self.summary.omitted += 1
-            self.omitted_total += 1
-            if len(self.omitted_labels) <= MAX_LISTED:
-                self.omitted_labels.append(result.path)
-        elif st == Status.SKIPPED and result.code == Code.NO_MATCH:
-            self.summary.no_match += 1  # a pattern, not a file (PROTOCOL §4)
-        elif st == Status.SKIPPED:
-            self.summary.skipped += 1
-        elif st == Status.UNCHANGED:
-            self.summary.unchanged += 1  # no content: no characters (engine.receipts)
-        else:
-            self.summary.errors += 1
-
-    def add(self, piece: Piece) -> None:
-        """Count ``piece`` and list it, unless it is an omitted or skipped expansion match
-        past the first ``MAX_LISTED`` (PROTOCOL §4: large expansions stay small)."""
-        self.count(piece.result)
-        if not piece.explicit and piece.result.status in (Status.OMITTED, Status.SKIPPED):
-            self.listed_expansion += 1
-            if self.listed_expansion > MAX_LISTED:
-                r = piece.result
-                if r.status == Status.OMITTED:
-                    self.unlisted_omitted += 1
-                    names = self.unlisted_omitted_names
-                else:
-                    self.unlisted_skipped += 1
-                    names = self.unlisted_skipped_names
-                if len(names) < MAX_NAMED_IN_CONTENT:  # the first few, for llmContent
-                    names.append((r.path, r.code))
-                return
-        self.pieces.append(piece)
-
-    def add_outlined(self, piece: Piece) -> None:
-        """Count and list ``piece``, a file given as its outline (always listed: the
-        budget bounds how many there are)."""
-        self.count(piece.result)
-        self.outlined += 1
-        self.pieces.append(piece)
-
-    def omit_one(self, items: Items, i: int, code: str) -> None:
-        """Account for item ``i``, omitted with ``code``: as ``add(omitted_piece(...))``,
-        but an expansion match past every list's room is only counted (no
-        ``FileResult`` made: a focused read omits tens of thousands one by one)."""
-        self.remaining.append((i, i + 1))
-        full = (
-            self.listed_expansion >= MAX_LISTED
-            and len(self.omitted_labels) > MAX_LISTED
-            and len(self.unlisted_omitted_names) >= MAX_NAMED_IN_CONTENT
-        )
-        if full and (items.match_label(i) is not None or not items[i].explicit):
-            self.listed_expansion += 1
-            self.unlisted_omitted += 1
-            self.summary.omitted += 1
-            self.omitted_total += 1
-            return
-        self.add(omitted_piece(items, i, code))
-
-    def omit_many(self, items: Items, start: int, end: int, code: str) -> None:
-        """Account for expansion matches ``[start, end)``, all omitted with ``code``,
-        making ``FileResult``s only for the few that are listed."""
-        n = end - start
-        if n <= 0:
-            return
-        self.remaining.append((start, end))
-        listable = max(0, MAX_LISTED - self.listed_expansion)
-        for i in range(start, min(end, start + listable)):
-            self.add(omitted_piece(items, i, code))
-        rest = n - min(n, listable)
-        if rest:
-            self.listed_expansion += rest
-            self.unlisted_omitted += rest
-            self.summary.omitted += rest
-            self.omitted_total += rest
-            room = max(0, MAX_LISTED + 1 - len(self.omitted_labels))
-            self.omitted_labels.extend(items.label(i) for i in range(end - rest, end)[:room])
-            named = max(0, MAX_NAMED_IN_CONTENT - len(self.unlisted_omitted_names))
-            self.unlisted_omitted_names.extend(
-                (items.label(i), code) for i in range(end - rest, end)[:named]
-            )
-
-
-_OMITTED_MESSAGES = {
-    Code.BUDGET: "not read: the answer's budget (maxTotalFiles / maxTotalChars) was used up",
-    Code.STOPPED: "not read: an earlier file failed and stopOnError is set",
-}
-
-
-def omitted_piece(items: Items, i: int, code: str) -> Piece:
-    """The piece of item ``i`` of ``items`` omitted with ``code`` (``budget``, or
-    ``stopped`` after a failure under ``stopOnError``): its entry in ``files``, no
-    content."""
-    label = items.match_label(i)  # an expansion match: no Item made for it
-    if label is not None:
-        key, explicit = label, False
-    else:
-        item = items[i]
-        label, key, explicit = item.label, item.key, item.explicit
-    result = FileResult(
-        path=label,
-        status=Status.OMITTED,
-        source="disk",
-        chars=0,
-        code=code,
-        message=_OMITTED_MESSAGES[code],
-    )
-    return Piece(result, key, None, explicit)
-
-
-def outlined_piece(items: Items, i: int, outlined: Outlined) -> Piece:
-    """The piece of item ``i`` given as its outline (``packing: "outlines"``): status
-    ``omitted``, code ``budget``, ``outline`` set, the outline framed as its content."""
-    piece = omitted_piece(items, i, Code.BUDGET)
-    piece.result.message = "not read: the answer's budget was used up; its outline is given instead"
-    piece.result.outline = outlined.symbols
-    piece.content = outlined.body
-    piece.tokens = outlined.body_tokens
-    return piece
-
-
-def account_tail(
-    acc: Account, items: Items, indexes: Flat, budget_from: int, stopped_at: int
-) -> None:
-    """Account for the entries from position ``budget_from`` on, none of them loaded:
-    omitted (``budget`` before ``stopped_at``, ``stopped`` after), except the ones
-    answered at resolve time, which are reported as they are. Expansion runs are handled
-    a whole run at a time."""
-    if budget_from >= len(indexes):
-        return
-    if isinstance(indexes, Ordered):  # one at a time, in that order
-        for pos in range(budget_from, len(indexes)):
-            i = indexes[pos]
-            preset = items.is_preset(i)
-            if preset and pos < stopped_at:
-                item = items[i]
-                assert item.result is not None
-                acc.add(Piece(item.result, item.key, None, item.explicit))
-            else:
-                acc.remaining.append((i, i + 1))
-                acc.add(omitted_piece(items, i, Code.BUDGET if pos < stopped_at else Code.STOPPED))
-        return
-    tail_start = indexes[budget_from]
-    stop_index = indexes[stopped_at] if stopped_at < len(indexes) else len(items)
-    for a, b in indexes.ranges:
-        a = max(a, tail_start)
-        while a < b:
-            seg, _ = items.locate(a)
-            seg_end = items.starts[seg + 1] if seg + 1 < len(items.starts) else len(items)
-            end = min(b, seg_end)
-            segment = items.segments[seg]
-            if isinstance(segment, Item):
-                if segment.result is not None and a < stop_index:
-                    acc.add(Piece(segment.result, segment.key, None, segment.explicit))
-                else:
-                    code = Code.BUDGET if a < stop_index else Code.STOPPED
-                    acc.remaining.append((a, a + 1))
-                    acc.add(omitted_piece(items, a, code))
-                a += 1
-                continue
-            if a < stop_index:
-                acc.omit_many(items, a, min(end, stop_index), Code.BUDGET)
-            if end > stop_index:
-                acc.omit_many(items, max(a, stop_index), end, Code.STOPPED)
-            a = end
 
 
 def _size_hint(ws: Workspace, item: Item, lo: LoadedItem | None) -> int:

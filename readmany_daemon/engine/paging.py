@@ -19,9 +19,10 @@ from collections.abc import Iterable, Iterator
 
 import msgspec
 
+from readmany_daemon.engine.account import Account
 from readmany_daemon.engine.items import Expansion, Items, key_order
 from readmany_daemon.engine.options import PageOptions
-from readmany_daemon.engine.pack import Account, Flat
+from readmany_daemon.engine.pack import Flat
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.wire.cursor import (
     MAX_CURSOR_CHARS,

@@ -28,13 +28,17 @@ class Ranked:
     ``signals``: the signals that ranked, a sub-sequence of ``SIGNALS`` (a signal not
     ready or switched off is absent). ``indexed_files`` / ``pending_files``: files of the
     full-text index that are in it / still to add (0 once it is complete).
+    ``places``: ``order`` as the 0-based places of its paths in the candidates, when
+    the ranking gives it (the engine then maps the order to its entries without a
+    lookup by path per file); None otherwise.
     """
 
-    order: tuple[str, ...]
+    order: Sequence[str]
     why: Mapping[str, str]
     signals: tuple[str, ...]
     indexed_files: int
     pending_files: int
+    places: Sequence[int] | None = None
 
 
 class Ranking(Protocol):

@@ -39,6 +39,7 @@ from readmany_daemon.rank.api import SIGNALS, WHY_MAX_CHARS, Ranked
 from readmany_daemon.rank.fulltext import FullText, fts5_available
 from readmany_daemon.rank.keeper import IndexKeeper, mark_of, read_text
 from readmany_daemon.rank.names import path_scores
+from readmany_daemon.rank.ordered import LazyWhy, with_tail
 from readmany_daemon.rank.recency import Recency
 from readmany_daemon.rank.references import pagerank
 from readmany_daemon.rank.words import focus_identifiers, focus_words
@@ -79,6 +80,8 @@ WHY_WORDS_FILES: Final = 40
 WHY_FILES: Final = 500
 #: Best files whose size weighs in the fusion.
 SIZED_FILES: Final = 300
+#: Sizes kept between calls while the index's clock stays (``RootRanking._sizes``).
+SIZES_KEPT: Final = 20_000
 
 
 def _path_words(
@@ -103,25 +106,31 @@ def _order(
     at: Mapping[str, int],
 ) -> list[str]:
     """``RootRanking.fuse`` once the scores are fused (``at``: each candidate's place)."""
+    head = _head(fused, sizes, size_exponent, at)
+    return head + list(itertools.filterfalse(fused.__contains__, candidates))
+
+
+def _head(
+    fused: Mapping[str, float],
+    sizes: Mapping[str, int],
+    size_exponent: float,
+    at: Mapping[str, int],
+) -> list[str]:
+    """The scored candidates of :func:`_order` (``at``: each candidate's place), best
+    first: the others keep the request's order after them."""
+    # the few hundred sized files, not every scored one, are looked at (the sort below
+    # gives the order, whatever the dict's)
     sized = {
-        p: v / (sizes[p] / 4 + 200) ** size_exponent
-        for p, v in fused.items()
-        if p in sizes and p in at
+        p: fused[p] / (sizes[p] / 4 + 200) ** size_exponent for p in sizes if p in fused and p in at
     }
     # the best few hundred by size-weighed score, then the other scored files; only the
     # scored files are sorted, the rest keep the request's order
     ranked = sorted(sized, key=lambda p: (-sized[p], at[p]))
-    rest = sorted(
-        (p for p in fused if p not in sized and p in at), key=lambda p: (-fused[p], at[p])
-    )
-    return ranked + rest + list(itertools.filterfalse(fused.__contains__, candidates))
-
-
-class _Why(dict[str, str]):
-    """``why`` by path; ``""`` for a path beyond the first ``WHY_FILES``."""
-
-    def __missing__(self, key: str) -> str:
-        return ""
+    # by score, best first, ties in the request's order: two stable sorts by keys
+    # looked up in C (as the key (-score, place), without a tuple per file)
+    rest = sorted((p for p in fused if p not in sized and p in at), key=at.__getitem__)
+    rest.sort(key=fused.__getitem__, reverse=True)
+    return ranked + rest
 
 
 def normalized(scores: Mapping[str, float]) -> dict[str, float]:
@@ -130,11 +139,30 @@ def normalized(scores: Mapping[str, float]) -> dict[str, float]:
     return {p: v / top for p, v in scores.items() if v > 0} if top > 0 else {}
 
 
-def _sum(*parts: tuple[float, Mapping[str, float]]) -> dict[str, float]:
+#: ``_sum``'s normalized parts: ``id(scores)`` -> (scores, normalized scores).
+_Memo = dict[int, tuple[Mapping[str, float], dict[str, float]]]
+
+
+def _sum(*parts: tuple[float, Mapping[str, float]], memo: _Memo | None = None) -> dict[str, float]:
+    """The weighted sum of the ``normalized`` parts (``(weight, {path: score})``, summed
+    in order); ``memo``: each part's scores and their normalized form by ``id`` (the
+    scores held, so the id is not reused: the same signal's scores fused twice in one
+    call are normalized once)."""
     out: dict[str, float] = {}
     for weight, scores in parts:
-        for p, v in normalized(scores).items():
-            out[p] = out.get(p, 0.0) + weight * v
+        if memo is None:
+            norm = normalized(scores)
+        else:
+            got = memo.get(id(scores))
+            if got is None or got[0] is not scores:
+                got = memo[id(scores)] = (scores, normalized(scores))
+            norm = got[1]
+        if not out:  # 0.0 + x is x: every part's scores are positive
+            out = {p: weight * v for p, v in norm.items()}
+            continue
+        get = out.get
+        for p, v in norm.items():
+            out[p] = get(p, 0.0) + weight * v
     return out
 
 
@@ -175,6 +203,8 @@ class RootRanking:
         #: asks again with the same list: not remade per call).
         self._candidates: tuple[str, ...] = ()
         self._places: dict[str, int] = {}
+        #: Sizes (bytes) by path as of an index clock (``_sizes``).
+        self._sized: tuple[int | None, dict[str, int]] = (None, {})
         if self.mode != "off" and fts5_available():
             try:
                 self.keeper = IndexKeeper(root, FullText(path), redact)
@@ -234,7 +264,8 @@ class RootRanking:
         if ages:
             scores["recency"] = {p: 1.0 / (1 + a) for p, a in ages.items() if p in cand}
             signals.append("recency")
-        first = self._best(scores, GRAPH_FILES)
+        memo: _Memo = {}
+        first = self._best(scores, GRAPH_FILES, memo)
         graphed = list(dict.fromkeys([*(a for a in anchors if a in cand), *first]))
         if len(graphed) < GRAPH_FILES:  # few scored yet: the request's first files too
             graphed = list(dict.fromkeys([*graphed, *candidates[:GRAPH_FILES]]))[:GRAPH_FILES]
@@ -256,9 +287,16 @@ class RootRanking:
         pr = pagerank(file_tags, seeds, idents)
         scores["references"] = {p: s for p, s in pr.items() if p not in seeds}
         signals.append("references")
-        fused = _sum(*((WEIGHTS[signal], per) for signal, per in scores.items()))
-        sizes = self._sizes(heapq.nlargest(SIZED_FILES, fused, key=fused.__getitem__))
-        order = _order(candidates, fused, sizes, SIZE_EXPONENT, cand)
+        fused = _sum(*((WEIGHTS[signal], per) for signal, per in scores.items()), memo=memo)
+        best = heapq.nlargest(SIZED_FILES, fused, key=fused.__getitem__)
+        sizes = self._sizes(best, index.clock if self.background else None)
+        head = _head(fused, sizes, SIZE_EXPONENT, cand)
+        places: list[int] | None = None
+        order: Sequence[str]
+        if len(cand) == len(candidates):  # each candidate once
+            order, places = with_tail(head, candidates, cand)
+        else:
+            order = head + list(itertools.filterfalse(fused.__contains__, candidates))
         by_path = _path_words(order[:WHY_FILES], scores["names"], words)
         self.last_scores, self.last_sizes = scores, sizes
         held: Mapping[str, list[str]] = {}
@@ -266,11 +304,11 @@ class RootRanking:
             held = keeper.fulltext.holding(
                 keeper.fulltext.informative(words)[:12], order[:WHY_WORDS_FILES]
             )
-        why = _Why(
-            {p: self._why(p, scores, held, by_path, defines, ages) for p in order[:WHY_FILES]}
+        why = LazyWhy(
+            order[:WHY_FILES], lambda p: self._why(p, scores, held, by_path, defines, ages)
         )
         ordered = tuple(s for s in SIGNALS if s in signals)
-        return Ranked(tuple(order), why, ordered, indexed, pending)
+        return Ranked(order, why, ordered, indexed, pending, places)
 
     def _positions(self, candidates: Sequence[str]) -> dict[str, int]:
         """``{candidate: 0-based place}``, kept for the next call with the same list."""
@@ -281,9 +319,13 @@ class RootRanking:
         return self._places
 
     @staticmethod
-    def _best(scores: Mapping[str, Mapping[str, float]], n: int) -> list[str]:
-        """The ``n`` best files by the fusion without sizes."""
-        fused = _sum(*((WEIGHTS[signal], per) for signal, per in scores.items()))
+    def _best(
+        scores: Mapping[str, Mapping[str, float]],
+        n: int,
+        memo: _Memo | None = None,
+    ) -> list[str]:
+        """The ``n`` best files by the fusion without sizes (``memo``: see ``_sum``)."""
+        fused = _sum(*((WEIGHTS[signal], per) for signal, per in scores.items()), memo=memo)
         return heapq.nlargest(n, fused, key=fused.__getitem__)
 
     def _update(self, keeper: IndexKeeper, index: Index, candidates: Sequence[str]) -> int:
@@ -303,14 +345,23 @@ class RootRanking:
             return len(keeper.unchecked(todo))
         return 0
 
-    def _sizes(self, paths: Sequence[str]) -> dict[str, int]:
-        """Bytes of each of ``paths`` (``lstat``; 0 when it cannot)."""
+    def _sizes(self, paths: Sequence[str], clock: int | None = None) -> dict[str, int]:
+        """Bytes of each of ``paths`` (``lstat``; 0 when it cannot). With the index's
+        ``clock`` (the daemon, whose watcher bumps it on every change), sizes are kept
+        until it moves (at most ``SIZES_KEPT``), not asked again per call."""
+        if clock is None or self._sized[0] != clock or len(self._sized[1]) > SIZES_KEPT:
+            self._sized = (clock, {})
+        known = self._sized[1]
         out: dict[str, int] = {}
         for p in paths:
-            try:
-                out[p] = os.lstat(os.path.join(self.root, p)).st_size
-            except OSError:
-                out[p] = 0
+            size = known.get(p)
+            if size is None:
+                try:
+                    size = os.lstat(os.path.join(self.root, p)).st_size
+                except OSError:
+                    size = 0
+                known[p] = size
+            out[p] = size
         return out
 
     @staticmethod
