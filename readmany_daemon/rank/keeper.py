@@ -52,7 +52,7 @@ POOL_AHEAD: Final = 2
 
 
 def _release_heap() -> None:
-    """Give the heap a big build left free back to the system (glibc's ``malloc_trim``;
+    """Give the heap a big queue left free back to the system (glibc's ``malloc_trim``;
     elsewhere nothing): the texts of ~1 GB passed through this thread's malloc arena, and
     without it ~25 MB stay with the daemon after the build (bench/README.md "Focus")."""
     try:
@@ -83,6 +83,8 @@ class IndexKeeper:
         self._pool_failed = False
         #: Batches the worker process prepared and this keeper wrote.
         self.pooled_batches = 0
+        #: Files checked since the heap was last given back (``_release_heap``).
+        self._since_trim = 0
         self._cv = threading.Condition()
         #: rel -> (deleted, ticket), oldest first; a new ticket per change noted, so a
         #: file changed again while its batch ran stays queued
@@ -322,4 +324,12 @@ class IndexKeeper:
                         # with the thread, every change is queued again: nothing to
                         # remember per file (the daemon holds no per-file state here)
                         self._fresh.add(rel)
-            self._cv.notify_all()
+            self._since_trim += len(done)
+            emptied = not self._pending and self._since_trim >= POOL_MIN_FILES
+            if not emptied:
+                self._cv.notify_all()
+        if emptied:  # a big queue done: its texts' heap back first, then say so
+            _release_heap()
+            with self._cv:
+                self._since_trim = 0
+                self._cv.notify_all()
