@@ -275,7 +275,12 @@ class IndexKeeper:
             while len(ahead) < POOL_AHEAD and (batch := self._take(taken)):
                 stored = self.fulltext.marks(rel for rel, _ in batch)
                 items = [(rel, deleted, stored.get(rel)) for rel, (deleted, _) in batch]
-                ahead.append((pool.submit(items, BATCH_BYTES), batch, stored))
+                try:
+                    future = pool.submit(items, BATCH_BYTES)
+                except Exception as exc:  # closed meanwhile, or the worker died
+                    self._pool_lost(exc)
+                    return
+                ahead.append((future, batch, stored))
                 taken.update(rel for rel, _ in batch)
             if not ahead:
                 return
@@ -283,13 +288,18 @@ class IndexKeeper:
             try:
                 done = future.result()
             except Exception as exc:  # the worker died (or closed): the thread goes on
-                if not self._closed:
-                    log.warning("full-text index worker of %s failed: %s", self.root, exc)
-                    self._pool_failed = True
+                self._pool_lost(exc)
                 return
             taken.difference_update(rel for rel, _ in batch)
             self._commit(batch, stored, done)
             self.pooled_batches += 1
+
+    def _pool_lost(self, exc: Exception) -> None:
+        """The worker failed (unless the keeper is closing): none again for this keeper;
+        the batches it held stay queued for the thread."""
+        if not self._closed:
+            log.warning("full-text index worker of %s failed: %s", self.root, exc)
+            self._pool_failed = True
 
     def _do(self, batch: list[tuple[str, tuple[bool, int]]], deadline: float) -> None:
         stored = self.fulltext.marks(rel for rel, _ in batch)
