@@ -8,7 +8,7 @@ passes: secrets indexed as redacted), identifiers split (``prep.prepare``) and w
 A file that is gone, or reported hidden by the index (``deleted``), is dropped.
 
 A big queue (``POOL_MIN_FILES``, a first build) is worked through by two cores: a worker
-process (``prep.PrepPool``) prepares the texts of the next batches while the thread
+process (``worker.PrepWorker``) prepares the texts of the next batches while the thread
 writes the last one (SQLite FTS5 indexes ~67 MB of text a CPU second, the preparation
 ~90: bench/README.md "Focus"). The worker ends with the queue; one that dies or cannot
 start leaves its batches to the thread.
@@ -30,11 +30,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
 from typing import Final
 
 from readmany_daemon.rank.fulltext import BUSY_MS, FullText
-from readmany_daemon.rank.prep import Prepared, PrepPool, mark_of, prepare, read_text
+from readmany_daemon.rank.prep import Prepared, mark_of, prepare, read_text
+from readmany_daemon.rank.worker import PrepWorker, WorkerGone
 
 __all__ = ["BATCH_BYTES", "POOL_MIN_FILES", "IndexKeeper", "mark_of", "read_text"]
 
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 #: Text (bytes) written per transaction: a reader waits at most one batch's write.
 BATCH_BYTES: Final = 4 * 1024 * 1024
 BATCH_FILES: Final = 256
-#: The thread prepares texts in a worker process (``prep.PrepPool``) while this many
+#: The thread prepares texts in a worker process (``worker.PrepWorker``) while this many
 #: files or more are queued (a first build): one core reads, decodes, redacts and splits,
 #: the other writes. Fewer files (a change, a small root) are done in the thread.
 POOL_MIN_FILES: Final = 2000
@@ -84,7 +84,7 @@ class IndexKeeper:
         #: Queued files from which the thread prepares texts in a worker process (0:
         #: never); the worker is used only when ``redact`` pickles.
         self.pool_min_files = pool_min_files
-        self._pool: PrepPool | None = None
+        self._pool: PrepWorker | None = None
         self._pool_failed = False
         #: Batches the worker process prepared and this keeper wrote.
         self.pooled_batches = 0
@@ -253,7 +253,7 @@ class IndexKeeper:
         while this thread writes the oldest. A worker that cannot start or dies leaves
         its batches queued for the thread alone (no worker again for this keeper)."""
         try:
-            pool = PrepPool(self.root, self.redact)
+            pool = PrepWorker(self.root, self.redact)
         except Exception as exc:  # any failure to start: the thread works alone
             log.warning("no worker process for the full-text index of %s: %s", self.root, exc)
             self._pool_failed = True
@@ -270,29 +270,26 @@ class IndexKeeper:
                 self._pool = None
                 self._cv.notify_all()
 
-    def _pipeline(self, pool: PrepPool) -> None:
-        ahead: deque[
-            tuple[Future[list[Prepared]], list[tuple[str, tuple[bool, int]]], dict[str, str]]
-        ]
-        ahead = deque()
+    def _pipeline(self, pool: PrepWorker) -> None:
+        ahead: deque[tuple[list[tuple[str, tuple[bool, int]]], dict[str, str]]] = deque()
         taken: set[str] = set()
         while not self._closed:
             while len(ahead) < POOL_AHEAD and (batch := self._take(taken)):
                 stored = self.fulltext.marks(rel for rel, _ in batch)
                 items = [(rel, deleted, stored.get(rel)) for rel, (deleted, _) in batch]
                 try:
-                    future = pool.submit(items, BATCH_BYTES)
-                except Exception as exc:  # closed meanwhile, or the worker died
+                    pool.submit(items, BATCH_BYTES)
+                except WorkerGone as exc:  # closed meanwhile, or the worker died
                     self._pool_lost(exc)
                     return
-                ahead.append((future, batch, stored))
+                ahead.append((batch, stored))
                 taken.update(rel for rel, _ in batch)
             if not ahead:
                 return
-            future, batch, stored = ahead.popleft()
+            batch, stored = ahead.popleft()
             try:
-                done = future.result()
-            except Exception as exc:  # the worker died (or closed): the thread goes on
+                done = pool.result()
+            except WorkerGone as exc:  # the worker died (or closed): the thread goes on
                 self._pool_lost(exc)
                 return
             taken.difference_update(rel for rel, _ in batch)

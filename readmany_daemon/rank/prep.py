@@ -1,5 +1,4 @@
-"""The text of one file as the full-text index holds it, and the worker process that
-makes those texts during a big build.
+"""The text of one file as the full-text index holds it.
 
 :func:`prepare` checks one queued file: ``lstat`` (no symbolic link followed; a FIFO,
 device or socket is never opened), its mark against the indexed one, then its first
@@ -8,20 +7,16 @@ decoded (``content.decode``), redacted (the function the engine passes: secrets 
 indexed as redacted) and identifiers split (:func:`split_text`, the same text as
 ``words.index_text``).
 
-:class:`PrepPool` is one worker process (``multiprocessing`` "spawn": a threaded daemon
-is never forked) that prepares batches while the keeper's thread writes the previous
-one to SQLite: two cores at most, one preparing, one writing (bench/README.md "Focus").
+During a big build ``rank.worker.PrepWorker`` runs :func:`prepare_batch` in a worker
+process while the keeper's thread writes (bench/README.md "Focus").
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import re
 import stat
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Final, NamedTuple
 
 from readmany_daemon.content.decode import decode
@@ -30,13 +25,8 @@ from readmany_daemon.rank.fulltext import MAX_INDEX_CHARS
 from readmany_daemon.rank.words import _COMPOUND, _PARTS
 from readmany_daemon.rules.regex import ByteSearch
 
-__all__ = ["PrepPool", "Prepared", "mark_of", "prepare", "prepare_batch", "read_text", "split_text"]
+__all__ = ["Prepared", "mark_of", "prepare", "prepare_batch", "read_text", "split_text"]
 
-#: How long (seconds) the worker may take to start (a fresh interpreter importing the
-#: package) before the build goes on in the keeper's thread.
-START_SECONDS: Final = 30.0
-#: How long (seconds) closing waits for the worker's running batch before killing it.
-CLOSE_SECONDS: Final = 1.0
 
 #: ``words._COMPOUND`` and ``words._PARTS`` over UTF-8 bytes: both are ASCII classes,
 #: so the matches are the same, and RE2 scans bytes without mapping offsets back.
@@ -143,48 +133,3 @@ def prepare_batch(
         out.append(got)
         size += len(got.body or "")
     return out
-
-
-class PrepPool:
-    """One worker process preparing batches (:func:`prepare_batch`) for the files of
-    ``root``; ``redact`` must pickle (a module-level function). Starting it waits for the
-    worker to answer (``pid``); raises ``OSError`` or a ``concurrent.futures`` error when
-    it cannot start. ``close`` ends the process (always call it)."""
-
-    def __init__(self, root: str, redact: Callable[[str], str]) -> None:
-        self.root = root
-        self.redact = redact
-        self._lock = threading.Lock()
-        self._closed = False
-        self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-        try:
-            #: The worker's process id.
-            self.pid: int = self._pool.submit(os.getpid).result(timeout=START_SECONDS)
-        except BaseException:
-            self.close()
-            raise
-
-    def submit(
-        self, items: Sequence[tuple[str, bool, str | None]], limit: int
-    ) -> Future[list[Prepared]]:
-        """:func:`prepare_batch` of ``items`` in the worker; the future raises
-        ``BrokenProcessPool`` when the worker died, ``CancelledError`` when the pool was
-        closed first."""
-        return self._pool.submit(prepare_batch, self.root, list(items), self.redact, limit)
-
-    def close(self) -> None:
-        """End the worker and wait for it to exit (idempotent): queued batches are
-        cancelled, the running one gets ``CLOSE_SECONDS`` to end, then the worker is
-        killed (a read stuck on a hung file system)."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        processes = list(self._pool._processes.values())  # the executor's own children
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            process.join(CLOSE_SECONDS)
-            if process.is_alive():
-                process.kill()
-                process.join()
-        self._pool.shutdown(wait=True)

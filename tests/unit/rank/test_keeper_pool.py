@@ -1,13 +1,12 @@
-"""rank/keeper.py with its worker process (``rank/prep.py`` ``PrepPool``): a big build
-prepares texts in a "spawn" worker while the keeper's thread writes. The worker indexes
-the very texts the thread would (secrets redacted, identifiers split, links, FIFOs and
-binary files left out), is ended when the keeper closes, and a worker that dies leaves
-the build to the thread."""
+"""rank/keeper.py with its worker process (``rank/worker.py`` ``PrepWorker``): a big
+build prepares texts in a fresh interpreter while the keeper's thread writes. The worker
+indexes the very texts the thread would (secrets redacted, identifiers split, links,
+FIFOs and binary files left out), never imports from its current folder, is ended when
+the keeper closes, and a worker that dies leaves the build to the thread."""
 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -18,15 +17,21 @@ import pytest
 from readmany_daemon.engine.redact import redacted_text
 from readmany_daemon.rank.fulltext import FullText
 from readmany_daemon.rank.keeper import IndexKeeper
+from readmany_daemon.rank.worker import PrepWorker
 from tests.helpers import write_tree
 
 TOKEN = "ghp_" + "k3Jd9" * 8
 GATE = "READMANY_TEST_PREP_GATE"
+PARENT = "READMANY_TEST_PREP_PARENT"
+
+
+def _in_worker() -> bool:
+    return str(os.getpid()) != os.environ.get(PARENT, str(os.getpid()))
 
 
 def redact_dying(text: str) -> str:
     """The engine's redaction, except that a worker process dies on its first text."""
-    if multiprocessing.parent_process() is not None:
+    if _in_worker():
         os._exit(3)
     return redacted_text(text)
 
@@ -34,10 +39,28 @@ def redact_dying(text: str) -> str:
 def redact_stuck(text: str) -> str:
     """The engine's redaction, except that a worker process blocks for good (opening a
     FIFO nobody writes), as a read on a hung file system would."""
-    if multiprocessing.parent_process() is not None:
+    if _in_worker():
         with open(os.environ[GATE], "rb") as f:
             f.read()
     return redacted_text(text)
+
+
+def _workers() -> list[int]:
+    """This process's children that are full-text index workers."""
+    out = []
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/children") as f:
+            pids = [int(p) for p in f.read().split()]
+        for pid in pids:
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"readmany_daemon.rank.worker" in f.read():
+                    out.append(pid)
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _parent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(PARENT, str(os.getpid()))
 
 
 @pytest.fixture()
@@ -114,7 +137,7 @@ def test_the_worker_indexes_the_texts_the_thread_would(
     assert TOKEN not in got["pkg/conf.py"][2] and "«redacted:" in got["pkg/conf.py"][2]
     assert got["pkg/latin.txt"][2] == "café naïve"
     assert pooled.worker_pid() is None  # the worker ends with the build
-    assert multiprocessing.active_children() == []
+    assert not _workers()
 
 
 def test_a_worker_that_dies_leaves_the_build_to_the_thread(
@@ -126,7 +149,7 @@ def test_a_worker_that_dies_leaves_the_build_to_the_thread(
     _built(k, files)
     assert k.pooled_batches == 0
     assert _rows(tmp_path / "pool.rank") == _rows(tmp_path / "thread.rank")
-    assert multiprocessing.active_children() == []
+    assert not _workers()
 
 
 def test_close_ends_the_worker_even_a_stuck_one(
@@ -145,7 +168,7 @@ def test_close_ends_the_worker_even_a_stuck_one(
     assert pid is not None
     k.close()
     assert k.worker_pid() is None
-    assert multiprocessing.active_children() == []
+    assert not _workers()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert k.pending_count() > 0  # nothing the stuck worker held was written
@@ -161,3 +184,22 @@ def test_a_small_queue_and_an_unpicklable_redaction_stay_in_the_thread(
     _built(closure, files)
     assert small.pooled_batches == closure.pooled_batches == 0
     assert _rows(tmp_path / "a.rank") == _rows(tmp_path / "b.rank") != {}
+
+
+def test_the_worker_never_imports_from_its_current_folder(
+    tree: tuple[Path, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _ = tree
+    here = tmp_path / "here"
+    marker = tmp_path / "imported"
+    for name in ("socket", "json", "pickle", "queue", "readmany_daemon"):
+        write_tree(here, {f"{name}.py": f"open({str(marker)!r}, 'a').write('{name}')\n"})
+    monkeypatch.chdir(here)  # an editor starts servers in the workspace
+    worker = PrepWorker(str(root), redacted_text)
+    try:
+        worker.submit([("pkg/conf.py", False, None)], 1 << 20)
+        (got,) = worker.result()
+    finally:
+        worker.close()
+    assert got.path == "pkg/conf.py" and got.body is not None and TOKEN not in got.body
+    assert not marker.exists()
