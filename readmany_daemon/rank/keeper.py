@@ -10,7 +10,7 @@ A file that is gone, or reported hidden by the index (``deleted``), is dropped.
 A big queue (``POOL_MIN_FILES``, a first build) is worked through by two cores: a worker
 process (``worker.PrepWorker``) prepares the texts of the next batches while the thread
 writes the last one (SQLite FTS5 indexes ~67 MB of text a CPU second, the preparation
-~90: bench/README.md "Focus"). The worker ends with the queue; one that dies or cannot
+~85: bench/README.md "Focus"). The worker ends with the queue; one that dies or cannot
 start leaves its batches to the thread.
 
 In the daemon a background thread does the work (``start``); the index's change
