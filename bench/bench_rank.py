@@ -8,9 +8,10 @@ On the tree (bench/gen_tree.py; 100,000 files), in one process:
 
 * **build**: the root's full-text index built the daemon's way (``RootRanking`` with a
   background thread, ``rankingIndex: "always"``): every visible file read, decoded,
-  redacted, identifiers split, written to SQLite FTS5. Reports seconds, MB of text a
-  second (text = the bytes of the files indexed), CPU seconds per wall second (at most
-  2 cores), and the index file's size on disk per MB of text;
+  redacted, identifiers split, written to SQLite FTS5; a big build prepares the texts in
+  a worker process while the thread writes. Reports seconds, MB of text a second (text
+  = the bytes of the files indexed), CPU seconds per wall second of this process and
+  the worker (at most 2 cores), and the index file's size on disk per MB of text;
 * **memory**: what the ranking holds in the daemon once built: ``VmRSS`` after the
   build minus before (as bench/README's other memory figures), bytes per file;
 * **rank**: ``Ranking.rank`` of ``**/*.py`` with a focus of ~300 and of 2,000
@@ -22,7 +23,8 @@ On the tree (bench/gen_tree.py; 100,000 files), in one process:
 ``--tantivy`` builds the same texts (same preprocessing) into a tantivy index as well
 (``pip install tantivy``; not a dependency of readmany) and reports the same build,
 size, query and update figures: how FTS5 was chosen. ``--limit`` indexes only the first
-N files (path order) for both; ``--reuse FILE`` starts from a copy of an index built
+N files (path order) for both; ``--no-worker`` builds in the thread alone (one core:
+what the worker process adds); ``--reuse FILE`` starts from a copy of an index built
 before (the build columns then time the check of every file); ``--keep FILE`` copies
 the built index there for later ``--reuse``. Writes
 ``bench/results/rank-latest.json``.
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -44,7 +47,7 @@ from common import REPO_ROOT, table, write_results
 
 sys.path.insert(0, str(REPO_ROOT))
 
-from readmany_daemon.engine.redact import redact
+from readmany_daemon.engine.redact import redact, redacted_text
 from readmany_daemon.index.model import Index
 from readmany_daemon.index.records import CONTENT, ENTRY
 from readmany_daemon.rank.keeper import read_text
@@ -73,6 +76,14 @@ def _rss() -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of its ended children (the index's worker
+    process, reaped when the build ends)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _du(path: str) -> int:
@@ -118,6 +129,7 @@ def bench_fts5(
     runs: int,
     reuse: str | None = None,
     keep: str | None = None,
+    worker: bool = True,
 ) -> dict[str, Any]:
     index = Index.build(tree, Settings())
     path = os.path.join(cache, f"index-{'cd' * 16}.rank")
@@ -130,19 +142,24 @@ def bench_fts5(
         path=path,
         mode="always",
         background=True,
-        redact=lambda t: redact(t).text,
+        redact=redacted_text,
     )
     index.add_listener(ranking.note_change)
     keeper = ranking.keeper
     assert keeper is not None
-    cpu0, t0 = time.process_time(), time.perf_counter()
+    if not worker:
+        keeper.pool_min_files = 0
+    cpu0, t0 = _cpu(), time.perf_counter()
     keeper.start(files, True)
     while keeper.pending_count():
         keeper.wait(1.0)
-    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    wall = time.perf_counter() - t0
+    keeper.settle(60)  # the worker ends with the build: reaped, its CPU counted
+    cpu = _cpu() - cpu0
     held = _rss() - base
     text_bytes = sum(os.lstat(os.path.join(tree, f)).st_size for f in files)
     engine = "SQLite FTS5" + (" (reused: build = check)" if reuse else "")
+    engine += "" if worker else " (no worker)"
     out = _build_row(engine, len(files), text_bytes, wall, cpu, _du(path))
     out["memory B/file"] = round(held / len(files))
     words = focus_words(FOCUS_300)
@@ -228,6 +245,7 @@ def main() -> int:
     ap.add_argument("--tantivy", action="store_true")
     ap.add_argument("--reuse", help="start from this index file (a copy of a built one)")
     ap.add_argument("--keep", help="copy the built index to this file (for --reuse)")
+    ap.add_argument("--no-worker", action="store_true", help="build in the thread alone (one core)")
     ap.add_argument("--results-dir", type=Path, default=None)
     args = ap.parse_args()
     tree = os.path.realpath(args.tree)
@@ -236,7 +254,9 @@ def main() -> int:
         files = files[: args.limit]
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-rank-") as cache:
-        rows.append(bench_fts5(tree, files, cache, args.runs, args.reuse, args.keep))
+        rows.append(
+            bench_fts5(tree, files, cache, args.runs, args.reuse, args.keep, not args.no_worker)
+        )
         print(table(rows), flush=True)
         if args.tantivy:
             rows.append(bench_tantivy(tree, files, cache, args.runs))

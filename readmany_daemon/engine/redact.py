@@ -160,6 +160,13 @@ def redact(text: str) -> Redacted:
     return Redacted("".join(parts), tuple(lines))
 
 
+def redacted_text(text: str) -> str:
+    """``redact(text).text``: what the ranking's full-text index holds of ``text``; a
+    module-level function, so it pickles to the index's worker process
+    (``rank.prep.PrepPool``)."""
+    return redact(text).text
+
+
 def _size(redacted: Redacted) -> int:
     """Bytes a kept redaction costs: the new text (none when it is the input) and its
     line list."""

@@ -161,7 +161,7 @@ class Workspace:
         index's changes."""
         ranking = self._ranking
         if ranking is None:
-            from readmany_daemon.engine.redact import redact
+            from readmany_daemon.engine.redact import redacted_text
 
             path = self.rank_file
             if path is not None and is_inside(os.path.realpath(path), self.root):
@@ -172,7 +172,7 @@ class Workspace:
                 path=path,
                 mode=self.settings.ranking_index,
                 background=self.rank_background,
-                redact=lambda text: redact(text).text,
+                redact=redacted_text,
                 outlines=self.outlines,
             )
             if self._index is not None:

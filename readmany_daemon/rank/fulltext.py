@@ -25,7 +25,7 @@ import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Final
 
 from readmany_daemon.rank.words import path_text
@@ -97,6 +97,12 @@ def _holds(text: str, word: str) -> bool:
             return True
         pos = text.find(word, pos + 1)
     return False
+
+
+def _chunks(items: Sequence[str], size: int = 500) -> Iterator[Sequence[str]]:
+    """``items`` in slices of at most ``size`` (SQLite's bound parameters per query)."""
+    for at in range(0, len(items), size):
+        yield items[at : at + size]
 
 
 def _quote(word: str) -> str:
@@ -189,18 +195,30 @@ class FullText:
                 return False
             removed = 0
             try:
-                for path in [*drops, *(p for p, _, _ in puts)]:
-                    row = db.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
-                    if row is not None:
-                        removed += 1
-                        db.execute("DELETE FROM docs WHERE rowid = ?", row)
-                        db.execute("DELETE FROM files WHERE id = ?", row)
-                for path, mark, body in puts:
-                    cur = db.execute("INSERT INTO files(path, mark) VALUES (?, ?)", (path, mark))
-                    db.execute(
-                        "INSERT INTO docs(rowid, name, body) VALUES (?, ?, ?)",
-                        (cur.lastrowid, path_text(path), body),
-                    )
+                # the rows the paths hold now, one query a chunk (none on a first build)
+                old = [
+                    i
+                    for chunk in _chunks([*drops, *(p for p, _, _ in puts)])
+                    for _, i in self._marks_ids(chunk)
+                ]
+                if old:
+                    removed = len(old)
+                    db.executemany("DELETE FROM docs WHERE rowid = ?", ((i,) for i in old))
+                    db.executemany("DELETE FROM files WHERE id = ?", ((i,) for i in old))
+                # ids as SQLite would give them (max + 1; the write lock is held)
+                top = db.execute("SELECT coalesce(max(id), 0) FROM files").fetchone()[0]
+                ids = range(top + 1, top + 1 + len(puts))
+                db.executemany(
+                    "INSERT INTO files(id, path, mark) VALUES (?, ?, ?)",
+                    ((i, path, mark) for i, (path, mark, _) in zip(ids, puts, strict=True)),
+                )
+                db.executemany(
+                    "INSERT INTO docs(rowid, name, body) VALUES (?, ?, ?)",
+                    (
+                        (i, path_text(path), body)
+                        for i, (path, _, body) in zip(ids, puts, strict=True)
+                    ),
+                )
                 db.execute("COMMIT")
             except sqlite3.Error:
                 db.execute("ROLLBACK")

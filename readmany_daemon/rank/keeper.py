@@ -4,8 +4,14 @@
 (``fresh``). A file is checked by ``lstat``: the same mark (size, mtime, inode) as the
 indexed one makes it fresh; else its text is read (below the root only, no symbolic link
 followed: ``content.reader.open_beneath``), decoded, redacted (the function the engine
-passes: secrets indexed as redacted), identifiers split (``words.index_text``) and
-written. A file that is gone, or reported hidden by the index (``deleted``), is dropped.
+passes: secrets indexed as redacted), identifiers split (``prep.prepare``) and written.
+A file that is gone, or reported hidden by the index (``deleted``), is dropped.
+
+A big queue (``POOL_MIN_FILES``, a first build) is worked through by two cores: a worker
+process (``worker.PrepWorker``) prepares the texts of the next batches while the thread
+writes the last one (SQLite FTS5 indexes ~67 MB of text a CPU second, the preparation
+~85: bench/README.md "Focus"). The worker ends with the queue; one that dies or cannot
+start leaves its batches to the thread.
 
 In the daemon a background thread does the work (``start``); the index's change
 listener re-queues every file a change touches (``note_change``), so a write is seen by
@@ -15,61 +21,75 @@ In process, ``work`` does it in the caller's thread until a deadline.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
+import pickle
 import sqlite3
-import stat
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Final
 
-from readmany_daemon.content.decode import decode
-from readmany_daemon.content.reader import open_beneath
-from readmany_daemon.rank.fulltext import BUSY_MS, MAX_INDEX_CHARS, FullText
-from readmany_daemon.rank.words import index_text
+from readmany_daemon.rank.fulltext import BUSY_MS, FullText
+from readmany_daemon.rank.prep import Prepared, mark_of, prepare, read_text
+from readmany_daemon.rank.worker import PrepWorker, WorkerGone
 
-__all__ = ["BATCH_BYTES", "IndexKeeper", "read_text"]
+__all__ = ["BATCH_BYTES", "POOL_MIN_FILES", "IndexKeeper", "mark_of", "read_text"]
 
 log = logging.getLogger(__name__)
 
 #: Text (bytes) written per transaction: a reader waits at most one batch's write.
 BATCH_BYTES: Final = 4 * 1024 * 1024
 BATCH_FILES: Final = 256
+#: The thread prepares texts in a worker process (``worker.PrepWorker``) while this many
+#: files or more are queued (a first build): one core reads, decodes, redacts and splits,
+#: the other writes. Fewer files (a change, a small root) are done in the thread.
+POOL_MIN_FILES: Final = 2000
+#: Batches handed to the worker ahead of the one being written.
+POOL_AHEAD: Final = 2
+#: A pause after each write while the worker prepares: the texts are often ready at
+#: once, and without it the thread takes ``FullText``'s lock again before a focused call
+#: woken by its release gets it (a search waited up to 600 ms at 100,000 files, under
+#: 75 ms with it; bench/README.md "Focus").
+HANDOFF_SECONDS: Final = 0.002
 
 
-def read_text(root: str, rel: str, limit: int = MAX_INDEX_CHARS) -> str | None:
-    """The text of ``rel`` below ``root``: its first ``limit`` bytes decoded
-    (``content.decode``), or None for a binary file or one that cannot be read."""
+def _release_heap() -> None:
+    """Give the heap a big queue left free back to the system (glibc's ``malloc_trim``;
+    elsewhere nothing): the texts of ~1 GB passed through this thread's malloc arena, and
+    without it ~25 MB stay with the daemon after the build (bench/README.md "Focus")."""
     try:
-        fd = open_beneath(root, rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = os.read(fd, limit)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    got = decode(data, complete=len(data) < limit)
-    return got.text if got.kind == "text" else None
-
-
-def mark_of(st: os.stat_result) -> str:
-    """The mark that tells a changed file: ``"<st_size>:<st_mtime_ns>:<st_ino>"``."""
-    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return
+    trim(0)
 
 
 class IndexKeeper:
     """The work queue of ``fulltext`` for the files of ``root``; ``redact`` turns a text
     into what may be indexed (the engine's redaction)."""
 
-    def __init__(self, root: str, fulltext: FullText, redact: Callable[[str], str]) -> None:
+    def __init__(
+        self,
+        root: str,
+        fulltext: FullText,
+        redact: Callable[[str], str],
+        pool_min_files: int = POOL_MIN_FILES,
+    ) -> None:
         self.root = root
         self.fulltext = fulltext
         self.redact = redact
+        #: Queued files from which the thread prepares texts in a worker process (0:
+        #: never); the worker is used only when ``redact`` pickles.
+        self.pool_min_files = pool_min_files
+        self._pool: PrepWorker | None = None
+        self._pool_failed = False
+        #: Batches the worker process prepared and this keeper wrote.
+        self.pooled_batches = 0
+        #: Files checked since the heap was last given back (``_release_heap``).
+        self._since_trim = 0
         self._cv = threading.Condition()
         #: rel -> (deleted, ticket), oldest first; a new ticket per change noted, so a
         #: file changed again while its batch ran stays queued
@@ -144,12 +164,31 @@ class IndexKeeper:
             self._thread.start()
 
     def close(self) -> None:
-        """Stop the thread (after its current batch)."""
+        """Stop the thread (after its current batch) and end the worker process."""
         with self._cv:
             self._closed = True
+            pool = self._pool
             self._cv.notify_all()
+        if pool is not None:  # the thread waits for the worker's batch: end it now
+            pool.close()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
+
+    def settle(self, seconds: float) -> bool:
+        """Wait until nothing is queued and the worker process (if any) has ended, at
+        most ``seconds``; whether it is so."""
+        with self._cv:
+            return self._cv.wait_for(
+                lambda: (not self._pending and self._pool is None) or self._closed,
+                timeout=seconds,
+            )
+
+    def worker_pid(self, seconds: float = 0.0) -> int | None:
+        """The process id of the worker preparing texts, while the build uses one;
+        waits at most ``seconds`` for it to start."""
+        with self._cv:
+            self._cv.wait_for(lambda: self._pool is not None or self._closed, timeout=seconds)
+            return None if self._pool is None else self._pool.pid
 
     def wait(self, seconds: float) -> None:
         """Wait until nothing is queued, at most ``seconds``."""
@@ -163,7 +202,10 @@ class IndexKeeper:
                 if self._closed:
                     return
             try:
-                self.work(time.monotonic() + 0.05)
+                if self._pool_wanted():
+                    self._work_pooled()
+                else:
+                    self.work(time.monotonic() + 0.05)
             except sqlite3.Error as exc:  # a broken file: ranking goes on without content
                 log.warning("full-text index %s: %s", self.fulltext.path, exc)
                 with self._cv:
@@ -176,56 +218,131 @@ class IndexKeeper:
         if only is not None:
             self.queue(only)
         while time.monotonic() < deadline:
-            with self._cv:
-                batch: list[tuple[str, tuple[bool, int]]] = []
-                for item in self._pending.items():
-                    batch.append(item)
-                    if len(batch) >= BATCH_FILES:
-                        break
+            batch = self._take(set())
             if not batch:
                 return
             self._do(batch, deadline)
 
+    def _take(self, skip: set[str]) -> list[tuple[str, tuple[bool, int]]]:
+        """The oldest ``BATCH_FILES`` queued files not in ``skip``, with their tickets."""
+        batch: list[tuple[str, tuple[bool, int]]] = []
+        with self._cv:
+            for item in self._pending.items():
+                if item[0] not in skip:
+                    batch.append(item)
+                    if len(batch) >= BATCH_FILES:
+                        break
+        return batch
+
+    def _pool_wanted(self) -> bool:
+        """Whether the thread should prepare texts in a worker process now."""
+        if self._pool_failed or self.pool_min_files <= 0:
+            return False
+        with self._cv:
+            if len(self._pending) < self.pool_min_files:
+                return False
+        try:
+            pickle.dumps(self.redact)
+        except (pickle.PicklingError, AttributeError, TypeError):
+            self._pool_failed = True  # a lambda or closure: the thread does it all
+            return False
+        return True
+
+    def _work_pooled(self) -> None:
+        """Until the queue is empty: the worker prepares up to ``POOL_AHEAD`` batches
+        while this thread writes the oldest. A worker that cannot start or dies leaves
+        its batches queued for the thread alone (no worker again for this keeper)."""
+        try:
+            pool = PrepWorker(self.root, self.redact)
+        except Exception as exc:  # any failure to start: the thread works alone
+            log.warning("no worker process for the full-text index of %s: %s", self.root, exc)
+            self._pool_failed = True
+            return
+        with self._cv:
+            self._pool = pool
+            self._cv.notify_all()
+        try:
+            self._pipeline(pool)
+        finally:
+            pool.close()
+            _release_heap()
+            with self._cv:
+                self._pool = None
+                self._cv.notify_all()
+
+    def _pipeline(self, pool: PrepWorker) -> None:
+        ahead: deque[tuple[list[tuple[str, tuple[bool, int]]], dict[str, str]]] = deque()
+        taken: set[str] = set()
+        while not self._closed:
+            while len(ahead) < POOL_AHEAD and (batch := self._take(taken)):
+                stored = self.fulltext.marks(rel for rel, _ in batch)
+                items = [(rel, deleted, stored.get(rel)) for rel, (deleted, _) in batch]
+                try:
+                    pool.submit(items, BATCH_BYTES)
+                except WorkerGone as exc:  # closed meanwhile, or the worker died
+                    self._pool_lost(exc)
+                    return
+                ahead.append((batch, stored))
+                taken.update(rel for rel, _ in batch)
+            if not ahead:
+                return
+            batch, stored = ahead.popleft()
+            try:
+                done = pool.result()
+            except WorkerGone as exc:  # the worker died (or closed): the thread goes on
+                self._pool_lost(exc)
+                return
+            taken.difference_update(rel for rel, _ in batch)
+            self._commit(batch, stored, done)
+            self.pooled_batches += 1
+            time.sleep(HANDOFF_SECONDS)
+
+    def _pool_lost(self, exc: Exception) -> None:
+        """The worker failed (unless the keeper is closing): none again for this keeper;
+        the batches it held stay queued for the thread."""
+        if not self._closed:
+            log.warning("full-text index worker of %s failed: %s", self.root, exc)
+            self._pool_failed = True
+
     def _do(self, batch: list[tuple[str, tuple[bool, int]]], deadline: float) -> None:
         stored = self.fulltext.marks(rel for rel, _ in batch)
-        puts: list[tuple[str, str, str]] = []
-        drops: list[str] = []
-        done: list[tuple[str, tuple[bool, int]]] = []
+        done: list[Prepared] = []
         size = 0
-        for rel, ticket in batch:
-            if size >= BATCH_BYTES or (puts and time.monotonic() >= deadline):
+        for rel, (deleted, _) in batch:
+            if size >= BATCH_BYTES or (done and time.monotonic() >= deadline):
                 break
-            done.append((rel, ticket))
-            deleted = ticket[0]
-            try:
-                st = None if deleted else os.lstat(os.path.join(self.root, rel))
-            except OSError:
-                st = None
-            if st is None or not stat.S_ISREG(st.st_mode):
-                if rel in stored:
-                    drops.append(rel)
-                continue
-            mark = mark_of(st)
-            if stored.get(rel) == mark:
-                continue
-            text = read_text(self.root, rel)
-            if text is None:
-                if rel in stored:
-                    drops.append(rel)
-                continue
-            body = index_text(self.redact(text))
-            puts.append((rel, mark, body))
-            size += len(body)
+            done.append(prepare(self.root, rel, deleted, stored.get(rel), self.redact))
+            size += len(done[-1].body or "")
+        self._commit(batch, stored, done)
+
+    def _commit(
+        self,
+        batch: list[tuple[str, tuple[bool, int]]],
+        stored: dict[str, str],
+        done: list[Prepared],
+    ) -> None:
+        """Write what the first ``len(done)`` files of ``batch`` need and take them off
+        the queue (those noted changed again since stay queued)."""
+        puts = [(p.path, p.mark, p.body) for p in done if p.mark is not None and p.body is not None]
+        drops = [p.path for p in done if p.mark is None and p.path in stored]
         if (puts or drops) and not self.fulltext.write(puts, drops):
             with self._cv:  # another process writes: try again a little later
                 self._cv.wait(BUSY_MS / 1000)
             return
         with self._cv:
-            for rel, ticket in done:
+            for rel, ticket in batch[: len(done)]:
                 if self._pending.get(rel) == ticket:
                     del self._pending[rel]
                     if not ticket[0] and self._thread is None:
                         # with the thread, every change is queued again: nothing to
                         # remember per file (the daemon holds no per-file state here)
                         self._fresh.add(rel)
-            self._cv.notify_all()
+            self._since_trim += len(done)
+            emptied = not self._pending and self._since_trim >= POOL_MIN_FILES
+            if not emptied:
+                self._cv.notify_all()
+        if emptied:  # a big queue done: its texts' heap back first, then say so
+            _release_heap()
+            with self._cv:
+                self._since_trim = 0
+                self._cv.notify_all()
