@@ -9,11 +9,14 @@ of names and paths (``wildmatch.byte_view``: one character per byte, as git matc
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Collection, Iterator, Sequence
 from typing import Any, Final
 
 from readmany_daemon.rules.wildmatch import byte_view
+
+log = logging.getLogger(__name__)
 
 _RE2: Any = None
 _RE2_TRIED = False
@@ -244,25 +247,41 @@ class ByteSearch:
     matches it: ``search(data, pos)`` is ``(start, end)`` (byte offsets, end exclusive)
     of the first match at or after ``pos``, or None. RE2 when installed (its low-level
     ``Match``: one C++ call a match, no match object made; ~5x faster than ``re`` on a
-    pattern that ``re`` must try at every position), else ``re``."""
+    pattern that ``re`` must try at every position), else ``re``.
+
+    ``_re2`` is the wrapper's private module: this class is its one seam. Its shape is
+    checked when the pattern is compiled (a probe searched both ways must agree); any
+    other shape, or an error, falls back to ``re``."""
 
     __slots__ = ("_match", "_re", "_unanchored")
+
+    #: Searched at construction by both engines to check the low-level wrapper's shape.
+    PROBE: bytes = b"  x _ getFixtureValue HTTPServer2 \xc3\xa9 parse_known_args AB9 "
 
     def __init__(self, pattern: bytes) -> None:
         self._re = re.compile(pattern)
         self._match: Any = None
         low = getattr(re2_module(), "_re2", None)
-        if low is not None:
-            try:
-                self._match = low.RE2(pattern, low.RE2.Options()).Match
-                self._unanchored = low.RE2.Anchor.UNANCHORED
-            except Exception:  # another wrapper version: plain re
-                self._match = None
+        if low is None:
+            return
+        try:
+            self._match = low.RE2(pattern, low.RE2.Options()).Match
+            self._unanchored = low.RE2.Anchor.UNANCHORED
+            probe = self.PROBE
+            agree = all(self.search(probe, at) == self._search_re(probe, at) for at in (0, 7))
+        except Exception:  # another wrapper version
+            agree = False
+        if not agree:
+            log.info("RE2's low-level Match has another shape: plain re for %r", pattern)
+            self._match = None
+
+    def _search_re(self, data: bytes, pos: int) -> tuple[int, int] | None:
+        m = self._re.search(data, pos)
+        return None if m is None else m.span()
 
     def search(self, data: bytes, pos: int) -> tuple[int, int] | None:
         """The first match of ``data[pos:]`` as offsets into ``data``, or None."""
         if self._match is not None:
             start, end = self._match(self._unanchored, data, pos, len(data))[0]
             return None if start < 0 else (start, end)
-        m = self._re.search(data, pos)
-        return None if m is None else m.span()
+        return self._search_re(data, pos)
