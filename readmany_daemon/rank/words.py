@@ -170,8 +170,8 @@ def _path_words(text: str) -> list[str]:
 def focus_words(focus: str, limit: int = 128) -> list[str]:
     """The distinct lower-case search words of ``focus`` in first-seen order: every
     identifier and its split words, minus :data:`STOPWORDS`, one-letter words and the
-    words of markup (reStructuredText roles, links), at most ``limit`` of them (a 2,000-character focus holds ~300 words; the first carry the
-    task)."""
+    words of markup (reStructuredText roles, links), at most ``limit`` of them (a
+    2,000-character focus holds ~300 words; the first carry the task)."""
     out: dict[str, None] = {}
     for m in _IDENT.finditer(_MARKUP.sub(" ", focus)):
         token = m.group(0)

@@ -52,4 +52,3 @@ def test_focus_words_leave_out_markup_roles_and_links() -> None:
     assert words == ["pytest", "warns", "scope", "close", "see"]
     # a colon in prose is no role
     assert focus_words("scope: fixture") == ["scope", "fixture"]
-
