@@ -25,6 +25,10 @@ Each case reads ``GLOB`` with the focus, a 20,000-token budget (o200k), whole fi
   (the engine's ranked packing: at most one file cut, with its outline), the order
   for recall@5 from each entry's ``rank``.
 
+``--settle``: once ``pendingFiles`` is 0, wait for git's answer to the recency signal
+(as a daemon that answered at this commit before has it) and rank or read once more, so
+that builds compared side by side rank with the same signals whatever the load.
+
 Reported beside: path order, plain BM25 over content that this script computes
 (``\\w+`` words, k1 = 1.2, b = 0.75, packed whole in score order, passing over), and the
 ceiling (the needed files first). Metrics: the share of needed files delivered whole,
