@@ -25,6 +25,10 @@ Each case reads ``GLOB`` with the focus, a 20,000-token budget (o200k), whole fi
   (the engine's ranked packing: at most one file cut, with its outline), the order
   for recall@5 from each entry's ``rank``.
 
+``--settle``: once ``pendingFiles`` is 0, wait for git's answer to the recency signal
+(as a daemon that answered at this commit before has it) and rank or read once more, so
+that builds compared side by side rank with the same signals whatever the load.
+
 Reported beside: path order, plain BM25 over content that this script computes
 (``\\w+`` words, k1 = 1.2, b = 0.75, packed whole in score order, passing over), and the
 ceiling (the needed files first). Metrics: the share of needed files delivered whole,
@@ -68,6 +72,9 @@ BUDGET = 20_000
 HEADER_TOKENS = 12
 FOCUS_CHARS = 2000
 MIN_WORDS = 6
+#: ``--settle``: how long (seconds) a case waits at most for git's answer to the recency
+#: signal.
+SETTLE_SECONDS = 30.0
 
 
 def git(cwd: str | Path, *args: str) -> str:
@@ -133,7 +140,9 @@ def bm25_order(texts: Mapping[str, str], query: str) -> list[str]:
     return sorted(texts, key=lambda p: (-score[p], p))
 
 
-def run_rank(work: Path, cache: Path, pattern: str, focus: str) -> tuple[list[str], Any]:
+def run_rank(
+    work: Path, cache: Path, pattern: str, focus: str, settle: bool = False
+) -> tuple[list[str], Any]:
     ws = Workspace.open(str(work), Settings())
     ws.rank_file = str(cache / f"index-{'ab' * 16}.rank")
     candidates = ws.index.glob(pattern, ALL, True)
@@ -141,6 +150,8 @@ def run_rank(work: Path, cache: Path, pattern: str, focus: str) -> tuple[list[st
         got = ws.ranking.rank(candidates, focus, [])
         if got.pending_files == 0:
             break
+    if settle:
+        ws.ranking.recency.settle(SETTLE_SECONDS)
     ranking = ws.ranking
     got = ranking.rank(candidates, focus, [])  # tags complete too
     scores = (ranking.last_scores, ranking.last_sizes)
@@ -148,9 +159,12 @@ def run_rank(work: Path, cache: Path, pattern: str, focus: str) -> tuple[list[st
     return list(got.order), (candidates, scores)
 
 
-def run_read(work: Path, cache: Path, pattern: str, focus: str) -> tuple[list[str], set[str]]:
+def run_read(
+    work: Path, cache: Path, pattern: str, focus: str, settle: bool = False
+) -> tuple[list[str], set[str]]:
     """The focused read of ``pattern`` as the daemon answers it: (the files by ``rank``,
-    those delivered whole)."""
+    those delivered whole). ``settle``: once ``pendingFiles`` is 0, wait for the
+    recency signal's git answer and read once more."""
     ws = Workspace.open(str(work), Settings())
     ws.rank_file = str(cache / f"index-{'ab' * 16}.rank")
     params = {
@@ -165,6 +179,9 @@ def run_read(work: Path, cache: Path, pattern: str, focus: str) -> tuple[list[st
         ranking = got.summary.ranking
         if ranking is not None and ranking.pending_files == 0:
             break
+    if settle:
+        ws.ranking.recency.settle(SETTLE_SECONDS)
+        got = answer(ws, decode_read_params(params))
     ws.ranking.close()
     ranked = sorted((f.rank, f.path) for f in got.files if f.rank is not None)
     return [p for _, p in ranked], {f.path for f in got.files if f.status == "ok"}
@@ -178,6 +195,11 @@ def main() -> int:
     ap.add_argument("--commits", type=int, default=300)
     ap.add_argument("--via", choices=("rank", "read"), default="rank")
     ap.add_argument("--weights", action="store_true", help="search fusion weights")
+    ap.add_argument(
+        "--settle",
+        action="store_true",
+        help="wait for the recency signal's git answer before the measured ranking",
+    )
     ap.add_argument("--results-dir", type=Path, default=None)
     args = ap.parse_args()
     repo = os.path.abspath(args.repo)
@@ -196,10 +218,11 @@ def main() -> int:
         for i, case in enumerate(cases):
             git(work, "checkout", "-q", "--detach", case["parent"])
             t0 = time.perf_counter()
-            order, (candidates, scores) = run_rank(work, cache, args.glob, case["focus"])
+            focus = case["focus"]
+            order, (candidates, scores) = run_rank(work, cache, args.glob, focus, args.settle)
             read_whole: set[str] | None = None
             if args.via == "read":
-                order, read_whole = run_read(work, cache, args.glob, case["focus"])
+                order, read_whole = run_read(work, cache, args.glob, focus, args.settle)
             seconds += time.perf_counter() - t0
             texts = {p: (work / p).read_text(errors="replace") for p in candidates}
             cost = {p: tokens.count(t) for p, t in texts.items()}

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sqlite3
 import threading
 import weakref
@@ -60,6 +61,9 @@ MIN_WORDS: Final = 3
 HOLDING_CHARS: Final = 200_000
 #: Words whose file counts are kept between writes.
 DF_KEPT: Final = 10_000
+
+#: A token as the ``unicode61`` tokenizer makes them: a run of letters and digits.
+_TOKEN: Final = re.compile(r"[^\W_]+")
 
 _fts5: bool | None = None
 
@@ -248,7 +252,9 @@ class FullText:
 
     def informative(self, words: Sequence[str]) -> list[str]:
         """``words`` that some indexed file holds and at most ``COMMON_SHARE`` of them,
-        rarest first, within ``POSTINGS_BUDGET``."""
+        rarest first, within ``POSTINGS_BUDGET``. A word of several tokens (a snake-case
+        identifier, ``parse_known_args``, which the tokenizer splits at ``_``) is searched
+        as a phrase of them, and counts as held by as many files as its rarest token."""
         if not words:
             return []
         with self._lock:
@@ -258,10 +264,13 @@ class FullText:
             if missing:  # the vocabulary table is scanned whole: ask once per word
                 if len(df) > DF_KEPT:
                     df.clear()
-                marks = ",".join("?" * len(missing))
+                parts = {w: _TOKEN.findall(w) for w in missing}
+                terms = list(dict.fromkeys(t for ts in parts.values() for t in ts))
+                marks = ",".join("?" * len(terms))
                 q = f"SELECT term, doc FROM docs_terms WHERE term IN ({marks})"
-                df.update(dict.fromkeys(missing, 0))
-                df.update(self._db.execute(q, missing))
+                held = dict(self._db.execute(q, terms)) if terms else {}
+                for w, ts in parts.items():
+                    df[w] = min((held.get(t, 0) for t in ts), default=0)
         limit = max(2, int(total * COMMON_SHARE))
         ranked = sorted((w for w in words if 0 < df.get(w, 0) <= limit), key=lambda w: df[w])
         kept: list[str] = []

@@ -127,6 +127,12 @@ STOPWORDS: Final = frozenset(
 )
 
 
+#: Markup a focus may hold that names no code: a reStructuredText role before a
+#: backquote (``:func:``, ``:py:meth:``) and a link (``https://…``); taken out of the
+#: focus before its words are found.
+_MARKUP: Final = re.compile(r"(?<![\w:])(?::[A-Za-z][\w-]*)+:(?=`)|\bhttps?://\S+")
+
+
 def split_identifier(word: str) -> list[str]:
     """The lower-case words of identifier ``word`` in order: ``"parse_known_args"`` ->
     ``["parse", "known", "args"]``, ``"getFixtureValue"`` -> ``["get", "fixture",
@@ -163,11 +169,11 @@ def _path_words(text: str) -> list[str]:
 
 def focus_words(focus: str, limit: int = 128) -> list[str]:
     """The distinct lower-case search words of ``focus`` in first-seen order: every
-    identifier and its split words, minus :data:`STOPWORDS` and one-letter words, at most
-    ``limit`` of them (a 2,000-character focus holds ~300 words; the first carry the
-    task)."""
+    identifier and its split words, minus :data:`STOPWORDS`, one-letter words and the
+    words of markup (reStructuredText roles, links), at most ``limit`` of them (a
+    2,000-character focus holds ~300 words; the first carry the task)."""
     out: dict[str, None] = {}
-    for m in _IDENT.finditer(focus):
+    for m in _IDENT.finditer(_MARKUP.sub(" ", focus)):
         token = m.group(0)
         for word in (token.lower(), *split_identifier(token)):
             word = word.strip("_")

@@ -32,3 +32,16 @@ def test_holding_of_unindexed_paths_and_no_words() -> None:
     ft = _index({"a.py": "alpha beta"})
     assert ft.holding(["alpha"], ["a.py", "gone.py"]) == {"a.py": ["alpha"], "gone.py": []}
     assert ft.holding([], ["a.py"]) == {"a.py": []}
+
+
+def test_a_snake_case_focus_word_is_searched_as_the_phrase_of_its_tokens() -> None:
+    ft = _index(
+        {
+            "a.py": "args = parse_known_args()",
+            "b.py": "def parse(args, known): ...",
+            "c.py": "nothing here",
+        }
+    )
+    # the tokenizer splits at ``_``: no file holds the term ``parse_known_args``
+    assert ft.informative(["parse_known_args", "missing_word"]) == ["parse_known_args"]
+    assert [p for p, _ in ft.search(["parse_known_args"], 10)] == ["a.py"]

@@ -43,3 +43,12 @@ def test_focus_words_hold_identifiers_and_their_words_without_stopwords() -> Non
         "parse_known_args",
         "scope",
     }
+
+
+def test_focus_words_leave_out_markup_roles_and_links() -> None:
+    words = focus_words(
+        ":func:`pytest.warns` and :py:meth:`Scope.close` (see https://example.com/fixture_docs)"
+    )
+    assert words == ["pytest", "warns", "scope", "close", "see"]
+    # a colon in prose is no role
+    assert focus_words("scope: fixture") == ["scope", "fixture"]
