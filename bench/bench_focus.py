@@ -26,7 +26,8 @@ Each case reads ``GLOB`` with the focus, a 20,000-token budget (o200k), whole fi
   for recall@5 from each entry's ``rank``.
 
 ``--settle``: once ``pendingFiles`` is 0, wait for git's answer to the recency signal
-(as a daemon that answered at this commit before has it) and rank or read once more, so
+(as a daemon that answered at this commit before has it) and rank or read again until
+``pendingFiles`` is 0 (recency may bring other files into the reference graph), so
 that builds compared side by side rank with the same signals whatever the load.
 
 Reported beside: path order, plain BM25 over content that this script computes
@@ -146,14 +147,18 @@ def run_rank(
     ws = Workspace.open(str(work), Settings())
     ws.rank_file = str(cache / f"index-{'ab' * 16}.rank")
     candidates = ws.index.glob(pattern, ALL, True)
-    for _ in range(1000):
-        got = ws.ranking.rank(candidates, focus, [])
-        if got.pending_files == 0:
-            break
+    def complete() -> Any:
+        for _ in range(1000):
+            got = ws.ranking.rank(candidates, focus, [])
+            if got.pending_files == 0:
+                break
+        return got
+
+    got = complete()
     if settle:
         ws.ranking.recency.settle(SETTLE_SECONDS)
+        got = complete()  # recency may graph other files: their tags too
     ranking = ws.ranking
-    got = ranking.rank(candidates, focus, [])  # tags complete too
     scores = (ranking.last_scores, ranking.last_sizes)
     ranking.close()
     return list(got.order), (candidates, scores)
@@ -174,14 +179,18 @@ def run_read(
         "preferFullRead": True,
         "maxTotalFiles": 100000,
     }
-    for _ in range(1000):
-        got = answer(ws, decode_read_params(params))
-        ranking = got.summary.ranking
-        if ranking is not None and ranking.pending_files == 0:
-            break
+    def complete() -> Any:
+        for _ in range(1000):
+            got = answer(ws, decode_read_params(params))
+            ranking = got.summary.ranking
+            if ranking is not None and ranking.pending_files == 0:
+                break
+        return got
+
+    got = complete()
     if settle:
         ws.ranking.recency.settle(SETTLE_SECONDS)
-        got = answer(ws, decode_read_params(params))
+        got = complete()  # recency may graph other files: their tags too
     ws.ranking.close()
     ranked = sorted((f.rank, f.path) for f in got.files if f.rank is not None)
     return [p for _, p in ranked], {f.path for f in got.files if f.status == "ok"}

@@ -18,7 +18,8 @@ the smaller one leaves more of the budget to the next). Files no signal scores k
 request's order after the others. The weights were chosen on bench/bench_focus.py
 (bench/README.md "Ranking"): reciprocal-rank fusion was measured too, and lost.
 Tags (definitions and references) are made lazily for the files that need them, at
-most ``TAG_SECONDS`` a call, kept per (path, mark).
+most ``TAG_SECONDS`` a call, kept per (path, mark); the files the graph takes whose tags
+are still to be made count in ``pending_files`` (the next call makes more).
 """
 
 from __future__ import annotations
@@ -269,7 +270,8 @@ class RootRanking:
         graphed = list(dict.fromkeys([*(a for a in anchors if a in cand), *first]))
         if len(graphed) < GRAPH_FILES:  # few scored yet: the request's first files too
             graphed = list(dict.fromkeys([*graphed, *candidates[:GRAPH_FILES]]))[:GRAPH_FILES]
-        file_tags = self._tags_of(graphed)
+        file_tags, untagged = self._tags_of(graphed)
+        pending += untagged
         defines: dict[str, str] = {}
         defined: dict[str, float] = {}
         word_set = set(words)
@@ -381,8 +383,12 @@ class RootRanking:
         at = positions if positions is not None else {p: i for i, p in enumerate(candidates)}
         return _order(candidates, fused, sizes, size_exponent, at)
 
-    def _tags_of(self, paths: Sequence[str]) -> dict[str, Tags]:
+    def _tags_of(self, paths: Sequence[str]) -> tuple[dict[str, Tags], int]:
+        """``({path: tags}, untagged)``: the tags of ``paths`` (a file gone is left out),
+        made for at most ``TAG_SECONDS``; ``untagged`` counts the files left for a later
+        call."""
         out: dict[str, Tags] = {}
+        untagged = 0
         deadline = time.monotonic() + TAG_SECONDS
         for rel in paths:
             try:
@@ -393,6 +399,7 @@ class RootRanking:
             got = self._tags.get(key)
             if got is None:
                 if time.monotonic() > deadline:
+                    untagged += 1
                     continue
                 text = read_text(self.root, rel)
                 got = tags(text, rel, cache=self._outlines) if text is not None else Tags()
@@ -402,7 +409,7 @@ class RootRanking:
             else:
                 self._tags.move_to_end(key)
             out[rel] = got
-        return out
+        return out, untagged
 
     @staticmethod
     def _why(
