@@ -177,3 +177,22 @@ def test_without_fts5_the_other_signals_rank_and_signals_say_so(
     assert got.signals == ("names", "references")
     assert got.order[0] == "scope.py"
     assert not (tmp_path / "cache").exists()
+
+
+def test_files_whose_tags_are_still_to_be_made_count_as_pending(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from readmany_daemon.rank import root as rank_root
+
+    root_dir = tmp_path / "w"
+    write_tree(root_dir, {"a.py": OTHER, "fx.py": FIXTURES, "use.py": "x = getFixtureValue('a')\n"})
+    ws = _ws(root_dir, tmp_path / "cache")
+    files = _all(ws)
+    monkeypatch.setattr(rank_root, "TAG_SECONDS", -1.0)  # no time left for tags this call
+    got = ws.ranking.rank(files, "getFixtureValue", [])
+    assert got.indexed_files == 3
+    assert got.pending_files == 3  # the full-text index is complete; no file has its tags
+    monkeypatch.setattr(rank_root, "TAG_SECONDS", 5.0)
+    got = ws.ranking.rank(files, "getFixtureValue", [])
+    assert got.pending_files == 0
+    assert "defines getfixturevalue" in got.why["fx.py"].lower()  # the tags made now
