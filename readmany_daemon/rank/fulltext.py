@@ -19,6 +19,7 @@ at most ``BUSY_MS``, then skipped (the file stays pending).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import logging
 import os
@@ -113,6 +114,24 @@ def _quote(word: str) -> str:
     return '"' + word.replace('"', '""') + '"'
 
 
+def _close_readers(readers: list[sqlite3.Connection]) -> None:
+    for reader in readers:
+        reader.close()
+
+
+def _rows(db: sqlite3.Connection, query: str, limit: int) -> list[tuple[str, float]]:
+    """The best ``limit`` ``(path, score)`` of FTS5 ``query`` on ``db``, best first."""
+    # the best ``limit`` first, then their paths: a path looked up per match cost ~10 %
+    # more at 100,000 files (bench/README.md "Focus")
+    rows = db.execute(
+        "SELECT f.path, s FROM (SELECT rowid AS r, -bm25(docs) AS s FROM docs"
+        " WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT ?)"
+        " JOIN files f ON f.id = r ORDER BY s DESC",
+        (query, limit),
+    ).fetchall()
+    return [(p, float(s)) for p, s in rows]
+
+
 class FullText:
     """The FTS5 index in file ``path`` (None: in memory only). Raises ``sqlite3.Error``
     when the file cannot be opened (the caller ranks without content then)."""
@@ -135,6 +154,13 @@ class FullText:
         # closes its connection when it is collected, not in SQLite's finalizer, which
         # warns (ResourceWarning, Python 3.13+).
         weakref.finalize(self, db.close)
+        #: The search thread (``search_all``) and its read connections, made when first
+        #: needed; closed with ``close`` or when this index is collected.
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._readers: list[sqlite3.Connection] = []
+        self._local = threading.local()
+        self._closed = False
+        weakref.finalize(self, _close_readers, self._readers)
         if path is not None:
             db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
@@ -157,9 +183,17 @@ class FullText:
         self._df: dict[str, int] = {}
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connections and end the search thread."""
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
         with self._lock:
             self._db.close()
+            for reader in self._readers:
+                reader.close()
+            self._readers.clear()
 
     def marks(self, paths: Iterable[str] | None = None) -> dict[str, str]:
         """``{path: mark}`` of the indexed files (of ``paths`` only when given)."""
@@ -238,20 +272,68 @@ class FullText:
         the text, ``"name"``: the path) by BM25 (FTS5's ``bm25()``, k1 = 1.2, b = 0.75),
         best first, as ``(path, score)`` with ``score`` > 0 (higher is better). Words in
         more than ``COMMON_SHARE`` of the files are left out."""
+        return self.search_all([(words, limit, column)])[0]
+
+    def search_all(
+        self, asks: Sequence[tuple[Sequence[str], int, str]]
+    ) -> list[list[tuple[str, float]]]:
+        """``[search(words, limit, column) for words, limit, column in asks]``, the
+        queries run at once: the first on this connection in the caller's thread, the
+        others on a read connection in one helper thread (SQLite lets go of the GIL
+        while FTS5 scores postings, so two cores score two queries; a file index only,
+        an in-memory one runs them in turn). Each query sees the last committed state."""
+        out: list[list[tuple[str, float]]] = [[] for _ in asks]
+        todo: list[tuple[int, str, int]] = []
+        for i, (words, limit, column) in enumerate(asks):
+            query = self._query(words, column)
+            if query is not None:
+                todo.append((i, query, limit))
+        pool = self._search_pool() if len(todo) > 1 and self.path is not None else None
+        futures = []
+        here = todo
+        if pool is not None:
+            try:
+                futures = [(i, pool.submit(self._read_rows, q, n)) for i, q, n in todo[1:]]
+                here = todo[:1]
+            except RuntimeError:  # closed meanwhile: in turn, here
+                futures = []
+        for i, query, limit in here:
+            with self._lock:
+                out[i] = _rows(self._db, query, limit)
+        for i, future in futures:
+            out[i] = future.result()
+        return out
+
+    def _query(self, words: Sequence[str], column: str) -> str | None:
+        """The FTS5 query of ``words``' informative ones in ``column``; None: none."""
         kept = self.informative(words)
         if not kept:
-            return []
-        query = "{" + column + "} : (" + " OR ".join(_quote(w) for w in kept) + ")"
+            return None
+        return "{" + column + "} : (" + " OR ".join(_quote(w) for w in kept) + ")"
+
+    def _search_pool(self) -> concurrent.futures.ThreadPoolExecutor | None:
         with self._lock:
-            # the best ``limit`` first, then their paths: a path looked up per match
-            # cost ~10 % more at 100,000 files (bench/README.md "Focus")
-            rows = self._db.execute(
-                "SELECT f.path, s FROM (SELECT rowid AS r, -bm25(docs) AS s FROM docs"
-                " WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT ?)"
-                " JOIN files f ON f.id = r ORDER BY s DESC",
-                (query, limit),
-            ).fetchall()
-        return [(p, float(s)) for p, s in rows]
+            if self._closed:
+                return None
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="readmany-search"
+                )
+            return self._pool
+
+    def _read_rows(self, query: str, limit: int) -> list[tuple[str, float]]:
+        """``query``'s rows on the helper thread's own read connection."""
+        reader = getattr(self._local, "db", None)
+        if reader is None:
+            assert self.path is not None
+            reader = sqlite3.connect(
+                self.path, check_same_thread=False, isolation_level=None, timeout=BUSY_MS / 1000
+            )
+            reader.execute("PRAGMA query_only=1")
+            self._local.db = reader
+            with self._lock:
+                self._readers.append(reader)
+        return _rows(reader, query, limit)
 
     def informative(self, words: Sequence[str]) -> list[str]:
         """``words`` that some indexed file holds and at most ``COMMON_SHARE`` of them,

@@ -247,15 +247,20 @@ class RootRanking:
             pending = self._update(keeper, index, candidates)
             indexed = keeper.indexed
             signals.append("content")
-            found = keeper.fulltext.search(words, CONTENT_LIMIT)
-            named = keeper.fulltext.search(sorted(idents), CONTENT_LIMIT) if idents else []
+            # the text, the paths (the index's name column: no scan of every path) and
+            # the focus's identifiers, searched at once
+            found, by_name, named = keeper.fulltext.search_all(
+                [
+                    (words, CONTENT_LIMIT, "body"),
+                    (words, CONTENT_LIMIT, "name"),
+                    (sorted(idents), CONTENT_LIMIT, "body"),
+                ]
+            )
             scores["content"] = _sum(
                 (1.0, {p: s for p, s in found if p in cand}),
                 (IDENTIFIER_WEIGHT, {p: s for p, s in named if p in cand}),
             )
-        if keeper is not None:  # the index's name column: no scan of every path
-            found = keeper.fulltext.search(words, CONTENT_LIMIT, column="name")
-            scores["names"] = {p: s for p, s in found if p in cand}
+            scores["names"] = {p: s for p, s in by_name if p in cand}
         else:
             scores["names"] = {p: s for p, (s, _) in path_scores(candidates, words).items()}
         signals.append("names")

@@ -3,6 +3,9 @@ FTS5's tokenizer would match them, read from the texts rather than one query a w
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
+
 from readmany_daemon.rank.fulltext import FullText
 
 
@@ -45,3 +48,28 @@ def test_a_snake_case_focus_word_is_searched_as_the_phrase_of_its_tokens() -> No
     # the tokenizer splits at ``_``: no file holds the term ``parse_known_args``
     assert ft.informative(["parse_known_args", "missing_word"]) == ["parse_known_args"]
     assert [p for p, _ in ft.search(["parse_known_args"], 10)] == ["a.py"]
+
+
+def test_search_all_answers_as_the_searches_one_by_one_and_close_ends_its_thread(
+    tmp_path: Path,
+) -> None:
+    ft = FullText(str(tmp_path / "cache" / "index-x.rank"))
+    texts = {
+        "src/scope.py": "class Scope:\n    '''fixture scope: function, session'''\n",
+        "src/fixtures.py": "def getfixturevalue(name):\n    return fixture_scope(name)\n",
+        "docs/scope.txt": "the scope of a fixture, and more scope",
+        **{f"other{i}.py": f"unrelated = {i}\n" for i in range(6)},
+    }
+    assert ft.write([(p, "1:1:1", t) for p, t in texts.items()], [])
+    asks = [
+        (["fixture", "scope"], 10, "body"),
+        (["scope", "fixtures"], 10, "name"),
+        (["nothing", "here"], 10, "body"),
+        (["fixture_scope"], 10, "body"),
+    ]
+    got = ft.search_all(asks)
+    assert got == [ft.search(w, n, c) for w, n, c in asks]
+    assert got[0] and got[1] and got[3] and got[2] == []
+    assert any(t.name.startswith("readmany-search") for t in threading.enumerate())
+    ft.close()
+    assert not any(t.name.startswith("readmany-search") for t in threading.enumerate())
