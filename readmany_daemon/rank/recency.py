@@ -34,6 +34,8 @@ class Recency:
     def __init__(self, root: str) -> None:
         self.root = root
         self._key: Hashable = object()
+        #: The key whose git answer ``_ages`` is (None: none yet).
+        self._answered: Hashable = None
         self._ages: dict[str, int] = {}
         self._lock = threading.Lock()
         self._running: threading.Thread | None = None
@@ -48,7 +50,7 @@ class Recency:
             if key != self._key and running is None:
                 self._key = key
                 running = self._running = threading.Thread(
-                    target=self._refresh, name="readmany-recency", daemon=True
+                    target=self._refresh, args=(key,), name="readmany-recency", daemon=True
                 )
                 running.start()
         if running is not None:
@@ -63,10 +65,19 @@ class Recency:
         if running is not None:
             running.join(timeout)
 
-    def _refresh(self) -> None:
+    @property
+    def answered(self) -> Hashable:
+        """The key whose git answer the ages are (git was asked once the key was
+        current: the working tree's changes up to it are in them); None before the
+        first answer."""
+        with self._lock:
+            return self._answered
+
+    def _refresh(self, key: Hashable) -> None:
         ages = self._read()
         with self._lock:
             self._ages = ages
+            self._answered = key
             self._running = None
 
     def _read(self) -> dict[str, int]:

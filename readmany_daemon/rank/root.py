@@ -193,8 +193,10 @@ class RootRanking:
         self._outlines = outlines if outlines is not None else OutlineCache()
         self._tags: OrderedDict[tuple[str, str], Tags] = OrderedDict()
         self.recency = Recency(root)
-        #: Files the index reported changed since the ranking was made (age 0).
-        self._touched: set[str] = set()
+        #: Files the index reported changed, with the index's clock (generation) of the
+        #: change: age 0 until git answers for that clock or a later one (then git's
+        #: age stands: a file changed and then reverted is a working-tree change no more).
+        self._touched: dict[str, int] = {}
         self.keeper: IndexKeeper | None = None
         #: The per-signal scores of the last call (``{signal: {path: score}}``), for
         #: bench/bench_focus.py's weight search.
@@ -222,7 +224,7 @@ class RootRanking:
     def note_change(self, generation: int, rel: str, deleted: bool) -> None:
         """The index's change listener (``Index.add_listener``)."""
         if not deleted:
-            self._touched.add(rel)
+            self._touched[rel] = generation
         if self.keeper is not None:
             self.keeper.note_change(generation, rel, deleted)
 
@@ -265,6 +267,10 @@ class RootRanking:
             scores["names"] = {p: s for p, (s, _) in path_scores(candidates, words).items()}
         signals.append("names")
         ages = dict(self.recency.ages(index.clock))
+        answered = self.recency.answered
+        if isinstance(answered, int) and self._touched:  # git's answer holds those
+            # changes (or they were undone since): theirs stands
+            self._touched = {p: g for p, g in self._touched.items() if g > answered}
         for rel in self._touched:
             ages[rel] = 0
         if ages:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.index.records import CONTENT, ENTRY
 from readmany_daemon.rules.kinds import ALL
 from readmany_daemon.settings import Settings
 from tests.helpers import git, write_tree
@@ -196,3 +197,24 @@ def test_files_whose_tags_are_still_to_be_made_count_as_pending(
     got = ws.ranking.rank(files, "getFixtureValue", [])
     assert got.pending_files == 0
     assert "defines getfixturevalue" in got.why["fx.py"].lower()  # the tags made now
+
+
+def test_a_file_changed_then_undone_is_no_work_tree_change_once_git_answers(repo: Path) -> None:
+    write_tree(repo, {"a.py": OTHER, "b.py": OTHER})
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "one")
+    ws = Workspace.open(str(repo), Settings(ranking_index="off"))
+    ranking = ws.ranking
+    write_tree(repo, {"b.py": OTHER + "# more\n"})
+    ws.index.apply([("b.py", ENTRY | CONTENT)])  # reported as the watcher would
+    got = ranking.rank(["a.py", "b.py"], "nothing matches here", [])
+    assert got.why["b.py"] == "changed in work tree"  # before git answers, too
+    write_tree(repo, {"b.py": OTHER})  # undone: git status is clean again
+    ws.index.apply([("b.py", ENTRY | CONTENT)])
+    for _ in range(5):  # git answers for the clock now (one question at a time)
+        ranking.recency.ages(ws.index.clock)
+        ranking.recency.settle(60)
+        if ranking.recency.answered == ws.index.clock:
+            break
+    got = ranking.rank(["a.py", "b.py"], "nothing matches here", [])
+    assert "changed in work tree" not in got.why["b.py"]
