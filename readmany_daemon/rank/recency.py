@@ -68,19 +68,22 @@ class Recency:
     @property
     def answered(self) -> Hashable:
         """The key whose git answer the ages are (git was asked once the key was
-        current: the working tree's changes up to it are in them); None before the
-        first answer."""
+        current: the working tree's changes up to it are in them); None before git's
+        status first answered (and always outside git)."""
         with self._lock:
             return self._answered
 
     def _refresh(self, key: Hashable) -> None:
-        ages = self._read()
+        ages, status = self._read()
         with self._lock:
             self._ages = ages
-            self._answered = key
+            if status:
+                self._answered = key
             self._running = None
 
-    def _read(self) -> dict[str, int]:
+    def _read(self) -> tuple[dict[str, int], bool]:
+        """``(ages, status)``: ``status`` whether git's status of the working tree
+        answered (False outside git, or when git failed)."""
         q = ["-c", "core.quotepath=off"]
         prefix_call = GitCall(["rev-parse", "--show-prefix"], self.root)
         status_call = GitCall(
@@ -103,7 +106,7 @@ class Recency:
         status = status_call.output()
         logged = log_call.output()
         if prefix is None:
-            return {}
+            return {}, False
         top = os.fsdecode(prefix.strip())
         work: dict[str, int] = {}
         fields = (status or b"").split(b"\0")
@@ -130,4 +133,4 @@ class Recency:
             if len(names) <= MAX_CHANGED:
                 for name in names:
                     ages.setdefault(name, age)
-        return ages
+        return ages, status is not None
