@@ -146,7 +146,9 @@ def run_rank(
 ) -> tuple[list[str], Any]:
     ws = Workspace.open(str(work), Settings())
     ws.rank_file = str(cache / f"index-{'ab' * 16}.rank")
+    ws.rank_background = True  # as the daemon keeps it: a thread, the tags kept
     candidates = ws.index.glob(pattern, ALL, True)
+
     def complete() -> Any:
         for _ in range(1000):
             got = ws.ranking.rank(candidates, focus, [])
@@ -172,6 +174,7 @@ def run_read(
     recency signal's git answer and read once more."""
     ws = Workspace.open(str(work), Settings())
     ws.rank_file = str(cache / f"index-{'ab' * 16}.rank")
+    ws.rank_background = True  # as the daemon keeps it: a thread, the tags kept
     params = {
         "paths": [pattern],
         "focus": focus[:2000],
@@ -179,6 +182,7 @@ def run_read(
         "preferFullRead": True,
         "maxTotalFiles": 100000,
     }
+
     def complete() -> Any:
         for _ in range(1000):
             got = answer(ws, decode_read_params(params))

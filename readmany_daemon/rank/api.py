@@ -28,9 +28,9 @@ class Ranked:
     ``signals``: the signals that ranked, a sub-sequence of ``SIGNALS`` (a signal not
     ready or switched off is absent). ``indexed_files``: files the full-text index holds;
     ``pending_files``: files whose part of the ranking is still to be made, those the
-    full-text index has still to check and those the reference graph takes whose tags
-    are still to be parsed (0 once the ranking is complete: asking again then ranks the
-    same).
+    full-text index has still to check and, in the daemon, those the reference graph
+    takes whose tags are still to be parsed (0 once the ranking is complete: asking
+    again then ranks the same).
     ``places``: ``order`` as the 0-based places of its paths in the candidates, when
     the ranking gives it (the engine then maps the order to its entries without a
     lookup by path per file); None otherwise.

@@ -18,8 +18,9 @@ the smaller one leaves more of the budget to the next). Files no signal scores k
 request's order after the others. The weights were chosen on bench/bench_focus.py
 (bench/README.md "Ranking"): reciprocal-rank fusion was measured too, and lost.
 Tags (definitions and references) are made lazily for the files that need them, at
-most ``TAG_SECONDS`` a call, kept per (path, mark); the files the graph takes whose tags
-are still to be made count in ``pending_files`` (the next call makes more).
+most ``TAG_SECONDS`` a call, kept per (path, mark); in the daemon (``background``) the
+files the graph takes whose tags are still to be made count in ``pending_files`` (the
+next call makes more; in process each call starts again, so they do not count).
 """
 
 from __future__ import annotations
@@ -282,7 +283,8 @@ class RootRanking:
         if len(graphed) < GRAPH_FILES:  # few scored yet: the request's first files too
             graphed = list(dict.fromkeys([*graphed, *candidates[:GRAPH_FILES]]))[:GRAPH_FILES]
         file_tags, untagged = self._tags_of(graphed)
-        pending += untagged
+        if self.background:  # the daemon keeps the tags: the next call makes more
+            pending += untagged
         defines: dict[str, str] = {}
         defined: dict[str, float] = {}
         word_set = set(words)

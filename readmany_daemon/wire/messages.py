@@ -337,8 +337,8 @@ class RankingInfo(msgspec.Struct, rename="camel", kw_only=True):
     """How a ranked answer was ranked (PROTOCOL §4 "Focus"): the ``signals`` that ranked
     (of ``"content"``, ``"names"``, ``"references"``, ``"recency"``), the files the
     full-text index holds (``indexed_files``) and the files whose part of the ranking is
-    still to be made (``pending_files``: still to add to the full-text index, or tags the
-    reference graph needs still to parse; 0 once the ranking is complete)."""
+    still to be made (``pending_files``: still to add to the full-text index, or, in the
+    daemon, tags the reference graph needs still to parse; 0 once complete)."""
 
     signals: list[str]
     indexed_files: int
