@@ -63,7 +63,7 @@ READ_DESCRIPTION = """\
 Read many files in one call: paths, folders, globs (`src/**/*.ts`). Ignored and binary \
 files are skipped; images and PDFs named exactly are attached. End notices say what \
 was cut and how to continue (`files: [{"path": "a.py", "offset": 201}]`; \
-`{"cursor": "..."}` alone); raise maxTotalTokens for more."""
+`{"cursor": "..."}` alone, or with the same focus); raise maxTotalTokens for more."""
 
 FILES_DESCRIPTION = """\
 List the workspace's files as read_many_files' globs and folders see them (ignore rules \

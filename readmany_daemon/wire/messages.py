@@ -243,7 +243,7 @@ FIELD_DOCS: dict[str, str | None] = {
     "absolutePaths": None,
     "root": "A root or folder in one.",
     "sync": "auto: see prior writes.",
-    "cursor": "nextCursor; send it alone.",
+    "cursor": "nextCursor; send it alone (beside the same focus, if one).",
     "known": "Files you hold whole: not resent.",
     "redactSecrets": "false: show secrets as they are.",
     "patterns": "Globs, folders or paths; none: every file.",
