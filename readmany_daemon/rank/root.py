@@ -29,6 +29,7 @@ import heapq
 import itertools
 import logging
 import os
+import re
 import sqlite3
 import time
 from collections import OrderedDict
@@ -168,6 +169,24 @@ def _sum(*parts: tuple[float, Mapping[str, float]], memo: _Memo | None = None) -
     return out
 
 
+#: A path as a focus may name one: letters, digits and ``_ . / - @ +``; ``src/a.py:12``
+#: gives ``src/a.py``.
+_PATHLIKE: Final = re.compile(r"[\w.@+-]*/[\w./@+-]*|[\w@+-]+\.[\w.@+-]*\w")
+
+
+def named_paths(focus: str, cand: Mapping[str, int]) -> list[str]:
+    """The candidates (root-relative paths) that ``focus`` names as they are (``./`` and
+    trailing dots cut), in the focus's order, each once: a file the task names outranks
+    what the words find (a path's words alone, ``src`` and ``pytest``, rank every file
+    of the folder)."""
+    out: dict[str, None] = {}
+    for m in _PATHLIKE.finditer(focus):
+        path = m.group(0).rstrip(".").removeprefix("./")
+        if path in cand:
+            out.setdefault(path, None)
+    return list(out)
+
+
 class RootRanking:
     """The ranking of the files of ``root`` (absolute) whose index is ``index()`` (called
     only within ``rank`` and ``start``, which the daemon runs holding the root's lock).
@@ -279,7 +298,8 @@ class RootRanking:
             signals.append("recency")
         memo: _Memo = {}
         first = self._best(scores, GRAPH_FILES, memo)
-        graphed = list(dict.fromkeys([*(a for a in anchors if a in cand), *first]))
+        in_focus = named_paths(focus, cand)
+        graphed = list(dict.fromkeys([*(a for a in anchors if a in cand), *in_focus, *first]))
         if len(graphed) < GRAPH_FILES:  # few scored yet: the request's first files too
             graphed = list(dict.fromkeys([*graphed, *candidates[:GRAPH_FILES]]))[:GRAPH_FILES]
         file_tags, untagged = self._tags_of(graphed)
@@ -294,7 +314,7 @@ class RootRanking:
                 defines[p] = max(hit, key=len)
                 defined[p] = sum(1.0 if n in idents else 0.3 for n in hit)
         scores["names"] = _sum((1.0, scores["names"]), (DEFINES_WEIGHT, defined))
-        seeds = {a: 1.0 for a in anchors if a in file_tags}
+        seeds = {a: 1.0 for a in [*anchors, *in_focus] if a in file_tags}
         for p, name in defines.items():
             seeds[p] = seeds.get(p, 0.0) + (1.0 if name in idents else 0.5)
         for p in first[:5]:
@@ -303,6 +323,10 @@ class RootRanking:
         scores["references"] = {p: s for p, s in pr.items() if p not in seeds}
         signals.append("references")
         fused = _sum(*((WEIGHTS[signal], per) for signal, per in scores.items()), memo=memo)
+        if in_focus:  # first, in the focus's order, whatever their size
+            top = (max(fused.values(), default=0.0) + 1.0) * 1000.0
+            for k, p in enumerate(in_focus):
+                fused[p] = top * (len(in_focus) - k)
         best = heapq.nlargest(SIZED_FILES, fused, key=fused.__getitem__)
         sizes = self._sizes(best, index.clock if self.background else None)
         head = _head(fused, sizes, SIZE_EXPONENT, cand)
@@ -320,7 +344,8 @@ class RootRanking:
                 keeper.fulltext.informative(words)[:12], order[:WHY_WORDS_FILES]
             )
         why = LazyWhy(
-            order[:WHY_FILES], lambda p: self._why(p, scores, held, by_path, defines, ages)
+            order[:WHY_FILES],
+            lambda p: self._why(p, scores, held, by_path, defines, ages, in_focus),
         )
         ordered = tuple(s for s in SIGNALS if s in signals)
         return Ranked(order, why, ordered, indexed, pending, places)
@@ -432,8 +457,9 @@ class RootRanking:
         by_path: Mapping[str, tuple[float, str]],
         defines: Mapping[str, str],
         ages: Mapping[str, int],
+        named: Sequence[str] = (),
     ) -> str:
-        parts: list[str] = []
+        parts: list[str] = ["named in the focus"] if path in named else []
         words = held.get(path)
         if words:
             parts.append(f'content: "{" ".join(words[:3])}"')
@@ -447,6 +473,7 @@ class RootRanking:
             parts.append("references")
         age = ages.get(path)
         if age is not None:
-            parts.append("changed in work tree" if age == 0 else f"changed {age} commits ago")
+            ago = "1 commit" if age == 1 else f"{age} commits"
+            parts.append("changed in work tree" if age == 0 else f"changed {ago} ago")
         why = "; ".join(parts)
         return why if len(why) <= WHY_MAX_CHARS else why[: WHY_MAX_CHARS - 1] + "…"

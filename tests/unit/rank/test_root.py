@@ -142,7 +142,7 @@ def test_recency_ranks_files_changed_in_the_work_tree_then_recent_commits(repo: 
     assert "recency" in got.signals
     assert got.order[:2] == ("d.py", "c.py")
     assert got.why["d.py"] == "changed in work tree"
-    assert got.why["c.py"] == "changed 1 commits ago"
+    assert got.why["c.py"] == "changed 1 commit ago"
 
 
 def test_pagerank_seeded_by_an_anchor_ranks_what_it_references(tmp_path: Path) -> None:
@@ -230,3 +230,23 @@ def test_a_file_changed_then_undone_is_no_work_tree_change_once_git_answers(repo
             break
     got = ranking.rank(["a.py", "b.py"], "nothing matches here", [])
     assert "changed in work tree" not in got.why["b.py"]
+
+
+def test_a_path_the_focus_names_ranks_first_and_says_so(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    files = {f"src/pkg/m{i}.py": "import pkg\n# pkg src helpers\n" * 3 for i in range(6)}
+    files["src/pkg/fixtures.py"] = OTHER
+    write_tree(root, files)
+    ws = _ws(root, tmp_path / "cache")
+    every = _all(ws)
+    for focus in (
+        "see src/pkg/fixtures.py for the pkg helpers",
+        "in ./src/pkg/fixtures.py:12, pkg src.",
+        "src/pkg/fixtures.py.",
+    ):
+        got = ws.ranking.rank(every, focus, [])
+        assert got.order[0] == "src/pkg/fixtures.py", focus
+        assert got.why["src/pkg/fixtures.py"].startswith("named in the focus")
+    # a path the request does not match is never added
+    got = ws.ranking.rank([p for p in every if "fixtures" not in p], "src/pkg/fixtures.py", [])
+    assert "src/pkg/fixtures.py" not in got.order
