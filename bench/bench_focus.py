@@ -13,7 +13,10 @@ needed files are those modified files. Each case runs in one temporary clone of 
 ``git checkout``, so the history before the change is there.
 
 Each case reads ``GLOB`` with the focus, a 20,000-token budget (o200k), whole files
-(``preferFullRead``), every file matched (``maxTotalFiles`` 100000), in one of two ways:
+(``preferFullRead``), every file matched (``maxTotalFiles`` 100000), with the root's
+ranking kept as the daemon keeps it (``Workspace.rank_background``: the whole root in
+the full-text index, built by a background thread; tags kept between calls), in one of
+two ways:
 
 * ``--via rank`` (default): the root's ranking (``Workspace.ranking``) once its
   ``pendingFiles`` is 0, then the packing the issue specifies: whole files in rank order
