@@ -54,7 +54,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -144,25 +144,42 @@ def bm25_order(texts: Mapping[str, str], query: str) -> list[str]:
     return sorted(texts, key=lambda p: (-score[p], p))
 
 
+def _workspace(work: Path, cache: Path) -> Workspace:
+    """A workspace of ``work`` whose ranking is kept as the daemon keeps it (a thread
+    indexing the whole root, tags kept between calls), its index file in ``cache``."""
+    ws = Workspace.open(str(work), Settings())
+    ws.rank_file = str(cache / f"index-{'ab' * 16}.rank")
+    ws.rank_background = True
+    return ws
+
+
+def _complete(
+    ws: Workspace, ask: Callable[[], Any], pending: Callable[[Any], int], settle: bool
+) -> Any:
+    """``ask()`` again until ``pending`` of its answer is 0; with the recency signal's git
+    answer waited for then asked again until 0 once more (recency may graph other files:
+    their tags too) when ``settle``."""
+    got = None
+    for settled in (False, True):
+        if settled:
+            if not settle:
+                break
+            ws.ranking.recency.settle(SETTLE_SECONDS)
+        for _ in range(1000):
+            got = ask()
+            if pending(got) == 0:
+                break
+    return got
+
+
 def run_rank(
     work: Path, cache: Path, pattern: str, focus: str, settle: bool = False
 ) -> tuple[list[str], Any]:
-    ws = Workspace.open(str(work), Settings())
-    ws.rank_file = str(cache / f"index-{'ab' * 16}.rank")
-    ws.rank_background = True  # as the daemon keeps it: a thread, the tags kept
+    ws = _workspace(work, cache)
     candidates = ws.index.glob(pattern, ALL, True)
-
-    def complete() -> Any:
-        for _ in range(1000):
-            got = ws.ranking.rank(candidates, focus, [])
-            if got.pending_files == 0:
-                break
-        return got
-
-    got = complete()
-    if settle:
-        ws.ranking.recency.settle(SETTLE_SECONDS)
-        got = complete()  # recency may graph other files: their tags too
+    got = _complete(
+        ws, lambda: ws.ranking.rank(candidates, focus, []), lambda r: r.pending_files, settle
+    )
     ranking = ws.ranking
     scores = (ranking.last_scores, ranking.last_sizes)
     ranking.close()
@@ -174,10 +191,8 @@ def run_read(
 ) -> tuple[list[str], set[str]]:
     """The focused read of ``pattern`` as the daemon answers it: (the files by ``rank``,
     those delivered whole). ``settle``: once ``pendingFiles`` is 0, wait for the
-    recency signal's git answer and read once more."""
-    ws = Workspace.open(str(work), Settings())
-    ws.rank_file = str(cache / f"index-{'ab' * 16}.rank")
-    ws.rank_background = True  # as the daemon keeps it: a thread, the tags kept
+    recency signal's git answer and read again until it is 0."""
+    ws = _workspace(work, cache)
     params = {
         "paths": [pattern],
         "focus": focus[:2000],
@@ -186,18 +201,11 @@ def run_read(
         "maxTotalFiles": 100000,
     }
 
-    def complete() -> Any:
-        for _ in range(1000):
-            got = answer(ws, decode_read_params(params))
-            ranking = got.summary.ranking
-            if ranking is not None and ranking.pending_files == 0:
-                break
-        return got
+    def pending(got: Any) -> int:
+        ranking = got.summary.ranking
+        return 1 if ranking is None else int(ranking.pending_files)
 
-    got = complete()
-    if settle:
-        ws.ranking.recency.settle(SETTLE_SECONDS)
-        got = complete()  # recency may graph other files: their tags too
+    got = _complete(ws, lambda: answer(ws, decode_read_params(params)), pending, settle)
     ws.ranking.close()
     ranked = sorted((f.rank, f.path) for f in got.files if f.rank is not None)
     return [p for _, p in ranked], {f.path for f in got.files if f.status == "ok"}
