@@ -181,7 +181,7 @@ def run_rank(
         ws, lambda: ws.ranking.rank(candidates, focus, []), lambda r: r.pending_files, settle
     )
     ranking = ws.ranking
-    scores = (ranking.last_scores, ranking.last_sizes)
+    scores = (ranking.last_scores, ranking.last_sizes, ranking.last_named)
     ranking.close()
     return list(got.order), (candidates, scores)
 
@@ -299,8 +299,10 @@ def search_weights(kept: list[tuple[list[str], list[str], dict[str, int], Any]])
     for combo in itertools.product(*grid.values()):
         weights = dict(zip(grid, combo, strict=True))
         hit = n = 0
-        for candidates, needed, cost, (scores, sizes) in kept:
-            order = rank_root.RootRanking.fuse(candidates, scores, sizes, weights, weights["size"])
+        for candidates, needed, cost, (scores, sizes, named) in kept:
+            order = rank_root.RootRanking.fuse(
+                candidates, scores, sizes, weights, weights["size"], named
+            )
             got = pack(order, cost)
             hit += sum(1 for p in needed if p in got)
             n += len(needed)

@@ -101,26 +101,14 @@ def _path_words(
     return {p: (names[p], min(ws, key=lambda w: counts[w])) for p, ws in found.items() if ws}
 
 
-def _order(
-    candidates: Sequence[str],
-    fused: Mapping[str, float],
-    sizes: Mapping[str, int],
-    size_exponent: float,
-    at: Mapping[str, int],
-) -> list[str]:
-    """``RootRanking.fuse`` once the scores are fused (``at``: each candidate's place)."""
-    head = _head(fused, sizes, size_exponent, at)
-    return head + list(itertools.filterfalse(fused.__contains__, candidates))
-
-
 def _head(
     fused: Mapping[str, float],
     sizes: Mapping[str, int],
     size_exponent: float,
     at: Mapping[str, int],
 ) -> list[str]:
-    """The scored candidates of :func:`_order` (``at``: each candidate's place), best
-    first: the others keep the request's order after them."""
+    """The scored candidates (``at``: each candidate's place), best first: the others
+    keep the request's order after them."""
     # the few hundred sized files, not every scored one, are looked at (the sort below
     # gives the order, whatever the dict's)
     sized = {
@@ -174,6 +162,15 @@ def _sum(*parts: tuple[float, Mapping[str, float]], memo: _Memo | None = None) -
 _PATHLIKE: Final = re.compile(r"[\w.@+-]*/[\w./@+-]*|[\w@+-]+\.[\w.@+-]*\w")
 
 
+def _lead(fused: dict[str, float], named: Sequence[str]) -> None:
+    """Put the files of ``named`` (a focus's :func:`named_paths`) before every other
+    scored file in ``fused``, in their order, whatever their size."""
+    if named:
+        top = (max(fused.values(), default=0.0) + 1.0) * 1000.0
+        for k, p in enumerate(named):
+            fused[p] = top * (len(named) - k)
+
+
 def named_paths(focus: str, cand: Mapping[str, int]) -> list[str]:
     """The candidates (root-relative paths) that ``focus`` names as they are (``./`` and
     trailing dots cut), in the focus's order, each once: a file the task names outranks
@@ -222,6 +219,7 @@ class RootRanking:
         #: bench/bench_focus.py's weight search.
         self.last_scores: Mapping[str, Mapping[str, float]] = {}
         self.last_sizes: Mapping[str, int] = {}
+        self.last_named: Sequence[str] = ()
         #: The last call's candidates and each one's 0-based place (a warm request
         #: asks again with the same list: not remade per call).
         self._candidates: tuple[str, ...] = ()
@@ -323,10 +321,7 @@ class RootRanking:
         scores["references"] = {p: s for p, s in pr.items() if p not in seeds}
         signals.append("references")
         fused = _sum(*((WEIGHTS[signal], per) for signal, per in scores.items()), memo=memo)
-        if in_focus:  # first, in the focus's order, whatever their size
-            top = (max(fused.values(), default=0.0) + 1.0) * 1000.0
-            for k, p in enumerate(in_focus):
-                fused[p] = top * (len(in_focus) - k)
+        _lead(fused, in_focus)
         best = heapq.nlargest(SIZED_FILES, fused, key=fused.__getitem__)
         sizes = self._sizes(best, index.clock if self.background else None)
         head = _head(fused, sizes, SIZE_EXPONENT, cand)
@@ -337,7 +332,7 @@ class RootRanking:
         else:
             order = head + list(itertools.filterfalse(fused.__contains__, candidates))
         by_path = _path_words(order[:WHY_FILES], scores["names"], words)
-        self.last_scores, self.last_sizes = scores, sizes
+        self.last_scores, self.last_sizes, self.last_named = scores, sizes, in_focus
         held: Mapping[str, list[str]] = {}
         if keeper is not None:
             held = keeper.fulltext.holding(
@@ -411,15 +406,18 @@ class RootRanking:
         sizes: Mapping[str, int],
         weights: Mapping[str, float] = WEIGHTS,
         size_exponent: float = SIZE_EXPONENT,
-        positions: Mapping[str, int] | None = None,
+        named: Sequence[str] = (),
     ) -> list[str]:
         """``candidates`` (each once) ordered by the fusion of ``scores`` (``{signal:
-        {path: score}}``, higher better; see the module) with ``sizes`` (bytes), ties and
-        files no signal scores in the order of ``candidates``. ``positions``: each
-        candidate's 0-based place in ``candidates`` when the caller holds it already."""
+        {path: score}}``, higher better; see the module) with ``sizes`` (bytes), the
+        files of ``named`` (:func:`named_paths`) first, ties and files no signal scores
+        in the order of ``candidates``: as ``rank`` orders them (bench/bench_focus.py
+        re-fuses a call's ``last_scores`` with other weights)."""
         fused = _sum(*((weights[signal], per) for signal, per in scores.items()))
-        at = positions if positions is not None else {p: i for i, p in enumerate(candidates)}
-        return _order(candidates, fused, sizes, size_exponent, at)
+        _lead(fused, named)
+        at = {p: i for i, p in enumerate(candidates)}
+        head = _head(fused, sizes, size_exponent, at)
+        return head + list(itertools.filterfalse(fused.__contains__, candidates))
 
     def _tags_of(self, paths: Sequence[str]) -> tuple[dict[str, Tags], int]:
         """``({path: tags}, untagged)``: the tags of ``paths`` (a file gone is left out),
