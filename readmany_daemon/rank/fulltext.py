@@ -114,9 +114,9 @@ def _quote(word: str) -> str:
     return '"' + word.replace('"', '""') + '"'
 
 
-def _close_readers(readers: list[sqlite3.Connection]) -> None:
-    for reader in readers:
-        reader.close()
+def _close_all(db: sqlite3.Connection, readers: list[sqlite3.Connection]) -> None:
+    for each in (db, *readers):
+        each.close()
 
 
 def _rows(db: sqlite3.Connection, query: str, limit: int) -> list[tuple[str, float]]:
@@ -153,14 +153,13 @@ class FullText:
         # A ranking dropped without ``close`` (a one-shot answer, a test's workspace)
         # closes its connection when it is collected, not in SQLite's finalizer, which
         # warns (ResourceWarning, Python 3.13+).
-        weakref.finalize(self, db.close)
         #: The search thread (``search_all``) and its read connections, made when first
         #: needed; closed with ``close`` or when this index is collected.
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._readers: list[sqlite3.Connection] = []
         self._local = threading.local()
         self._closed = False
-        weakref.finalize(self, _close_readers, self._readers)
+        weakref.finalize(self, _close_all, db, self._readers)
         if path is not None:
             db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
