@@ -341,8 +341,24 @@ class FullText:
         as a phrase of them, and counts as held by as many files as its rarest token."""
         if not words:
             return []
+        df = self.counts(words)
+        limit = max(2, int(self._count * COMMON_SHARE))
+        ranked = sorted((w for w in words if 0 < df.get(w, 0) <= limit), key=lambda w: df[w])
+        kept: list[str] = []
+        postings = 0
+        for w in ranked:
+            if len(kept) >= MIN_WORDS and postings + df[w] > POSTINGS_BUDGET:
+                break
+            kept.append(w)
+            postings += df[w]
+        return kept
+
+    def counts(self, words: Sequence[str]) -> dict[str, int]:
+        """``{word: files}`` for each of ``words`` (lower case): how many indexed files
+        hold it (from the ``fts5vocab`` row table); a word of several tokens counts as
+        its rarest token (an upper bound of its phrase's files). Kept until this
+        connection writes."""
         with self._lock:
-            total = self._count
             df = self._df
             missing = [w for w in dict.fromkeys(words) if w not in df]
             if missing:  # the vocabulary table is scanned whole: ask once per word
@@ -355,16 +371,22 @@ class FullText:
                 held = dict(self._db.execute(q, terms)) if terms else {}
                 for w, ts in parts.items():
                     df[w] = min((held.get(t, 0) for t in ts), default=0)
-        limit = max(2, int(total * COMMON_SHARE))
-        ranked = sorted((w for w in words if 0 < df.get(w, 0) <= limit), key=lambda w: df[w])
-        kept: list[str] = []
-        postings = 0
-        for w in ranked:
-            if len(kept) >= MIN_WORDS and postings + df[w] > POSTINGS_BUDGET:
-                break
-            kept.append(w)
-            postings += df[w]
-        return kept
+            return {w: df.get(w, 0) for w in words}
+
+    def postings(self, word: str, column: str = "body") -> list[tuple[str, float]]:
+        """Every indexed file holding ``word`` (lower case; a word of several tokens as
+        their phrase) in ``column``, as ``(path, score)``: FTS5's ``-bm25()`` of that
+        one-word query (higher is better), which weighs the word by the whole index's
+        statistics (``rank.stats`` re-weighs it by the candidates'). One row a posting:
+        the caller bounds the words asked by their ``counts``."""
+        query = "{" + column + "} : " + _quote(word)
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT f.path, -bm25(docs) FROM docs JOIN files f ON f.id = docs.rowid"
+                " WHERE docs MATCH ?",
+                (query,),
+            ).fetchall()
+        return [(p, float(s)) for p, s in rows]
 
     def holding(self, words: Sequence[str], paths: Sequence[str]) -> dict[str, list[str]]:
         """For each of ``paths`` (indexed), the ``words`` (lower case) its text holds as

@@ -45,6 +45,7 @@ from readmany_daemon.rank.names import path_scores
 from readmany_daemon.rank.ordered import LazyWhy, with_tail
 from readmany_daemon.rank.recency import Recency
 from readmany_daemon.rank.references import pagerank
+from readmany_daemon.rank.stats import search_candidates
 from readmany_daemon.rank.words import focus_identifiers, focus_words
 
 __all__ = ["MODES", "SIZE_EXPONENT", "WEIGHTS", "RootRanking", "normalized"]
@@ -263,18 +264,22 @@ class RootRanking:
         index = self._index()
         keeper = self.keeper
         cand = self._positions(candidates)
+        searched: list[str] = []  # the content words, rarest first (``why``)
         if keeper is not None:
             pending = self._update(keeper, index, candidates)
             indexed = keeper.indexed
             signals.append("content")
             # the text, the paths (the index's name column: no scan of every path) and
             # the focus's identifiers, searched at once
-            found, by_name, named = keeper.fulltext.search_all(
+            found, by_name, named = search_candidates(
+                keeper.fulltext,
                 [
                     (words, CONTENT_LIMIT, "body"),
                     (words, CONTENT_LIMIT, "name"),
                     (sorted(idents), CONTENT_LIMIT, "body"),
-                ]
+                ],
+                cand,
+                searched,
             )
             scores["content"] = _sum(
                 (1.0, {p: s for p, s in found if p in cand}),
@@ -335,9 +340,7 @@ class RootRanking:
         self.last_scores, self.last_sizes, self.last_named = scores, sizes, in_focus
         held: Mapping[str, list[str]] = {}
         if keeper is not None:
-            held = keeper.fulltext.holding(
-                keeper.fulltext.informative(words)[:12], order[:WHY_WORDS_FILES]
-            )
+            held = keeper.fulltext.holding(searched[:12], order[:WHY_WORDS_FILES])
         why = LazyWhy(
             order[:WHY_FILES],
             lambda p: self._why(p, scores, held, by_path, defines, ages, in_focus),

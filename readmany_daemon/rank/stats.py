@@ -1,0 +1,112 @@
+"""BM25 with the candidates' statistics: the content and names signals when the files a
+request matches are a minority of the root's full-text index.
+
+FTS5's ``bm25()`` weighs each word by the whole table (every indexed file of the root):
+``idf = log((N - n + 0.5) / (n + 0.5))`` (floored at 1e-6), N the indexed files, n those
+holding the word. A word common elsewhere in the root (``fixture`` in pytest's
+``testing/``) but rare among the candidates (``src/**/*.py``) is weighed down, and one
+rare in the root but held by most candidates is weighed up: the candidates' own
+statistics tell them apart better (bench/README.md "Focus": 0.690 ranked with the
+matched files' statistics, 0.666 with the whole root's).
+
+Here each word is asked of FTS5 alone (``FullText.postings``: its single-word
+``bm25()``, every posting), so a file's score for it is ``idf_root * tf_part`` (BM25's
+term-frequency part, k1 = 1.2, b = 0.75, FTS5's lengths); it is divided by ``idf_root``
+(n: the rows, N: ``FullText.count``) and multiplied by the candidates' idf (n: the
+candidates among the rows, N: the candidates), and a file's words are summed. A word
+held by more than ``COMMON_SHARE`` of the candidates is left out, as the one-query path
+leaves out those of more than that share of the root. The words asked are the rarest by
+the root's counts while their postings add up to ``POSTINGS_BUDGET`` (each posting is
+scored by FTS5 once, as in the one-query path), so this costs about what that path
+costs. Where the candidates are most of the root (``MINORITY_SHARE``) the statistics
+differ little and the one query (``FullText.search_all``) answers.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from readmany_daemon.rank.fulltext import COMMON_SHARE, MIN_WORDS, POSTINGS_BUDGET, FullText
+
+__all__ = ["MINORITY_SHARE", "fts5_idf", "search_candidates"]
+
+#: Candidates at most this share of the indexed files are scored with their own
+#: statistics; more, with the whole index's (one FTS5 query a search).
+MINORITY_SHARE: Final = 0.5
+#: FTS5's floor of a word's idf (``fts5_aux.c``: a word in half the rows or more).
+IDF_FLOOR: Final = 1e-6
+
+
+def fts5_idf(rows: int, holding: int) -> float:
+    """BM25's idf as FTS5's ``bm25()`` computes it: ``log((rows - holding + 0.5) /
+    (holding + 0.5))``, at least ``IDF_FLOOR`` (``rows``: the documents, ``holding``:
+    those holding the word; counts of files)."""
+    idf = math.log((rows - holding + 0.5) / (holding + 0.5))
+    return idf if idf > 0 else IDF_FLOOR
+
+
+def search_candidates(
+    fulltext: FullText,
+    asks: Sequence[tuple[Sequence[str], int, str]],
+    candidates: Mapping[str, int],
+    kept: list[str] | None = None,
+) -> list[list[tuple[str, float]]]:
+    """``fulltext.search_all(asks)`` restricted to ``candidates`` (root-relative paths ->
+    0-based place), each query's words scored by BM25 with the candidates' statistics
+    when the candidates are at most ``MINORITY_SHARE`` of the indexed files (see the
+    module), else by FTS5's own ``bm25()``. Each answer: the best ``limit`` candidates
+    as ``(path, score)``, score > 0, best first. ``kept`` (when given) is extended with
+    the words the first query searched, rarest first (among the candidates, or in the
+    index on the one-query path): the words ``why`` may name."""
+    indexed = fulltext.count()
+    if not candidates or len(candidates) > indexed * MINORITY_SHARE:
+        if kept is not None and asks:
+            kept.extend(fulltext.informative(asks[0][0]))
+        return [
+            [(p, s) for p, s in found if p in candidates] for found in fulltext.search_all(asks)
+        ]
+    out: list[list[tuple[str, float]]] = []
+    for i, (words, limit, column) in enumerate(asks):
+        found, searched = _search(fulltext, words, limit, column, candidates, indexed)
+        out.append(found)
+        if i == 0 and kept is not None:
+            kept.extend(searched)
+    return out
+
+
+def _search(
+    fulltext: FullText,
+    words: Sequence[str],
+    limit: int,
+    column: str,
+    candidates: Mapping[str, int],
+    indexed: int,
+) -> tuple[list[tuple[str, float]], list[str]]:
+    """One query's best ``limit`` candidates by BM25 with the candidates' statistics,
+    and the words it searched, held by the fewest candidates first."""
+    if not words:
+        return [], []
+    counts = fulltext.counts(words)
+    common = max(2, int(len(candidates) * COMMON_SHARE))
+    scores: dict[str, float] = {}
+    held: dict[str, int] = {}
+    postings = 0
+    for word in sorted((w for w in dict.fromkeys(words) if counts[w] > 0), key=counts.__getitem__):
+        if len(held) >= MIN_WORDS and postings + counts[word] > POSTINGS_BUDGET:
+            break
+        postings += counts[word]
+        rows = fulltext.postings(word, column)
+        hits = [(p, s) for p, s in rows if p in candidates]
+        if not hits or len(hits) > common:
+            continue
+        held[word] = len(hits)
+        scale = fts5_idf(len(candidates), len(hits)) / fts5_idf(max(indexed, len(rows)), len(rows))
+        get = scores.get
+        for p, s in hits:
+            scores[p] = get(p, 0.0) + s * scale
+    best = heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], -candidates[item[0]]))
+    searched = sorted(held, key=held.__getitem__)
+    return [(p, s) for p, s in best if s > 0], searched
