@@ -180,6 +180,8 @@ class FullText:
         self._count = int(db.execute("SELECT count(*) FROM files").fetchone()[0])
         #: Files holding each word asked (``informative``), until this connection writes.
         self._df: dict[str, int] = {}
+        #: Writes through this connection (``version``).
+        self._writes = 0
 
     def close(self) -> None:
         """Close the connections and end the search thread."""
@@ -261,6 +263,7 @@ class FullText:
                 db.execute("ROLLBACK")
                 raise
             self._count += len(puts) - removed
+            self._writes += 1
             self._df.clear()
             return True
 
@@ -373,20 +376,49 @@ class FullText:
                     df[w] = min((held.get(t, 0) for t in ts), default=0)
             return {w: df.get(w, 0) for w in words}
 
-    def postings(self, word: str, column: str = "body") -> list[tuple[str, float]]:
+    def postings(self, word: str, column: str = "body") -> list[tuple[str, float, bytes]]:
         """Every indexed file holding ``word`` (lower case; a word of several tokens as
-        their phrase) in ``column``, as ``(path, score)``: FTS5's ``-bm25()`` of that
-        one-word query (higher is better), which weighs the word by the whole index's
-        statistics (``rank.stats`` re-weighs it by the candidates'). One row a posting:
-        the caller bounds the words asked by their ``counts``."""
+        their phrase) in ``column``, as ``(path, score, sizes)``: FTS5's ``-bm25()`` of
+        that one-word query (higher is better), which weighs the word by the whole
+        index's statistics (``rank.stats`` re-weighs it by the candidates'), and the
+        row's ``docs_docsize`` blob (its columns' lengths in tokens, SQLite varints).
+        One row a posting: the caller bounds the words asked by their ``counts``."""
         query = "{" + column + "} : " + _quote(word)
         with self._lock:
             rows = self._db.execute(
-                "SELECT f.path, -bm25(docs) FROM docs JOIN files f ON f.id = docs.rowid"
-                " WHERE docs MATCH ?",
+                "SELECT f.path, -bm25(docs), z.sz FROM docs JOIN files f ON f.id = docs.rowid"
+                " JOIN docs_docsize z ON z.id = docs.rowid WHERE docs MATCH ?",
                 (query,),
             ).fetchall()
-        return [(p, float(s)) for p, s in rows]
+        return [(p, float(s), bytes(z)) for p, s, z in rows]
+
+    def averages(self) -> bytes:
+        """FTS5's averages record (``docs_data`` row 1: the rows, then each column's
+        tokens, SQLite varints; empty before the first commit): what ``bm25()`` takes
+        its average row length from."""
+        with self._lock:
+            row = self._db.execute("SELECT block FROM docs_data WHERE id = 1").fetchone()
+        return bytes(row[0]) if row and row[0] is not None else b""
+
+    def sizes(self, paths: Sequence[str]) -> list[bytes]:
+        """The ``docs_docsize`` blobs (see ``postings``) of the indexed ones of
+        ``paths``, in no particular order."""
+        out: list[bytes] = []
+        with self._lock:
+            for chunk in _chunks(paths):
+                q = (
+                    "SELECT z.sz FROM files f JOIN docs_docsize z ON z.id = f.id"
+                    " WHERE f.path IN ({})".format(",".join("?" * len(chunk)))
+                )
+                out.extend(bytes(z) for (z,) in self._db.execute(q, list(chunk)))
+        return out
+
+    def version(self) -> tuple[int, int]:
+        """Changes as of now: (this connection's writes, SQLite's ``data_version``, which
+        moves when another connection commits): equal twice, the index is unchanged."""
+        with self._lock:
+            other = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+            return (self._writes, other)
 
     def holding(self, words: Sequence[str], paths: Sequence[str]) -> dict[str, list[str]]:
         """For each of ``paths`` (indexed), the ``words`` (lower case) its text holds as

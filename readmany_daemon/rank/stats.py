@@ -26,18 +26,22 @@ from __future__ import annotations
 
 import heapq
 import math
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Final
 
 from readmany_daemon.rank.fulltext import COMMON_SHARE, MIN_WORDS, POSTINGS_BUDGET, FullText
 
-__all__ = ["MINORITY_SHARE", "fts5_idf", "search_candidates"]
+__all__ = ["MINORITY_SHARE", "fts5_idf", "rescored", "search_candidates", "varints"]
 
 #: Candidates at most this share of the indexed files are scored with their own
 #: statistics; more, with the whole index's (one FTS5 query a search).
 MINORITY_SHARE: Final = 0.5
 #: FTS5's floor of a word's idf (``fts5_aux.c``: a word in half the rows or more).
 IDF_FLOOR: Final = 1e-6
+#: FTS5's ``bm25()`` parameters (``fts5_aux.c``).
+K1: Final = 1.2
+B: Final = 0.75
 
 
 def fts5_idf(rows: int, holding: int) -> float:
@@ -77,6 +81,61 @@ def search_candidates(
     return out
 
 
+def varints(blob: bytes) -> list[int]:
+    """The unsigned integers of ``blob`` in SQLite's varint format (big-endian, 7 bits a
+    byte while its high bit is set, the ninth byte whole), as FTS5 stores its sizes."""
+    out: list[int] = []
+    value = used = 0
+    for byte in blob:
+        used += 1
+        if used == 9:
+            out.append((value << 8) | byte)
+            value = used = 0
+        elif byte & 0x80:
+            value = (value << 7) | (byte & 0x7F)
+        else:
+            out.append((value << 7) | byte)
+            value = used = 0
+    return out
+
+
+def rescored(
+    score: float,
+    tokens: int,
+    index: tuple[float, float],
+    matched: tuple[float, float],
+) -> float:
+    """One word's BM25 in one file (``score``: FTS5's, with ``index`` = (the word's idf,
+    the average row length in tokens) of the whole index) with the statistics of
+    ``matched`` instead (the same pair among the candidates); ``tokens``: the file's
+    row length (all columns, as FTS5's ``bm25()`` takes it). FTS5's formula
+    (``fts5_aux.c``): ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * tokens / avg))``,
+    solved for ``tf`` (the word's occurrences) and computed again."""
+    part = score / index[0]  # the term-frequency part with the index's average
+    k_index = K1 * (1 - B + B * tokens / index[1])
+    tf = part * k_index / max((K1 + 1) - part, 1e-12)
+    k_matched = K1 * (1 - B + B * tokens / matched[1])
+    return matched[0] * tf * (K1 + 1) / (tf + k_matched)
+
+
+#: Per index: (the candidates, the index's ``version``, (files, tokens) of them).
+_LENGTHS: weakref.WeakKeyDictionary[FullText, tuple[object, tuple[int, int], tuple[int, int]]]
+_LENGTHS = weakref.WeakKeyDictionary()
+
+
+def _lengths(fulltext: FullText, candidates: Mapping[str, int]) -> tuple[int, int]:
+    """(the indexed candidates, their rows' tokens), kept while the same candidates
+    object is asked of an unchanged index (a warm request asks again with it)."""
+    version = fulltext.version()
+    kept = _LENGTHS.get(fulltext)
+    if kept is not None and kept[0] is candidates and kept[1] == version:
+        return kept[2]
+    sizes = fulltext.sizes(list(candidates))
+    got = (len(sizes), sum(sum(varints(z)) for z in sizes))
+    _LENGTHS[fulltext] = (candidates, version, got)
+    return got
+
+
 def _search(
     fulltext: FullText,
     words: Sequence[str],
@@ -90,7 +149,13 @@ def _search(
     if not words:
         return [], []
     counts = fulltext.counts(words)
-    common = max(2, int(len(candidates) * COMMON_SHARE))
+    files, tokens = _lengths(fulltext, candidates)
+    averages = varints(fulltext.averages())
+    if not files or len(averages) < 2 or not averages[0]:
+        return [], []
+    average = sum(averages[1:]) / averages[0]
+    matched_average = tokens / files
+    common = max(2, int(files * COMMON_SHARE))
     scores: dict[str, float] = {}
     held: dict[str, int] = {}
     postings = 0
@@ -99,14 +164,15 @@ def _search(
             break
         postings += counts[word]
         rows = fulltext.postings(word, column)
-        hits = [(p, s) for p, s in rows if p in candidates]
+        hits = [(p, s, z) for p, s, z in rows if p in candidates]
         if not hits or len(hits) > common:
             continue
         held[word] = len(hits)
-        scale = fts5_idf(len(candidates), len(hits)) / fts5_idf(max(indexed, len(rows)), len(rows))
+        index = (fts5_idf(max(indexed, len(rows)), len(rows)), average)
+        matched = (fts5_idf(files, len(hits)), matched_average)
         get = scores.get
-        for p, s in hits:
-            scores[p] = get(p, 0.0) + s * scale
+        for p, s, z in hits:
+            scores[p] = get(p, 0.0) + rescored(s, sum(varints(z)), index, matched)
     best = heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], -candidates[item[0]]))
     searched = sorted(held, key=held.__getitem__)
     return [(p, s) for p, s in best if s > 0], searched
