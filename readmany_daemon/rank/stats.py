@@ -9,17 +9,21 @@ rare in the root but held by most candidates is weighed up: the candidates' own
 statistics tell them apart better (bench/README.md "Focus": 0.690 ranked with the
 matched files' statistics, 0.666 with the whole root's).
 
-Here each word is asked of FTS5 alone (``FullText.postings``: its single-word
-``bm25()``, every posting), so a file's score for it is ``idf_root * tf_part`` (BM25's
-term-frequency part, k1 = 1.2, b = 0.75, FTS5's lengths); it is divided by ``idf_root``
-(n: the rows, N: ``FullText.count``) and multiplied by the candidates' idf (n: the
-candidates among the rows, N: the candidates), and a file's words are summed. A word
-held by more than ``COMMON_SHARE`` of the candidates is left out, as the one-query path
-leaves out those of more than that share of the root. The words asked are the rarest by
-the root's counts while their postings add up to ``POSTINGS_BUDGET`` (each posting is
-scored by FTS5 once, as in the one-query path), so this costs about what that path
-costs. Where the candidates are most of the root (``MINORITY_SHARE``) the statistics
-differ little and the one query (``FullText.search_all``) answers.
+So the candidates are scored as an index of them alone would score them (a unit test
+holds it). Each word is asked of FTS5 alone (``FullText.postings``: its single-word
+``bm25()``, every posting, and each row's length in tokens from ``docs_docsize``); FTS5's
+formula (``fts5_aux.c``, k1 = 1.2, b = 0.75: ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b +
+b * length / average))``) is solved for the word's occurrences in the file and computed
+again (``rescored``) with the candidates' idf (n: the candidates among the rows, N: the
+indexed candidates) and their average row length (from ``docs_docsize``, kept per
+candidate list while the index is unchanged, ``FullText.version``); a file's words are
+summed, as FTS5 sums the phrases of an ``OR`` query. A word held by more than
+``COMMON_SHARE`` of the candidates is left out, as the one-query path leaves out those of
+more than that share of the index. The words asked are the rarest by the index's counts
+while their postings add up to ``POSTINGS_BUDGET`` (each posting is scored by FTS5 once,
+as in the one-query path). Where the candidates are more than ``MINORITY_SHARE`` of the
+index the statistics differ little and the one query (``FullText.search_all``) answers:
+the 100,000-file ``**/*.py`` read keeps its cost.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.rank.fulltext import FullText
-from readmany_daemon.rank.stats import fts5_idf, search_candidates
+from readmany_daemon.rank.stats import fts5_idf, search_candidates, varints
 from readmany_daemon.rules.kinds import ALL
 from readmany_daemon.settings import Settings
 from tests.helpers import write_tree
@@ -38,6 +38,43 @@ def test_fts5_idf_is_fts5s_formula_with_its_floor() -> None:
     assert fts5_idf(10, 1) == pytest.approx(math.log(9.5 / 1.5))
     assert fts5_idf(10, 5) == 1e-6  # log(1) = 0: floored
     assert fts5_idf(10, 9) == 1e-6
+
+
+def test_varints_are_sqlites() -> None:
+    assert varints(b"\x02\x03") == [2, 3]
+    assert varints(b"\x81\x00\x7f") == [128, 127]
+    assert varints(b"\xff" * 8 + b"\x01") == [(1 << 64) - 255]
+    assert varints(b"") == []
+
+
+def test_the_candidates_score_as_an_index_of_them_alone() -> None:
+    """BM25 with the candidates' statistics is FTS5's ``bm25()`` of an index that holds
+    the candidates only: the same files, the same scores, for text, paths and phrases."""
+    ft = _index({**SOURCES, **TESTS, "docs/notes.txt": "marker " * 50})
+    alone = _index(SOURCES)
+    cand = {p: i for i, p in enumerate(SOURCES)}
+    asks = [
+        (["fixture", "marker", "use", "def"], 10, "body"),
+        (["fixtures", "mark", "src"], 10, "name"),
+        (["use_fixture", "return"], 10, "body"),
+    ]
+    got = search_candidates(ft, asks, cand)
+    want = alone.search_all(asks)
+    for g, w in zip(got, want, strict=True):
+        assert [p for p, _ in g] == [p for p, _ in w]
+        assert [s for _, s in g] == pytest.approx([s for _, s in w], rel=1e-9)
+
+
+def test_a_write_is_seen_by_the_next_search() -> None:
+    ft = _index({**SOURCES, **TESTS})
+    cand = {p: i for i, p in enumerate(SOURCES)}
+    before = search_candidates(ft, [(["marker"], 10, "body")], cand)[0]
+    # mark.py grows: its BM25 falls (a longer row), its candidates' average moves
+    assert ft.write([("src/mark.py", "2:2:2", "use(marker)\n" + "z = 3\n" * 200)], [])
+    after = search_candidates(ft, [(["marker"], 10, "body")], cand)[0]
+    alone = _index({**SOURCES, "src/mark.py": "use(marker)\n" + "z = 3\n" * 200})
+    assert after[0][1] < before[0][1]
+    assert after[0][1] == pytest.approx(alone.search(["marker"], 10)[0][1], rel=1e-9)
 
 
 def test_candidates_that_are_the_whole_index_score_as_fts5s_bm25() -> None:
