@@ -3,21 +3,22 @@
 Usage::
 
     python bench/bench_focus_read.py --tree /work/trees/stdlib-100k [--runs 11] \\
-        [--reuse FILE]
+        [--reuse FILE] [--glob PATTERN]
 
 Starts a private daemon (``bench_daemon.Daemon``: its own socket, ``XDG_CACHE_HOME``,
 ``XDG_STATE_HOME``, ``XDG_RUNTIME_DIR``; stopped in a ``finally``), asks focused reads
 until ``summary.ranking.pendingFiles`` is 0 (the root's full-text index built), then
 alternates, ``--runs`` times on one connection, three ``readMany/read`` requests of
-``**/*.py`` with a 20,000-token budget: without focus, with a focus of ~300 characters,
-with one of 2,000 (``bench_rank.FOCUS_300`` and ``_focus_2000``). Reports each one's
-median milliseconds (client clock, request to parsed answer), the focused ones' medians
-minus the unfocused one's, and the median of each round's own difference (``paired``:
-the focused read minus the unfocused one just before it, so that a burst of load from
-other processes weighs on both sides of a difference): the issue's bounds are <= 30 ms
-(300 characters) and <= 100 ms (2,000). ``--reuse FILE`` copies a full-text index built before
-(``bench_rank.py --keep FILE`` on the same tree) where the daemon keeps the root's, so the
-build is a check of every file. Writes ``bench/results/focus_read-latest.json``.
+``**/*.py`` (or ``--glob``) with a 20,000-token budget: without focus, with a focus of
+~300 characters, with one of 2,000 (``bench_rank.FOCUS_300`` and ``_focus_2000``).
+Reports each one's median milliseconds (client clock, request to parsed answer), the
+focused ones' medians minus the unfocused one's, and the median of each round's own
+difference (``paired``: the focused read minus the unfocused one just before it, so that
+a burst of load from other processes weighs on both sides of a difference): the issue's
+bounds are <= 30 ms (300 characters) and <= 100 ms (2,000). ``--reuse FILE`` copies a
+full-text index built before (``bench_rank.py --keep FILE`` on the same tree) where the
+daemon keeps the root's, so the build is a check of every file. Writes
+``bench/results/focus_read-latest.json``.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ BUDGET = 20_000
 BUILD_TIMEOUT = 1800.0
 
 
-def _params(focus: str | None) -> dict[str, Any]:
-    params: dict[str, Any] = {"paths": ["**/*.py"], "maxTotalTokens": BUDGET}
+def _params(focus: str | None, glob: str = "**/*.py") -> dict[str, Any]:
+    params: dict[str, Any] = {"paths": [glob], "maxTotalTokens": BUDGET}
     if focus is not None:
         params["focus"] = focus
     return params
@@ -59,6 +60,7 @@ def main() -> int:
     ap.add_argument("--tree", required=True)
     ap.add_argument("--runs", type=int, default=11)
     ap.add_argument("--reuse", help="a full-text index of TREE built before")
+    ap.add_argument("--glob", default="**/*.py", help="the pattern read (default **/*.py)")
     ap.add_argument("--results-dir", type=Path, default=None)
     args = ap.parse_args()
     tree = os.path.realpath(args.tree)
@@ -87,11 +89,11 @@ def main() -> int:
                 times: dict[str, list[float]] = {name: [] for name in cases}
                 for _ in range(2):  # warm-up
                     for focus in cases.values():
-                        client.request("readMany/read", _params(focus))
+                        client.request("readMany/read", _params(focus, args.glob))
                 for _ in range(args.runs):
                     for name, focus in cases.items():
                         t = time.perf_counter()
-                        client.request("readMany/read", _params(focus))
+                        client.request("readMany/read", _params(focus, args.glob))
                         times[name].append(time.perf_counter() - t)
             finally:
                 client.exit()
@@ -112,7 +114,11 @@ def main() -> int:
         )
     print(f"index ready after {ready:.1f} s; {args.runs} alternating runs")
     print(table(rows))
-    write_results("focus_read", {"tree": tree, "ready_s": ready, "rows": rows}, args.results_dir)
+    write_results(
+        "focus_read",
+        {"tree": tree, "glob": args.glob, "ready_s": ready, "rows": rows},
+        args.results_dir,
+    )
     return 0
 
 
