@@ -376,21 +376,28 @@ class FullText:
                     df[w] = min((held.get(t, 0) for t in ts), default=0)
             return {w: df.get(w, 0) for w in words}
 
-    def postings(self, word: str, column: str = "body") -> list[tuple[str, float, bytes]]:
-        """Every indexed file holding ``word`` (lower case; a word of several tokens as
-        their phrase) in ``column``, as ``(path, score, sizes)``: FTS5's ``-bm25()`` of
-        that one-word query (higher is better), which weighs the word by the whole
-        index's statistics (``rank.stats`` re-weighs it by the candidates'), and the
-        row's ``docs_docsize`` blob (its columns' lengths in tokens, SQLite varints).
-        One row a posting: the caller bounds the words asked by their ``counts``."""
+    def postings(self, word: str, column: str, ids: str) -> tuple[int, list[tuple[int, float]]]:
+        """For ``word`` (lower case; a word of several tokens as their phrase) in
+        ``column``: (how many indexed files hold it, ``[(rowid, score)]`` of those whose
+        rowid is among ``ids``, a JSON array of ``files.id``), ``score`` being FTS5's
+        ``-bm25()`` of that one-word query (higher is better), which weighs the word by
+        the whole index's statistics (``rank.stats`` computes it again with the
+        candidates'). FTS5 reads the word's postings, the caller bounds the words asked
+        by their ``counts``; only the files of ``ids`` are scored."""
         query = "{" + column + "} : " + _quote(word)
         with self._lock:
+            held = int(
+                self._db.execute(
+                    "SELECT count(*) FROM docs WHERE docs MATCH ?", (query,)
+                ).fetchone()[0]
+            )
+            # ``+rowid``: the ids filter the matches (not one FTS5 lookup an id)
             rows = self._db.execute(
-                "SELECT f.path, -bm25(docs), z.sz FROM docs JOIN files f ON f.id = docs.rowid"
-                " JOIN docs_docsize z ON z.id = docs.rowid WHERE docs MATCH ?",
-                (query,),
+                "SELECT rowid, -bm25(docs) FROM docs WHERE docs MATCH ?"
+                " AND +rowid IN (SELECT value FROM json_each(?))",
+                (query, ids),
             ).fetchall()
-        return [(p, float(s), bytes(z)) for p, s, z in rows]
+        return held, [(int(i), float(v)) for i, v in rows]
 
     def averages(self) -> bytes:
         """FTS5's averages record (``docs_data`` row 1: the rows, then each column's
@@ -400,17 +407,18 @@ class FullText:
             row = self._db.execute("SELECT block FROM docs_data WHERE id = 1").fetchone()
         return bytes(row[0]) if row and row[0] is not None else b""
 
-    def sizes(self, paths: Sequence[str]) -> list[bytes]:
-        """The ``docs_docsize`` blobs (see ``postings``) of the indexed ones of
-        ``paths``, in no particular order."""
-        out: list[bytes] = []
+    def sizes(self, paths: Sequence[str]) -> list[tuple[str, int, bytes]]:
+        """``(path, rowid, sizes)`` of the indexed ones of ``paths``, in no particular
+        order; ``sizes``: the row's ``docs_docsize`` blob (its columns' lengths in
+        tokens, SQLite varints), what ``bm25()`` takes a row's length from."""
+        out: list[tuple[str, int, bytes]] = []
         with self._lock:
             for chunk in _chunks(paths):
                 q = (
-                    "SELECT z.sz FROM files f JOIN docs_docsize z ON z.id = f.id"
+                    "SELECT f.path, f.id, z.sz FROM files f JOIN docs_docsize z ON z.id = f.id"
                     " WHERE f.path IN ({})".format(",".join("?" * len(chunk)))
                 )
-                out.extend(bytes(z) for (z,) in self._db.execute(q, list(chunk)))
+                out.extend((p, int(i), bytes(z)) for p, i, z in self._db.execute(q, list(chunk)))
         return out
 
     def version(self) -> tuple[int, int]:

@@ -10,8 +10,9 @@ statistics tell them apart better (bench/README.md "Focus": 0.690 ranked with th
 matched files' statistics, 0.666 with the whole root's).
 
 So the candidates are scored as an index of them alone would score them (a unit test
-holds it). Each word is asked of FTS5 alone (``FullText.postings``: its single-word
-``bm25()``, every posting, and each row's length in tokens from ``docs_docsize``); FTS5's
+holds it). Each word is asked of FTS5 alone (``FullText.postings``: how many indexed
+files hold it, and its single-word ``bm25()`` of the candidates among them, their row
+lengths in tokens from ``docs_docsize``, kept as below); FTS5's
 formula (``fts5_aux.c``, k1 = 1.2, b = 0.75: ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b +
 b * length / average))``) is solved for the word's occurrences in the file and computed
 again (``rescored``) with the candidates' idf (n: the candidates among the rows, N: the
@@ -29,6 +30,7 @@ the 100,000-file ``**/*.py`` read keeps its cost.
 from __future__ import annotations
 
 import heapq
+import json
 import math
 import weakref
 from collections.abc import Mapping, Sequence
@@ -122,21 +124,32 @@ def rescored(
     return matched[0] * tf * (K1 + 1) / (tf + k_matched)
 
 
-#: Per index: (the candidates, the index's ``version``, (files, tokens) of them).
-_LENGTHS: weakref.WeakKeyDictionary[FullText, tuple[object, tuple[int, int], tuple[int, int]]]
-_LENGTHS = weakref.WeakKeyDictionary()
+class _Candidates:
+    """The candidates as the index holds them: ``ids`` (a JSON array of their rowids),
+    ``paths`` (rowid -> path), ``tokens`` (rowid -> row length in tokens, all columns)
+    and their average row length."""
+
+    def __init__(self, rows: Sequence[tuple[str, int, bytes]]) -> None:
+        self.paths = {i: p for p, i, _ in rows}
+        self.tokens = {i: sum(varints(z)) for _, i, z in rows}
+        self.ids = json.dumps(list(self.paths))
+        self.average = sum(self.tokens.values()) / len(rows) if rows else 0.0
 
 
-def _lengths(fulltext: FullText, candidates: Mapping[str, int]) -> tuple[int, int]:
-    """(the indexed candidates, their rows' tokens), kept while the same candidates
-    object is asked of an unchanged index (a warm request asks again with it)."""
+#: Per index: (the candidates asked, the index's ``version``, what it holds of them).
+_KEPT: weakref.WeakKeyDictionary[FullText, tuple[object, tuple[int, int], _Candidates]]
+_KEPT = weakref.WeakKeyDictionary()
+
+
+def _held(fulltext: FullText, candidates: Mapping[str, int]) -> _Candidates:
+    """The indexed ``candidates``, kept while the same candidates object is asked of an
+    unchanged index (a warm request asks again with it)."""
     version = fulltext.version()
-    kept = _LENGTHS.get(fulltext)
+    kept = _KEPT.get(fulltext)
     if kept is not None and kept[0] is candidates and kept[1] == version:
         return kept[2]
-    sizes = fulltext.sizes(list(candidates))
-    got = (len(sizes), sum(sum(varints(z)) for z in sizes))
-    _LENGTHS[fulltext] = (candidates, version, got)
+    got = _Candidates(fulltext.sizes(list(candidates)))
+    _KEPT[fulltext] = (candidates, version, got)
     return got
 
 
@@ -153,30 +166,29 @@ def _search(
     if not words:
         return [], []
     counts = fulltext.counts(words)
-    files, tokens = _lengths(fulltext, candidates)
+    held = _held(fulltext, candidates)
+    files = len(held.paths)
     averages = varints(fulltext.averages())
     if not files or len(averages) < 2 or not averages[0]:
         return [], []
     average = sum(averages[1:]) / averages[0]
-    matched_average = tokens / files
     common = max(2, int(files * COMMON_SHARE))
-    scores: dict[str, float] = {}
-    held: dict[str, int] = {}
+    scores: dict[int, float] = {}
+    searched: dict[str, int] = {}
     postings = 0
     for word in sorted((w for w in dict.fromkeys(words) if counts[w] > 0), key=counts.__getitem__):
-        if len(held) >= MIN_WORDS and postings + counts[word] > POSTINGS_BUDGET:
+        if len(searched) >= MIN_WORDS and postings + counts[word] > POSTINGS_BUDGET:
             break
         postings += counts[word]
-        rows = fulltext.postings(word, column)
-        hits = [(p, s, z) for p, s, z in rows if p in candidates]
+        rows, hits = fulltext.postings(word, column, held.ids)
         if not hits or len(hits) > common:
             continue
-        held[word] = len(hits)
-        index = (fts5_idf(max(indexed, len(rows)), len(rows)), average)
-        matched = (fts5_idf(files, len(hits)), matched_average)
+        searched[word] = len(hits)
+        index = (fts5_idf(max(indexed, rows), rows), average)
+        matched = (fts5_idf(files, len(hits)), held.average)
         get = scores.get
-        for p, s, z in hits:
-            scores[p] = get(p, 0.0) + rescored(s, sum(varints(z)), index, matched)
-    best = heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], -candidates[item[0]]))
-    searched = sorted(held, key=held.__getitem__)
-    return [(p, s) for p, s in best if s > 0], searched
+        for i, s in hits:
+            scores[i] = get(i, 0.0) + rescored(s, held.tokens[i], index, matched)
+    by_path = {held.paths[i]: s for i, s in scores.items()}
+    best = heapq.nlargest(limit, by_path.items(), key=lambda item: (item[1], -candidates[item[0]]))
+    return [(p, s) for p, s in best if s > 0], sorted(searched, key=searched.__getitem__)
