@@ -5,9 +5,11 @@ FTS5's ``bm25()`` weighs each word by the whole table (every indexed file of the
 ``idf = log((N - n + 0.5) / (n + 0.5))`` (floored at 1e-6), N the indexed files, n those
 holding the word. A word common elsewhere in the root (``fixture`` in pytest's
 ``testing/``) but rare among the candidates (``src/**/*.py``) is weighed down, and one
-rare in the root but held by most candidates is weighed up: the candidates' own
-statistics tell them apart better (bench/README.md "Focus": 0.690 ranked with the
-matched files' statistics, 0.666 with the whole root's).
+rare in the root but held by most candidates is weighed up; FTS5 also divides a row's
+length by the whole table's average (pytest's root holds many short files, so its
+``src/`` files counted as long). The candidates' own statistics tell them apart better
+(bench/README.md "Focus": on pytest 0.680 delivered whole through the daemon, 0.666
+with the whole root's).
 
 So the candidates are scored as an index of them alone would score them (a unit test
 holds it). Each word is asked of FTS5 alone (``FullText.postings``: how many indexed
