@@ -31,16 +31,25 @@ the 100,000-file ``**/*.py`` read keeps its cost.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import json
 import math
+import sqlite3
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Final
 
 from readmany_daemon.rank.fulltext import COMMON_SHARE, MIN_WORDS, POSTINGS_BUDGET, FullText
 
-__all__ = ["MINORITY_SHARE", "fts5_idf", "rescored", "search_candidates", "varints"]
+__all__ = [
+    "MINORITY_SHARE",
+    "fts5_idf",
+    "json_available",
+    "rescored",
+    "search_candidates",
+    "varints",
+]
 
 #: Candidates at most this share of the indexed files are scored with their own
 #: statistics; more, with the whole index's (one FTS5 query a search).
@@ -60,6 +69,24 @@ def fts5_idf(rows: int, holding: int) -> float:
     return idf if idf > 0 else IDF_FLOOR
 
 
+_json: bool | None = None
+
+
+def json_available() -> bool:
+    """Whether the SQLite library Python links has ``json_each`` (built in since SQLite
+    3.38; ``FullText.postings`` passes the candidates' ids as a JSON array). Without it
+    the one-query path answers. Checked once per process."""
+    global _json
+    if _json is None:
+        try:
+            with contextlib.closing(sqlite3.connect(":memory:")) as db:
+                db.execute("SELECT value FROM json_each('[1]')").fetchall()
+            _json = True
+        except sqlite3.Error:
+            _json = False
+    return _json
+
+
 def search_candidates(
     fulltext: FullText,
     asks: Sequence[tuple[Sequence[str], int, str]],
@@ -67,14 +94,14 @@ def search_candidates(
     kept: list[str] | None = None,
 ) -> list[list[tuple[str, float]]]:
     """``fulltext.search_all(asks)`` restricted to ``candidates`` (root-relative paths ->
-    0-based place), each query's words scored by BM25 with the candidates' statistics
-    when the candidates are at most ``MINORITY_SHARE`` of the indexed files (see the
-    module), else by FTS5's own ``bm25()``. Each answer: the best ``limit`` candidates
-    as ``(path, score)``, score > 0, best first. ``kept`` (when given) is extended with
-    the words the first query searched, rarest first (among the candidates, or in the
-    index on the one-query path): the words ``why`` may name."""
+    0-based place), each query's words scored by BM25 with the candidates' statistics when
+    the candidates are at most ``MINORITY_SHARE`` of the indexed files (see the module; with
+    :func:`json_available`), else by FTS5's own ``bm25()``. Each answer: the best ``limit``
+    candidates as ``(path, score)``, score > 0, best first. ``kept`` (when given) is
+    extended with the words the first query searched, rarest first (among the candidates, or
+    in the index on the one-query path): the words ``why`` may name."""
     indexed = fulltext.count()
-    if not candidates or len(candidates) > indexed * MINORITY_SHARE:
+    if not candidates or len(candidates) > indexed * MINORITY_SHARE or not json_available():
         if kept is not None and asks:
             kept.extend(fulltext.informative(asks[0][0]))
         return [

@@ -10,7 +10,7 @@ import pytest
 
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.rank.fulltext import FullText
-from readmany_daemon.rank.stats import fts5_idf, search_candidates, varints
+from readmany_daemon.rank.stats import fts5_idf, json_available, search_candidates, varints
 from readmany_daemon.rules.kinds import ALL
 from readmany_daemon.settings import Settings
 from tests.helpers import write_tree
@@ -38,6 +38,10 @@ def test_fts5_idf_is_fts5s_formula_with_its_floor() -> None:
     assert fts5_idf(10, 1) == pytest.approx(math.log(9.5 / 1.5))
     assert fts5_idf(10, 5) == 1e-6  # log(1) = 0: floored
     assert fts5_idf(10, 9) == 1e-6
+
+
+def test_the_sqlite_python_links_has_json_each() -> None:
+    assert json_available()  # else the one-query path answers (and the tests below fail)
 
 
 def test_varints_are_sqlites() -> None:
