@@ -26,7 +26,8 @@ more than that share of the index. The words asked are the rarest by the index's
 while their postings add up to ``POSTINGS_BUDGET`` (each posting is scored by FTS5 once,
 as in the one-query path). Where the candidates are more than ``MINORITY_SHARE`` of the
 index the statistics differ little and the one query (``FullText.search_all``) answers:
-the 100,000-file ``**/*.py`` read keeps its cost.
+the 100,000-file ``**/*.py`` read keeps its cost; so it does for more than
+``MAX_CANDIDATES``, where filtering each word's postings costs more than the one query.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from typing import Final
 from readmany_daemon.rank.fulltext import COMMON_SHARE, MIN_WORDS, POSTINGS_BUDGET, FullText
 
 __all__ = [
+    "MAX_CANDIDATES",
     "MINORITY_SHARE",
     "fts5_idf",
     "json_available",
@@ -54,6 +56,11 @@ __all__ = [
 #: Candidates at most this share of the indexed files are scored with their own
 #: statistics; more, with the whole index's (one FTS5 query a search).
 MINORITY_SHARE: Final = 0.5
+#: More candidates than this are scored by FTS5's one query whatever their share: each
+#: word's query filters its postings by the candidates' ids, and at 100,000 files ~18,000
+#: candidates cost +24 ms a focused read over the one query, ~5,400 save ~13 ms
+#: (bench/README.md "Focus").
+MAX_CANDIDATES: Final = 8_000
 #: FTS5's floor of a word's idf (``fts5_aux.c``: a word in half the rows or more).
 IDF_FLOOR: Final = 1e-6
 #: FTS5's ``bm25()`` parameters (``fts5_aux.c``).
@@ -94,14 +101,16 @@ def search_candidates(
     kept: list[str] | None = None,
 ) -> list[list[tuple[str, float]]]:
     """``fulltext.search_all(asks)`` restricted to ``candidates`` (root-relative paths ->
-    0-based place), each query's words scored by BM25 with the candidates' statistics when
-    the candidates are at most ``MINORITY_SHARE`` of the indexed files (see the module; with
-    :func:`json_available`), else by FTS5's own ``bm25()``. Each answer: the best ``limit``
-    candidates as ``(path, score)``, score > 0, best first. ``kept`` (when given) is
-    extended with the words the first query searched, rarest first (among the candidates, or
-    in the index on the one-query path): the words ``why`` may name."""
+    0-based place), each query's words scored by BM25 with the candidates' statistics
+    when the candidates are at most ``MINORITY_SHARE`` of the indexed files and at most
+    ``MAX_CANDIDATES`` (see the module; with :func:`json_available`), else by FTS5's own
+    ``bm25()``. Each answer: the best ``limit`` candidates as ``(path, score)``, score >
+    0, best first. ``kept`` (when given) is extended with the words the first query
+    searched, rarest first (among the candidates, or in the index on the one-query
+    path): the words ``why`` may name."""
     indexed = fulltext.count()
-    if not candidates or len(candidates) > indexed * MINORITY_SHARE or not json_available():
+    few = 0 < len(candidates) <= min(indexed * MINORITY_SHARE, MAX_CANDIDATES)
+    if not few or not json_available():
         if kept is not None and asks:
             kept.extend(fulltext.informative(asks[0][0]))
         return [

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.rank import stats
 from readmany_daemon.rank.fulltext import FullText
 from readmany_daemon.rank.stats import fts5_idf, json_available, search_candidates, varints
 from readmany_daemon.rules.kinds import ALL
@@ -88,8 +89,6 @@ def test_candidates_that_are_the_whole_index_score_as_fts5s_bm25() -> None:
     want = ft.search_all([(["marker", "fixture"], 10, "body")])[0]
     assert search_candidates(ft, [(["marker", "fixture"], 10, "body")], everything)[0] == want
     # the per-word path with the same statistics gives the same scores
-    from readmany_daemon.rank import stats
-
     got, searched = stats._search(ft, ["marker", "fixture"], 10, "body", everything, ft.count())
     assert searched == ["marker", "fixture"]  # held by the fewest candidates first
     assert [p for p, _ in got] == [p for p, _ in want]
@@ -151,3 +150,15 @@ def test_a_root_ranks_a_glob_by_its_own_statistics(tmp_path: Path) -> None:
         assert got.why["src/fixtures.py"].startswith('content: "fixture')
     finally:
         ws.ranking.close()
+
+
+def test_more_candidates_than_the_bound_are_scored_by_the_one_query(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ft = _index({**SOURCES, **TESTS})
+    cand = {p: i for i, p in enumerate(SOURCES)}
+    monkeypatch.setattr(stats, "MAX_CANDIDATES", len(SOURCES) - 1)
+    kept: list[str] = []
+    (got,) = search_candidates(ft, [(["fixture", "marker"], 10, "body")], cand, kept)
+    assert [p for p, _ in got] == ["src/mark.py"]  # the whole index's statistics
+    assert kept == ["marker"]
