@@ -3,8 +3,8 @@
 A warm ranking of a broad glob has tens of thousands of candidates, most of which no
 signal scores; the engine maps the order to its entries by place (``Ranked.places``) and
 lists a few hundred entries at most. So the unscored tail of the order (as paths) and
-each ``why`` are made when first read: :class:`LazyOrder`, :func:`with_tail`,
-:class:`LazyWhy`.
+each ``why`` are made when first read: :class:`LazyOrder`, :class:`LazyPlaces`,
+:func:`with_tail`, :class:`LazyWhy`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import overload
 
-__all__ = ["LazyOrder", "LazyWhy", "with_tail"]
+__all__ = ["LazyOrder", "LazyPlaces", "LazyWhy", "with_tail"]
 
 
 class LazyOrder(Sequence[str]):
@@ -67,18 +67,60 @@ class LazyOrder(Sequence[str]):
         return len(self._candidates)
 
 
+class LazyPlaces(Sequence[int]):
+    """The places (0-based, among the candidates) of a :class:`LazyOrder`: ``first``,
+    the places of its head, then those ``keep`` marks (a byte per candidate) in
+    increasing order, made as ints only as far as they are read (iterating reads them
+    one by one; the engine fills a page from the first few hundred of tens of
+    thousands). Equals a list or tuple of the same places."""
+
+    def __init__(self, first: list[int], keep: bytearray) -> None:
+        self._first, self._keep = first, keep
+        self._all: list[int] | None = None
+
+    def _whole(self) -> list[int]:
+        if self._all is None:
+            self._all = self._first + list(itertools.compress(range(len(self._keep)), self._keep))
+        return self._all
+
+    @overload
+    def __getitem__(self, k: int) -> int: ...
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[int]: ...
+    def __getitem__(self, k: int | slice) -> int | Sequence[int]:
+        if isinstance(k, int) and self._all is None and 0 <= k < len(self._first):
+            return self._first[k]
+        return self._whole()[k]
+
+    def __iter__(self) -> Iterator[int]:
+        if self._all is not None:
+            return iter(self._all)
+        tail = itertools.compress(range(len(self._keep)), self._keep)
+        return itertools.chain(self._first, tail)
+
+    def __len__(self) -> int:
+        return len(self._keep)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyPlaces | tuple | list):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 def with_tail(
     head: list[str], candidates: Sequence[str], at: Mapping[str, int]
-) -> tuple[LazyOrder, list[int]]:
+) -> tuple[LazyOrder, LazyPlaces]:
     """The whole order of ``root._order`` (``head``, the scored candidates best first,
     then the others in the candidates' order) as paths and as 0-based places among
     ``candidates`` (each once; ``at`` their places): the others are picked by a mask of
-    places, in C, with no lookup per path."""
+    places, in C, with no lookup per path, and made (as paths, as places) only when
+    read past the head."""
     first = list(map(at.__getitem__, head))
     keep = bytearray(b"\x01") * len(candidates)
     collections.deque(map(keep.__setitem__, first, itertools.repeat(0)), maxlen=0)
-    places = first + list(itertools.compress(range(len(candidates)), keep))
-    return LazyOrder(head, candidates, keep), places
+    return LazyOrder(head, candidates, keep), LazyPlaces(first, keep)
 
 
 class LazyWhy(Mapping[str, str]):
