@@ -20,34 +20,31 @@ def _plain(
 ) -> dict[str, float]:
     """PageRank as first written: the reference the optimized one must equal."""
     r = references
-    seed_total = sum(w for p, w in seeds.items() if p in tags and w > 0)
-    if not seed_total:
+    live = {p: w for p, w in seeds.items() if p in tags and w > 0}
+    if not sum(live.values()):
         return {}
-    restart = {p: w / seed_total for p, w in seeds.items() if p in tags and w > 0}
+    restart = {p: w / sum(live.values()) for p, w in live.items()}
     definers: dict[str, list[str]] = defaultdict(list)
-    for path, t in tags.items():
-        for name in t.defines:
-            definers[name].append(path)
+    for path, name in ((p, n) for p, t in tags.items() for n in t.defines):
+        definers[name].append(path)
     edges: dict[str, dict[str, float]] = {}
     for path, t in tags.items():
         out: dict[str, float] = defaultdict(float)
         for name in t.names - t.defines:
-            where = definers.get(name)
-            if not where:
+            if not definers.get(name):
                 continue
-            weight = 1.0 / len(where)
-            if name in focus_identifiers:
-                weight *= r.FOCUS_BOOST
-            if name.startswith("_"):
-                weight *= r.PRIVATE_FACTOR
-            if len(where) > r.COMMON_DEFINERS:
-                weight *= r.COMMON_FACTOR
-            for target in where:
-                if target != path:
-                    out[target] += weight
-        total = sum(out.values())
-        if total:
-            edges[path] = {k: v / total for k, v in out.items()}
+            where = definers[name]
+            weight = 1.0 / len(where)  # times 1.0 where a factor does not apply: exact
+            for factor, applies in (
+                (r.FOCUS_BOOST, name in focus_identifiers),
+                (r.PRIVATE_FACTOR, name.startswith("_")),
+                (r.COMMON_FACTOR, len(where) > r.COMMON_DEFINERS),
+            ):
+                weight *= factor if applies else 1.0
+            for target in (w for w in where if w != path):
+                out[target] += weight
+        if sum(out.values()):
+            edges[path] = dict(zip(out, (v / sum(out.values()) for v in out.values()), strict=True))
     rank = dict(restart)
     for _ in range(r.ITERATIONS):
         nxt: dict[str, float] = {p: (1 - r.DAMPING) * w for p, w in restart.items()}
