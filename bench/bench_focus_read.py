@@ -11,9 +11,10 @@ until ``summary.ranking.pendingFiles`` is 0 (the root's full-text index built), 
 alternates, ``--runs`` times on one connection, four ``readMany/read`` requests of
 ``**/*.py`` with a 20,000-token budget: without focus, with a focus of ~300 characters,
 with one of 2,000 (``bench_rank.FOCUS_300`` and ``_focus_2000``), and with a ~300-character
-focus not asked before (``FOCUS_300`` and the name of another module of the tree each
-round: the full-text index's searches are kept while the index stays, so a focus asked
-again costs less than a new one). Reports each one's
+focus not asked before (``FOCUS_300`` and the name of another module of the tree in
+backquotes each round, so that each of its three full-text queries is new: the
+index's searches are kept while the index stays, so a focus asked again costs less
+than a new one). Reports each one's
 median milliseconds (client clock, request to parsed answer), the focused ones' medians
 minus the unfocused one's, and the median of each round's own difference (``paired``:
 the focused read minus the unfocused one just before it, so that a burst of load from
@@ -112,9 +113,9 @@ def main() -> int:
                 for _ in range(2):  # warm-up
                     for focus in cases.values():
                         client.request("readMany/read", _params(focus))
-                    client.request("readMany/read", _params(f"{FOCUS_300} {next(fresh)}"))
+                    client.request("readMany/read", _params(f"{FOCUS_300} `{next(fresh)}`"))
                 for _ in range(args.runs):
-                    round_cases = {**cases, new: f"{FOCUS_300} {next(fresh)}"}
+                    round_cases = {**cases, new: f"{FOCUS_300} `{next(fresh)}`"}
                     for name, focus in round_cases.items():
                         t = time.perf_counter()
                         client.request("readMany/read", _params(focus))
