@@ -143,7 +143,11 @@ def ranked_positions(
         ranked: Ranked = ranking.rank(rels, focus, [])
         if ranked.places is not None and len(positions.ranges) == 1:
             start = positions.ranges[0][0]
-            fill = list(map(start.__add__, ranked.places) if start else ranked.places)
+            # the places as they are (read only as far as the page fills) when they are
+            # the positions already
+            fill: Sequence[int] = (
+                list(map(start.__add__, ranked.places)) if start else ranked.places
+            )
         else:
             flat = list(itertools.chain.from_iterable(itertools.starmap(range, positions.ranges)))
             if ranked.places is not None:

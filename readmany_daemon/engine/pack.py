@@ -561,11 +561,13 @@ class Flat(Sequence[int]):
 class Ordered(Flat):
     """The item indexes of a :class:`Flat` laid out in another ``order`` (a permutation
     of them: ``order: "stable"``): iterated and indexed in that order, while ``ranges``
-    still say which indexes are there (what paging reads)."""
+    still say which indexes are there (what paging reads). ``order`` is kept as given
+    (not copied: a ranked page's order is read only as far as the page fills), and
+    never changed."""
 
     def __init__(self, flat: Flat, order: Sequence[int]) -> None:
         super().__init__(flat.ranges)
-        self.order = list(order)
+        self.order = order
 
     @overload
     def __getitem__(self, k: int) -> int: ...

@@ -14,7 +14,8 @@ twice: ``words.path_text``), ``body`` the file's text as the engine would show i
 (secrets redacted) with camel-case identifiers split (``words.index_text``), at most
 ``MAX_INDEX_CHARS`` characters. Mode 0600 in a 0700 folder; never inside the workspace.
 Thread-safe (one connection behind a lock); a write another process holds is waited for
-at most ``BUSY_MS``, then skipped (the file stays pending).
+at most ``BUSY_MS``, then skipped (the file stays pending). The rows of the last few
+searches are kept until the index changes (``SEARCHES_KEPT``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import re
 import sqlite3
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Final
 
@@ -62,6 +64,10 @@ MIN_WORDS: Final = 3
 HOLDING_CHARS: Final = 200_000
 #: Words whose file counts are kept between writes.
 DF_KEPT: Final = 10_000
+#: Searches (query, limit) whose rows are kept until the index changes (``search_all``):
+#: the pages of one focused read and reads of other globs with the same focus ask the
+#: same three queries again; at most 2,000 rows each.
+SEARCHES_KEPT: Final = 6
 
 #: A token as the ``unicode61`` tokenizer makes them: a run of letters and digits.
 _TOKEN: Final = re.compile(r"[^\W_]+")
@@ -180,8 +186,12 @@ class FullText:
         self._count = int(db.execute("SELECT count(*) FROM files").fetchone()[0])
         #: Files holding each word asked (``informative``), until this connection writes.
         self._df: dict[str, int] = {}
-        #: Writes through this connection (``version``).
-        self._writes = 0
+        #: Rows of the last searches by (query, limit), valid while ``_generation`` stays
+        #: (``_current``): this connection's writes and other connections' commits
+        #: (``PRAGMA data_version``) move it.
+        self._searches: OrderedDict[tuple[str, int], list[tuple[str, float]]] = OrderedDict()
+        self._generation = 0
+        self._data_version: int | None = None
 
     def close(self) -> None:
         """Close the connections and end the search thread."""
@@ -263,8 +273,9 @@ class FullText:
                 db.execute("ROLLBACK")
                 raise
             self._count += len(puts) - removed
-            self._writes += 1
             self._df.clear()
+            self._generation += 1
+            self._searches.clear()
             return True
 
     def search(
@@ -283,13 +294,58 @@ class FullText:
         queries run at once: the first on this connection in the caller's thread, the
         others on a read connection in one helper thread (SQLite lets go of the GIL
         while FTS5 scores postings, so two cores score two queries; a file index only,
-        an in-memory one runs them in turn). Each query sees the last committed state."""
+        an in-memory one runs them in turn). Each query sees the last committed state.
+        The rows of the last ``SEARCHES_KEPT`` queries are kept and given again while
+        the index stays as it was (no write here, no commit by another connection):
+        the same rows the query would give."""
         out: list[list[tuple[str, float]]] = [[] for _ in asks]
         todo: list[tuple[int, str, int]] = []
-        for i, (words, limit, column) in enumerate(asks):
-            query = self._query(words, column)
-            if query is not None:
-                todo.append((i, query, limit))
+        queries = [
+            (i, self._query(words, column), limit) for i, (words, limit, column) in enumerate(asks)
+        ]
+        with self._lock:
+            generation = self._current()
+            for i, query, limit in queries:
+                if query is None:
+                    continue
+                kept = self._searches.get((query, limit))
+                if kept is not None:  # the same query on the same index: its rows
+                    self._searches.move_to_end((query, limit))
+                    out[i] = list(kept)
+                else:
+                    todo.append((i, query, limit))
+        if todo:
+            self._run(todo, out)
+            self._keep(generation, [(q, n, out[i]) for i, q, n in todo])
+        return out
+
+    def _current(self) -> int:
+        """The index's generation now (the lock held): moved, and the kept searches
+        dropped, when another connection committed since the last look."""
+        version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+        if version != self._data_version:
+            self._data_version = version
+            self._generation += 1
+            self._searches.clear()
+        return self._generation
+
+    def _keep(
+        self, generation: int, rows: Sequence[tuple[str, int, list[tuple[str, float]]]]
+    ) -> None:
+        """Keep the rows of searches run at ``generation``, unless the index changed
+        meanwhile (then they may be of either state: not kept)."""
+        with self._lock:
+            if self._closed or self._current() != generation:
+                return
+            for query, limit, got in rows:
+                self._searches[(query, limit)] = list(got)
+            while len(self._searches) > SEARCHES_KEPT:
+                self._searches.popitem(last=False)
+
+    def _run(
+        self, todo: Sequence[tuple[int, str, int]], out: list[list[tuple[str, float]]]
+    ) -> None:
+        """Run the queries of ``todo`` (``(index in out, query, limit)``) into ``out``."""
         pool = self._search_pool() if len(todo) > 1 and self.path is not None else None
         futures = []
         here = todo
@@ -304,7 +360,6 @@ class FullText:
                 out[i] = _rows(self._db, query, limit)
         for i, future in futures:
             out[i] = future.result()
-        return out
 
     def _query(self, words: Sequence[str], column: str) -> str | None:
         """The FTS5 query of ``words``' informative ones in ``column``; None: none."""
@@ -421,12 +476,12 @@ class FullText:
                 out.extend((p, int(i), bytes(z)) for p, i, z in self._db.execute(q, list(chunk)))
         return out
 
-    def version(self) -> tuple[int, int]:
-        """Changes as of now: (this connection's writes, SQLite's ``data_version``, which
-        moves when another connection commits): equal twice, the index is unchanged."""
+    def version(self) -> int:
+        """The index's generation now: it moves with each write through this connection
+        and when another connection has committed since the last look (SQLite's ``PRAGMA
+        data_version``); equal twice, the index is unchanged in between."""
         with self._lock:
-            other = int(self._db.execute("PRAGMA data_version").fetchone()[0])
-            return (self._writes, other)
+            return self._current()
 
     def holding(self, words: Sequence[str], paths: Sequence[str]) -> dict[str, list[str]]:
         """For each of ``paths`` (indexed), the ``words`` (lower case) its text holds as

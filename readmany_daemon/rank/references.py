@@ -44,10 +44,10 @@ def pagerank(
     edges: dict[str, dict[str, float]] = {}
     for path, t in tags.items():
         out: dict[str, float] = defaultdict(float)
-        for name in t.names - t.defines:  # a definition site is no reference
-            where = definers.get(name)
-            if not where:
-                continue
+        # a definition site is no reference; the names no graphed file defines are
+        # passed over in C (most of them), the others taken in the same order
+        for name in filter(definers.__contains__, t.names - t.defines):
+            where = definers[name]
             weight = 1.0 / len(where)
             if name in focus_identifiers:
                 weight *= FOCUS_BOOST
@@ -65,14 +65,17 @@ def pagerank(
     for _ in range(ITERATIONS):
         nxt: dict[str, float] = {p: (1 - DAMPING) * w for p, w in restart.items()}
         dangling = 0.0
+        get = nxt.get
         for path, score in rank.items():
             out_edges = edges.get(path)
             if not out_edges:
                 dangling += score
                 continue
+            flow = DAMPING * score  # (DAMPING * score) * share: the same product
             for target, share in out_edges.items():
-                nxt[target] = nxt.get(target, 0.0) + DAMPING * score * share
+                nxt[target] = get(target, 0.0) + flow * share
+        flow = DAMPING * dangling
         for p, w in restart.items():
-            nxt[p] = nxt.get(p, 0.0) + DAMPING * dangling * w
+            nxt[p] = get(p, 0.0) + flow * w
         rank = nxt
     return rank

@@ -25,6 +25,7 @@ next call makes more; in process each call starts again, so they do not count).
 
 from __future__ import annotations
 
+import collections
 import heapq
 import itertools
 import logging
@@ -94,12 +95,12 @@ def _path_words(
     """For each of ``paths`` the names signal scores, the rarest focus word its path
     holds (``path: WORD`` in ``why``): the one found in the fewest of ``paths``."""
     found: dict[str, list[str]] = {}
-    for p in paths:
-        if p in names:
-            low = p.lower()
-            found[p] = [w for w in words if w in low]
-    counts = {w: sum(1 for ws in found.values() if w in ws) for w in words}
-    return {p: (names[p], min(ws, key=lambda w: counts[w])) for p, ws in found.items() if ws}
+    for p in filter(names.__contains__, paths):
+        # the words a path holds, tested in C (``words`` are distinct: each path counts
+        # once per word below)
+        found[p] = list(filter(p.lower().__contains__, words))
+    counts = collections.Counter(itertools.chain.from_iterable(found.values()))
+    return {p: (names[p], min(ws, key=counts.__getitem__)) for p, ws in found.items() if ws}
 
 
 def _head(
@@ -120,7 +121,10 @@ def _head(
     ranked = sorted(sized, key=lambda p: (-sized[p], at[p]))
     # by score, best first, ties in the request's order: two stable sorts by keys
     # looked up in C (as the key (-score, place), without a tuple per file)
-    rest = sorted((p for p in fused if p not in sized and p in at), key=at.__getitem__)
+    rest = sorted(
+        filter(at.__contains__, itertools.filterfalse(sized.__contains__, fused)),
+        key=at.__getitem__,
+    )
     rest.sort(key=fused.__getitem__, reverse=True)
     return ranked + rest
 
@@ -330,7 +334,7 @@ class RootRanking:
         best = heapq.nlargest(SIZED_FILES, fused, key=fused.__getitem__)
         sizes = self._sizes(best, index.clock if self.background else None)
         head = _head(fused, sizes, SIZE_EXPONENT, cand)
-        places: list[int] | None = None
+        places: Sequence[int] | None = None
         order: Sequence[str]
         if len(cand) == len(candidates):  # each candidate once
             order, places = with_tail(head, candidates, cand)

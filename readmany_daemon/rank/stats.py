@@ -175,7 +175,7 @@ class _Candidates:
 
 
 #: Per index: (the candidates asked, the index's ``version``, what it holds of them).
-_KEPT: weakref.WeakKeyDictionary[FullText, tuple[object, tuple[int, int], _Candidates]]
+_KEPT: weakref.WeakKeyDictionary[FullText, tuple[object, int, _Candidates]]
 _KEPT = weakref.WeakKeyDictionary()
 
 

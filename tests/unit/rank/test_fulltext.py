@@ -68,7 +68,9 @@ def test_search_all_answers_as_the_searches_one_by_one_and_close_ends_its_thread
         (["fixture_scope"], 10, "body"),
     ]
     got = ft.search_all(asks)
-    assert got == [ft.search(w, n, c) for w, n, c in asks]
+    alone = FullText(ft.path)  # a connection of its own: no search kept yet
+    assert got == [alone.search(w, n, c) for w, n, c in asks]
+    alone.close()
     assert got[0] and got[1] and got[3] and got[2] == []
     assert any(t.name.startswith("readmany-search") for t in threading.enumerate())
     ft.close()
