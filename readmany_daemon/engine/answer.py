@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from readmany_daemon.content import tokens
 from readmany_daemon.engine import focus, order, paging
@@ -103,7 +104,7 @@ def answer_parts(
         done_upto = paging.outlined_upto(items, cont)
         room: int | None = None
         char_steps = 0  # packings with fewer answer characters, for maxAnswerChars
-        fitting: tuple[ReadManyResult, list[str]] | None = None  # before a fuller try
+        fitting: _Judged | None = None  # before a fuller try
         over_at: int | None = None  # the content budget of the last packing over the limit
         fit_at: int | None = None  # and of the fullest one within it, while bisecting
         for attempt in itertools.count():
@@ -123,6 +124,7 @@ def answer_parts(
             if plan.strategy == "outlines":
                 acc.not_outlined = max(0, acc.omitted_total - acc.outlined - plan.earlier)
                 acc.outlined_upto = max(plan.outlined, default=None)
+            carry = True
             cursor = paging.next_cursor(page, items, laid, since, acc, carry=True)
             if cursor is not None and len(cursor) > MAX_CURSOR_CHARS:
                 # Too many keys delivered beyond the prefix (a smallest-first page of many
@@ -143,18 +145,36 @@ def answer_parts(
                     cursor = paging.next_cursor(page, items, laid, since, acc, carry=True)
                     if cursor is None or len(cursor) <= MAX_CURSOR_CHARS:
                         break
+                carry = False
                 cursor = paging.next_cursor(page, items, laid, since, acc)
+            # The packing is judged with a stand-in for the cursor: the same cursor made
+            # at a fixed page time. The real one holds the time the page looked at the
+            # tree, so its tokens and characters change from call to call; judged by
+            # them, the cut file's extent (which fills the budget to its end) would
+            # change too, and two answers for an unchanged tree would differ in content
+            # (PROTOCOL §4 "Stable order"). The real cursor replaces the stand-in once
+            # the answer is chosen (``_with_cursor``), within ``CURSOR_SLACK``.
+            stand_in = (
+                None
+                if cursor is None
+                else paging.next_cursor(page, items, laid, STAND_IN_SINCE, acc, carry=carry)
+            )
             acc.created = [items.label(i) for i in created[:MAX_LISTED]]
-            answered = _assemble(
-                ws, limits, resolved, plan, switched, acc, cursor, room, focused is not None
+            answered = _Judged(
+                *_assemble(
+                    ws, limits, resolved, plan, switched, acc, stand_in, room, focused is not None
+                ),
+                stand_in,
+                cursor,
             )
             answered[0].changes = changed
             if focused is not None:
                 answered[0].summary.ranking = focused.info
             limit = limits.max_total_tokens
-            total = answered[0].summary.estimated_tokens
+            slack = 0 if cursor is None else CURSOR_SLACK
+            total = answered[0].summary.estimated_tokens + slack
             tokens_over = budget is not None and limit is not None and total > limit
-            text_chars = sum(map(len, answered[1]))
+            text_chars = sum(map(len, answered[1])) + slack
             chars_over = limits.max_answer_chars is not None and (
                 text_chars > limits.max_answer_chars
             )
@@ -180,13 +200,13 @@ def answer_parts(
                     answer_budget.limit = max(answer_budget.limit, 0) + slack
                     fitting = answered
                     continue
-                return answered
+                return answered.final()
             more = False
             if tokens_over and fit_at is not None:
                 assert budget is not None and fitting is not None
                 over_at = budget.limit
                 if over_at - fit_at <= _bisect_gap(limits) or attempt >= _MAX_ATTEMPTS:
-                    return fitting
+                    return fitting.final()
                 budget.limit = (fit_at + over_at) // 2
                 continue
             if tokens_over:
@@ -202,8 +222,37 @@ def answer_parts(
             if not more or attempt >= _MAX_ATTEMPTS:
                 # Nothing left to leave out (see MIN_TOTAL_TOKENS), or the fuller try
                 # could not fit where the answer before it did.
-                return answered if fitting is None else fitting
+                return (answered if fitting is None else fitting).final()
         raise AssertionError("unreachable")
+
+
+#: The page time (``Position.since``) of the stand-in cursor an answer is judged with
+#: (``answer_parts``): a fixed time, so that the same page judges the same.
+STAND_IN_SINCE = 1 << 60
+#: Tokens (and characters) kept free for the real cursor beside its stand-in: the two
+#: differ only in the page time's few bytes, a few tokens and characters.
+CURSOR_SLACK = 24
+
+
+class _Judged(NamedTuple):
+    """An answer as it was judged against the limits (``result`` and its ``llmContent``
+    ``parts``), with the cursor's ``stand_in`` in place of the real ``cursor``."""
+
+    result: ReadManyResult
+    parts: list[str]
+    stand_in: str | None
+    cursor: str | None
+
+    def final(self) -> tuple[ReadManyResult, list[str]]:
+        """The answer with the real cursor in place of its stand-in (in the text and
+        ``nextCursor``; ``summary.estimatedTokens`` by the difference of their counts)."""
+        if self.stand_in is None or self.cursor is None or self.stand_in == self.cursor:
+            return self.result, self.parts
+        self.result.next_cursor = self.cursor
+        self.result.summary.estimated_tokens += tokens.count(self.cursor) - tokens.count(
+            self.stand_in
+        )
+        return self.result, [p.replace(self.stand_in, self.cursor) for p in self.parts]
 
 
 #: Characters of text an answer without a token budget counts exactly (besides the
