@@ -228,8 +228,11 @@ class FullText:
         return list(self._db.execute(q, chunk))
 
     def count(self) -> int:
-        """How many files the index holds (as this connection last wrote or opened it)."""
-        return self._count
+        """How many files the index holds (as of this connection's last write, or
+        another connection's last commit)."""
+        with self._lock:
+            self._current()
+            return self._count
 
     def write(self, puts: Sequence[tuple[str, str, str]], drops: Sequence[str]) -> bool:
         """In one transaction: index ``(path, mark, body)`` for each of ``puts`` (replacing
@@ -320,10 +323,14 @@ class FullText:
         return out
 
     def _current(self) -> int:
-        """The index's generation now (the lock held): moved, and the kept searches
-        dropped, when another connection committed since the last look."""
+        """The index's generation now (the lock held): moved, the kept searches and
+        word counts dropped and the files counted again, when another connection
+        committed since the last look (an in-process answer writing the same file)."""
         version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
         if version != self._data_version:
+            if self._data_version is not None:
+                self._count = int(self._db.execute("SELECT count(*) FROM files").fetchone()[0])
+                self._df.clear()
             self._data_version = version
             self._generation += 1
             self._searches.clear()
@@ -415,8 +422,9 @@ class FullText:
         """``{word: files}`` for each of ``words`` (lower case): how many indexed files
         hold it (from the ``fts5vocab`` row table); a word of several tokens counts as
         its rarest token (an upper bound of its phrase's files). Kept until this
-        connection writes."""
+        connection writes or another one commits."""
         with self._lock:
+            self._current()
             df = self._df
             missing = [w for w in dict.fromkeys(words) if w not in df]
             if missing:  # the vocabulary table is scanned whole: ask once per word

@@ -53,6 +53,25 @@ def test_a_commit_by_another_connection_drops_the_kept_searches(tmp_path: Path) 
         other.close()
 
 
+def test_a_commit_by_another_connection_moves_the_word_counts(tmp_path: Path) -> None:
+    """A word no file held when first counted, then written by another connection (an
+    in-process answer while the daemon's connection waits), is found: the counts that
+    choose the searched words are those of the index as it is now."""
+    path = str(tmp_path / "cache" / "index-x.rank")
+    daemon, other = FullText(path), FullText(path)
+    try:
+        assert daemon.write([("a.py", "1:1:1", "other words"), ("c.py", "1:1:1", "more")], [])
+        assert daemon.search(["quuxfrobnicate"], 10) == []
+        assert daemon.counts(["quuxfrobnicate"]) == {"quuxfrobnicate": 0}
+        assert other.write([("b.py", "1:1:1", "quuxfrobnicate here")], [])
+        assert daemon.count() == 3
+        assert daemon.counts(["quuxfrobnicate"]) == {"quuxfrobnicate": 1}
+        assert [p for p, _ in daemon.search(["quuxfrobnicate"], 10)] == ["b.py"]
+    finally:
+        daemon.close()
+        other.close()
+
+
 def test_only_the_last_searches_are_kept() -> None:
     ft = FullText(None)
     words = [f"word{i}" for i in range(SEARCHES_KEPT + 1)]
