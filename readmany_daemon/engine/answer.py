@@ -110,7 +110,9 @@ def answer_parts(
         for attempt in itertools.count():
             if focused is not None and limits.packing != "outlines":
                 plan, switched = (
-                    focus.plan_ranked(active, loads, limits, budget, answer_budget),
+                    focus.plan_ranked(
+                        active, loads, limits, budget, answer_budget, focused.anchors
+                    ),
                     False,
                 )
             else:

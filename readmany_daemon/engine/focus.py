@@ -18,7 +18,7 @@ ranking orders them (``rank.api.Ranking``); ``focus`` never adds or drops a file
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import overload
 
@@ -56,12 +56,14 @@ class FocusOrder:
     ``WHY_MAX_CHARS`` characters) of every position; ``info`` what
     ``summary.ranking`` says; ``special`` the positions that are not plain expansion
     matches (explicit entries, entries answered at resolve time): the accounting of
-    the omitted ones counts every other one in bulk."""
+    the omitted ones counts every other one in bulk; ``anchors`` the positions of the
+    anchors (the files the request names itself)."""
 
     positions: Ordered
     rank: _Ranks
     info: RankingInfo
     special: frozenset[int] = frozenset()
+    anchors: frozenset[int] = frozenset()
 
 
 class _Ranks(Mapping[int, tuple[int, str]]):
@@ -202,7 +204,9 @@ def _ranked_entries(
     ranked = ranking.rank(list(candidates), focus, anchor_rels)
     fill = [*anchors, *(matched[rel] for rel in ranked.order if rel in matched), *others]
     rank = _Ranks(fill, items.rel, set(anchors), ranked.why)
-    return FocusOrder(Ordered(positions, fill), rank, _info(ranked), frozenset(special))
+    return FocusOrder(
+        Ordered(positions, fill), rank, _info(ranked), frozenset(special), frozenset(anchors)
+    )
 
 
 def plan_ranked(
@@ -211,6 +215,7 @@ def plan_ranked(
     opts: BudgetOptions,
     tokens: TokenBudget | None = None,
     answer: AnswerBudget | None = None,
+    anchors: Collection[int] = frozenset(),
 ) -> PackPlan:
     """Ranked packing of the positions ``fill`` (best first) under ``maxTotalFiles``,
     ``maxTotalChars`` (characters of content), ``tokens`` (each file its content's and
@@ -218,7 +223,10 @@ def plan_ranked(
 
     A file that does not fit whole is passed over; the files after it still get in
     when they fit. Once the files run out, or :data:`MAX_PASSED` were passed over, the
-    rest is omitted, unloaded. Then the best-ranked file passed over is cut to what is
+    rest is omitted, unloaded. The ``anchors`` (the files the request names itself,
+    first in ``fill``) get the budget before any ranked file (issue 25): when one of
+    them does not fit whole, the ranked files get nothing and it is the file cut. Then
+    the best-ranked file passed over is cut to what is
     left (at least one character, :data:`pack.MIN_PARTIAL_NUMBERED` with line numbers,
     and :data:`pack.MIN_PARTIAL_TOKENS` tokens under a token budget), else it stays
     omitted. Errors and skipped entries cost nothing and are answered as they are.
@@ -245,6 +253,8 @@ def plan_ranked(
     for place, i in enumerate(fill):
         if room.files <= 0 or len(passed) >= MAX_PASSED:
             break
+        if passed and passed[0] in anchors and i not in anchors:
+            break  # an anchor did not fit whole: the rest of the budget is its own
         places[i] = place
         lo = loaded_at(i)
         if lo.text is None:

@@ -125,6 +125,28 @@ def test_focus_never_adds_a_file_and_anchors_come_first_and_seed(tree: Path) -> 
     assert sorted(candidates) == ["src/a.py", "src/b.py", "src/big.py", "src/c.py", "src/d.py"]
 
 
+def test_an_anchor_that_does_not_fit_whole_gets_the_budget_before_ranked_files(
+    tree: Path,
+) -> None:
+    """An anchor bigger than the budget is cut to the budget, not passed over for the
+    ranked files (which would take it all: 4 files of 60 characters, 240 allowed)."""
+    ws = open_ws(tree, ["src/d.py", "src/c.py", "src/b.py", "src/a.py"])
+    got = ask(ws, paths=["src/big.py", "src/*.py"], focus="big", maxTotalChars=240)
+    assert shown(got) == ["src/big.py"]
+    big = got.files[0]
+    assert (big.status, big.code, big.rank) == ("partial", "budget", 1)
+    assert big.chars is not None and 200 <= big.chars <= 240
+    assert [f.path for f in got.files if f.status == "omitted"] == [
+        "src/d.py",
+        "src/c.py",
+        "src/b.py",
+        "src/a.py",
+    ]
+    # an anchor that fits leaves the rest of the budget to the ranked files
+    small = ask(ws, paths=["src/a.py", "src/*.py"], focus="a", maxTotalChars=240)
+    assert shown(small) == ["src/a.py", "src/b.py", "src/c.py", "src/d.py"]
+
+
 def test_a_path_named_after_a_glob_that_matched_it_is_an_anchor(tree: Path) -> None:
     ws = open_ws(tree, ["src/d.py", "src/c.py", "README.md"])
     got = ask(ws, paths=["src/*.py", "src/a.py"], focus="readme", maxTotalFiles=2)
