@@ -130,6 +130,10 @@ STOPWORDS: Final = frozenset(
 #: Markup a focus may hold that names no code: a reStructuredText role before a
 #: backquote (``:func:``, ``:py:meth:``) and a link (``https://…``); taken out of the
 #: focus before its words are found.
+#: Text in backquotes: Markdown's `code`, reStructuredText's ``literal`` and roles'
+#: `target` (the same run of backquotes opens and closes it, so the prose between two
+#: ``literals`` is not taken for one).
+_QUOTED: Final = re.compile(r"(`+)([^`]{1,80}?)\1(?!`)")
 _MARKUP: Final = re.compile(r"(?<![\w:])(?::[A-Za-z][\w-]*)+:(?=`)|\bhttps?://\S+")
 
 
@@ -188,8 +192,9 @@ def focus_identifiers(focus: str) -> set[str]:
     """The identifiers of ``focus`` that look like code (compound, e.g.
     ``getfixturevalue``, or written in backquotes), lower case: the seeds of the
     references signal."""
-    out = {m.group(0).lower() for m in _COMPOUND.finditer(focus)}
-    out.update(m.group(0).lower() for m in _IDENT.finditer(focus) if "_" in m.group(0).strip("_"))
-    for quoted in re.findall(r"`([^`]{1,80})`", focus):
-        out.update(m.group(0).lower() for m in _IDENT.finditer(quoted))
+    text = _MARKUP.sub(" ", focus)
+    out = {m.group(0).lower() for m in _COMPOUND.finditer(text)}
+    out.update(m.group(0).lower() for m in _IDENT.finditer(text) if "_" in m.group(0).strip("_"))
+    for m in _QUOTED.finditer(text):
+        out.update(w.group(0).lower() for w in _IDENT.finditer(m.group(2)))
     return {w for w in out if len(w) > 2 and w not in STOPWORDS}

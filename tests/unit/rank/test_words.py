@@ -45,6 +45,14 @@ def test_focus_words_hold_identifiers_and_their_words_without_stopwords() -> Non
     }
 
 
+def test_the_prose_between_two_literals_is_not_an_identifier() -> None:
+    """reStructuredText's ``literal`` opens and closes with two backquotes: the text
+    between the closing pair of one and the opening pair of the next is prose, and a
+    role's name (``:mod:``) is markup."""
+    focus = "Fixed ``foo`` with the prose words ``bar`` and :mod:`pathlib` in `baz`."
+    assert focus_identifiers(focus) == {"foo", "bar", "pathlib", "baz"}
+
+
 def test_focus_words_leave_out_markup_roles_and_links() -> None:
     words = focus_words(
         ":func:`pytest.warns` and :py:meth:`Scope.close` (see https://example.com/fixture_docs)"
