@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import json
+import logging
 import math
 import sqlite3
 import weakref
@@ -43,6 +44,8 @@ from typing import Final
 
 from readmany_daemon.rank.fulltext import COMMON_SHARE, MIN_WORDS, POSTINGS_BUDGET, FullText
 
+log = logging.getLogger(__name__)
+
 __all__ = [
     "MAX_CANDIDATES",
     "MINORITY_SHARE",
@@ -50,6 +53,7 @@ __all__ = [
     "json_available",
     "rescored",
     "search_candidates",
+    "statistics_available",
     "varints",
 ]
 
@@ -94,6 +98,48 @@ def json_available() -> bool:
     return _json
 
 
+_usable: bool | None = None
+
+
+def statistics_available() -> bool:
+    """Whether the candidates' statistics can be computed here, checked once per
+    process: SQLite has ``json_each`` (:func:`json_available`), and FTS5's own records
+    this module reads (the averages record in ``docs_data``, the ``docs_docsize`` rows:
+    FTS5's internals, not its documented interface) have the shape it expects. The
+    probe indexes three files in memory and scores them as their own candidates, which
+    must give FTS5's own ``bm25()`` (to 1e-6); anything else, and FTS5's one query
+    answers every search."""
+    global _usable
+    if _usable is None:
+        _usable = json_available() and _probe()
+    return _usable
+
+
+def _probe() -> bool:
+    """Whether this module's scores of an index's own files are FTS5's (see
+    :func:`statistics_available`)."""
+    texts = ("alpha beta beta gamma delta", "alpha delta", "epsilon zeta eta theta iota kappa")
+    paths = {f"{n}.py": n for n in range(len(texts))}
+    try:
+        ft = FullText(None)
+        try:
+            if not ft.write([(p, "0:0:0", t) for p, t in zip(paths, texts, strict=True)], []):
+                return False
+            words = ["beta", "delta", "zeta"]
+            mine = dict(_search(ft, words, 10, "body", paths, ft.count())[0])
+            fts5 = dict(ft.search(words, 10))
+        finally:
+            ft.close()
+    except (sqlite3.Error, ValueError, KeyError, IndexError, ZeroDivisionError) as exc:
+        log.warning("no candidates' statistics (FTS5's one query ranks): %s", exc)
+        return False
+    same = len(fts5) == 3 and mine.keys() == fts5.keys()
+    same = same and all(math.isclose(mine[p], fts5[p], rel_tol=1e-6) for p in fts5)
+    if not same:
+        log.warning("no candidates' statistics: FTS5's records are not as expected")
+    return same
+
+
 def search_candidates(
     fulltext: FullText,
     asks: Sequence[tuple[Sequence[str], int, str]],
@@ -103,14 +149,14 @@ def search_candidates(
     """``fulltext.search_all(asks)`` restricted to ``candidates`` (root-relative paths ->
     0-based place), each query's words scored by BM25 with the candidates' statistics
     when the candidates are at most ``MINORITY_SHARE`` of the indexed files and at most
-    ``MAX_CANDIDATES`` (see the module; with :func:`json_available`), else by FTS5's own
+    ``MAX_CANDIDATES`` (see the module; with :func:`statistics_available`), else by FTS5's own
     ``bm25()``. Each answer: the best ``limit`` candidates as ``(path, score)``, score >
     0, best first. ``kept`` (when given) is extended with the words the first query
     searched, rarest first (among the candidates, or in the index on the one-query
     path): the words ``why`` may name."""
     indexed = fulltext.count()
     few = 0 < len(candidates) <= min(indexed * MINORITY_SHARE, MAX_CANDIDATES)
-    if not few or not json_available():
+    if not few or not statistics_available():
         if kept is not None and asks:
             kept.extend(fulltext.informative(asks[0][0]))
         return [

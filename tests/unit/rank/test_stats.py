@@ -45,6 +45,27 @@ def test_the_sqlite_python_links_has_json_each() -> None:
     assert json_available()  # else the one-query path answers (and the tests below fail)
 
 
+def test_fts5s_records_are_as_this_module_reads_them() -> None:
+    assert stats._probe()  # else the one-query path answers (and the tests below fail)
+
+
+def test_records_of_another_shape_leave_the_search_to_fts5s_one_query(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An FTS5 whose averages record is not what this module reads (another SQLite's
+    internals) fails the probe at the first search, with a warning, and every search is
+    FTS5's own one query, as without the candidates' statistics."""
+    ft = _index({**SOURCES, **TESTS})
+    cand = {p: i for i, p in enumerate(SOURCES)}
+    asks = [(["fixture", "marker"], 100, "body")]
+    monkeypatch.setattr(stats, "_usable", None)
+    monkeypatch.setattr(FullText, "averages", lambda self: b"\x00")
+    got = search_candidates(ft, asks, cand)
+    assert stats._usable is False
+    one_query = [(p, s) for p, s in ft.search(["fixture", "marker"], 100) if p in cand]
+    assert got == [one_query]
+
+
 def test_varints_are_sqlites() -> None:
     assert varints(b"\x02\x03") == [2, 3]
     assert varints(b"\x81\x00\x7f") == [128, 127]
