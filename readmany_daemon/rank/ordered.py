@@ -98,9 +98,6 @@ class LazyPlaces(_Tailed[int]):
     one by one; the engine fills a page from the first few hundred of tens of
     thousands). Equals a list or tuple of the same places."""
 
-    def __init__(self, first: list[int], keep: bytearray) -> None:
-        super().__init__(first, keep)
-
     def _tail(self) -> Iterator[int]:
         return itertools.compress(range(len(self._keep)), self._keep)
 

@@ -285,11 +285,9 @@ class RootRanking:
                 cand,
                 searched,
             )
-            scores["content"] = _sum(
-                (1.0, {p: s for p, s in found if p in cand}),
-                (IDENTIFIER_WEIGHT, {p: s for p, s in named if p in cand}),
-            )
-            scores["names"] = {p: s for p, s in by_name if p in cand}
+            # (candidates only: ``search_candidates`` leaves the others out)
+            scores["content"] = _sum((1.0, dict(found)), (IDENTIFIER_WEIGHT, dict(named)))
+            scores["names"] = dict(by_name)
         else:
             scores["names"] = {p: s for p, (s, _) in path_scores(candidates, words).items()}
         signals.append("names")
