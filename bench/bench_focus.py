@@ -165,6 +165,8 @@ def _complete(
             if not settle:
                 break
             ws.ranking.recency.settle(SETTLE_SECONDS)
+            if ws.ranking.history is not None:
+                ws.ranking.history.settle(SETTLE_SECONDS)
         for _ in range(1000):
             got = ask()
             if pending(got) == 0:

@@ -9,7 +9,9 @@
 * **references**: personalized PageRank over definitions and references
   (``references.pagerank``) of the best candidates so far and the anchors, restarting at
   the anchors and at the files defining an identifier the focus names.
-* **recency**: changed in the working tree or the last commits (``recency.Recency``).
+* **recency**: changed in the working tree or the last commits (``recency.Recency``),
+  and changed by the past commits whose messages match the focus best
+  (``history.CommitHistory``; fused under its own weight, ``"history"``).
 
 Fusion: each signal's scores are divided by that signal's best score among the
 candidates (so each lies in 0..1), weighted (``WEIGHTS``) and summed, and the sum is
@@ -41,6 +43,7 @@ from readmany_daemon.content.outline import OutlineCache, Tags, tags
 from readmany_daemon.index.model import Index
 from readmany_daemon.rank.api import SIGNALS, WHY_MAX_CHARS, Ranked
 from readmany_daemon.rank.fulltext import FullText, fts5_available
+from readmany_daemon.rank.history import CommitHistory
 from readmany_daemon.rank.keeper import IndexKeeper, mark_of, read_text
 from readmany_daemon.rank.names import path_scores
 from readmany_daemon.rank.ordered import LazyWhy, with_tail
@@ -61,6 +64,7 @@ WEIGHTS: Final[Mapping[str, float]] = {
     "names": 0.6,
     "references": 0.1,
     "recency": 0.2,
+    "history": 0.3,
 }
 #: Within content: the weight of the BM25 of the focus's code identifiers
 #: (``words.focus_identifiers``) beside that of all its words (1).
@@ -215,6 +219,8 @@ class RootRanking:
         self._outlines = outlines if outlines is not None else OutlineCache()
         self._tags: OrderedDict[tuple[str, str], Tags] = OrderedDict()
         self.recency = Recency(root)
+        #: Past commits like the task (part of recency; not with ``rankingIndex: "off"``).
+        self.history: CommitHistory | None = None
         #: Files the index reported changed, with the index's clock (generation) of the
         #: change: age 0 until git answers for that clock or a later one (then git's
         #: age stands: a file changed and then reverted is a working-tree change no more).
@@ -232,6 +238,7 @@ class RootRanking:
         #: Sizes (bytes) by path as of an index clock (``_sizes``).
         self._sized: tuple[int | None, dict[str, int]] = (None, {})
         if self.mode != "off" and fts5_available():
+            self.history = CommitHistory(root)
             try:
                 self.keeper = IndexKeeper(root, FullText(path), redact)
             except (sqlite3.Error, OSError) as exc:
@@ -256,6 +263,8 @@ class RootRanking:
         if self.keeper is not None:
             self.keeper.close()
             self.keeper.fulltext.close()
+        if self.history is not None:
+            self.history.close()
 
     # -- ranking -----------------------------------------------------------------
     def rank(self, candidates: Sequence[str], focus: str, anchors: Sequence[str]) -> Ranked:
@@ -301,6 +310,12 @@ class RootRanking:
         if ages:
             scores["recency"] = {p: 1.0 / (1 + a) for p, a in ages.items() if p in cand}
             signals.append("recency")
+        if self.history is not None:
+            past = {p: s for p, s in self.history.matches(index.clock, words).items() if p in cand}
+            if past:
+                scores["history"] = past
+                if "recency" not in signals:
+                    signals.append("recency")
         memo: _Memo = {}
         first = self._best(scores, GRAPH_FILES, memo)
         in_focus = named_paths(focus, cand)
@@ -474,6 +489,8 @@ class RootRanking:
             parts.append(f"path: {by_path[path][1]}")
         if path in scores.get("references", {}):
             parts.append("references")
+        if path in scores.get("history", {}):
+            parts.append("like past commits")
         age = ages.get(path)
         if age is not None:
             ago = "1 commit" if age == 1 else f"{age} commits"

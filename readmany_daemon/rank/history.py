@@ -1,0 +1,173 @@
+"""Past commits like the task: the files changed by the commits whose messages match the
+focus (part of the recency signal, from git's history).
+
+A task much like one done before touches the files its commit touched: the messages of
+the last ``HISTORY_COMMITS`` commits (merges left out), each with the files it changed
+(``git log --name-only --relative``), are searched by BM25 with SQLite FTS5 in memory
+(k1 = 1.2, b = 0.75, as FTS5's ``bm25()``). A file's score is the sum of the scores of
+the ``MATCHED_COMMITS`` best-matching commits that changed it (measured on 300 pytest
+tasks: bench/README.md "Focus").
+
+The table is made in a thread of its own, again when ``HEAD`` moves (asked with ``git
+rev-parse`` when the caller's key moves); a call waits for it at most ``WAIT_SECONDS``,
+and until it is made the table before (or none) answers. Outside git, without FTS5, or
+when git fails, there is no table and every call answers ``{}``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Hashable, Sequence
+from typing import Final
+
+from readmany_daemon.rules.git import GitCall
+
+__all__ = ["HISTORY_COMMITS", "MATCHED_COMMITS", "CommitHistory"]
+
+log = logging.getLogger(__name__)
+
+#: How many commits back (merges left out) the messages are searched.
+HISTORY_COMMITS: Final = 5000
+#: The best-matching commits whose files score.
+MATCHED_COMMITS: Final = 30
+#: A commit changing more files than this says nothing of a task (an import, a
+#: reformat, a rename of a folder): its files are left out.
+MAX_CHANGED: Final = 100
+#: The focus words asked of the messages (the first carry the task).
+MAX_WORDS: Final = 64
+#: How long a call waits for the table (seconds).
+WAIT_SECONDS: Final = 0.05
+
+
+def parse_log(out: bytes) -> list[tuple[str, list[str]]]:
+    """``[(message, [root-relative path, ...]), ...]`` newest first, from the output of
+    ``git log --format=format:%x1e%s%n%b%x1f --name-only -z``: each commit is a record
+    separator (0x1e), its message, a unit separator (0x1f), then its paths, each ended
+    by a NUL. A commit with more than ``MAX_CHANGED`` paths keeps its message and no
+    path."""
+    commits: list[tuple[str, list[str]]] = []
+    for record in out.split(b"\x1e")[1:]:
+        message, _, names = record.partition(b"\x1f")
+        paths = [os.fsdecode(n) for n in names.lstrip(b"\n").split(b"\0") if n.strip(b"\n")]
+        if len(paths) > MAX_CHANGED:
+            paths = []
+        commits.append((message.decode("utf-8", "replace"), paths))
+    return commits
+
+
+class CommitHistory:
+    """The searchable history of the git work tree holding ``root`` (absolute)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._key: Hashable = object()
+        self._lock = threading.Lock()
+        self._running: threading.Thread | None = None
+        #: ``(HEAD's commit id, the messages' table, each row's paths by rowid)``.
+        self._table: tuple[str, sqlite3.Connection, list[list[str]]] | None = None
+
+    def matches(self, key: Hashable, words: Sequence[str]) -> dict[str, float]:
+        """``{root-relative path: score}`` (> 0) for ``words`` (lower case, the focus's
+        search words): the sum, over the ``MATCHED_COMMITS`` commits whose messages
+        match ``words`` best, of each commit's BM25 score, for each file it changed.
+        ``key`` (the index's clock): when it moves, git is asked whether ``HEAD`` moved
+        (and the table made again); waits at most ``WAIT_SECONDS``. Never raises."""
+        with self._lock:
+            running = self._running
+            if key != self._key and running is None:
+                self._key = key
+                running = self._running = threading.Thread(
+                    target=self._refresh, name="readmany-history", daemon=True
+                )
+                running.start()
+        if running is not None:
+            running.join(WAIT_SECONDS)
+        with self._lock:
+            table = self._table
+            if table is None or not words:
+                return {}
+            _, db, paths = table
+            query = " OR ".join('"' + w.replace('"', '""') + '"' for w in words[:MAX_WORDS])
+            try:
+                rows = db.execute(
+                    "SELECT rowid, -bm25(messages) FROM messages WHERE messages MATCH ?"
+                    " ORDER BY bm25(messages) LIMIT ?",
+                    (query, MATCHED_COMMITS),
+                ).fetchall()
+            except sqlite3.Error as exc:  # a word FTS5 cannot parse: no history
+                log.debug("history search failed: %s", exc)
+                return {}
+        out: dict[str, float] = {}
+        for rowid, score in rows:
+            if score > 0:
+                for p in paths[rowid - 1]:
+                    out[p] = out.get(p, 0.0) + score
+        return out
+
+    def settle(self, timeout: float) -> None:
+        """Wait for the table in the making, at most ``timeout`` seconds."""
+        with self._lock:
+            running = self._running
+        if running is not None:
+            running.join(timeout)
+
+    def close(self) -> None:
+        """Drop the table (a running refresh finishes on its own)."""
+        with self._lock:
+            table, self._table = self._table, None
+        if table is not None:
+            table[1].close()
+
+    def _refresh(self) -> None:
+        try:
+            made = self._make()
+        except (sqlite3.Error, OSError, ValueError) as exc:
+            log.warning("no commit history for %s: %s", self.root, exc)
+            made = None
+        with self._lock:
+            old = self._table
+            if made is not None:
+                self._table = made
+            self._running = None
+        if made is not None and old is not None and old[1] is not made[1]:
+            old[1].close()
+
+    def _make(self) -> tuple[str, sqlite3.Connection, list[list[str]]] | None:
+        """The table for ``HEAD`` now: the one held when ``HEAD`` has not moved; None
+        outside git (or when git fails: the table held stays)."""
+        head = GitCall(["rev-parse", "--verify", "-q", "HEAD"], self.root).output()
+        if head is None:
+            return None
+        commit = head.decode("ascii", "replace").strip()
+        with self._lock:
+            held = self._table
+        if held is not None and held[0] == commit:
+            return held
+        out = GitCall(
+            [
+                "-c",
+                "core.quotepath=off",
+                "log",
+                f"-n{HISTORY_COMMITS}",
+                "--no-merges",
+                "--format=format:%x1e%s%n%b%x1f",
+                "--name-only",
+                "--relative",
+                "-z",
+                commit,
+            ],
+            self.root,
+        ).output()
+        if out is None:
+            return None
+        commits = parse_log(out)
+        db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        db.execute("CREATE VIRTUAL TABLE messages USING fts5(message)")
+        db.executemany(
+            "INSERT INTO messages(rowid, message) VALUES (?, ?)",
+            ((i, message) for i, (message, _) in enumerate(commits, 1)),
+        )
+        return commit, db, [paths for _, paths in commits]

@@ -1,0 +1,106 @@
+"""Past commits like the task (rank/history.py): the files changed by the commits whose
+messages match the focus, from a real git history, and their part in the ranking."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.rank import history
+from readmany_daemon.rank.history import CommitHistory, parse_log
+from readmany_daemon.settings import Settings
+from tests.helpers import git, write_tree
+
+PLAIN = "def helper():\n    return 1\n"
+
+
+def _commit(repo: Path, files: dict[str, str], message: str) -> None:
+    write_tree(repo, files)
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", message)
+
+
+def _settled(h: CommitHistory, key: object, words: list[str]) -> dict[str, float]:
+    h.matches(key, words)
+    h.settle(60)
+    return h.matches(key, words)
+
+
+def test_parse_log_reads_messages_and_paths_and_drops_the_paths_of_bulk_commits() -> None:
+    many = b"".join(b"f%d.py\0" % i for i in range(history.MAX_CHANGED + 1))
+    out = (
+        b"\x1eFix the fixture scope\n\nBody line\n\x1f\nsrc/a.py\0src/b c.py\0\0"
+        b"\x1eReformat everything\n\x1f\n" + many + b"\0"
+        b"\x1eEmpty commit\n\x1f"
+    )
+    got = parse_log(out)
+    assert got[0] == ("Fix the fixture scope\n\nBody line\n", ["src/a.py", "src/b c.py"])
+    assert got[1] == ("Reformat everything\n", [])
+    assert got[2] == ("Empty commit\n", [])
+
+
+def test_files_of_the_commits_whose_messages_match_score_root_relative(repo: Path) -> None:
+    _commit(repo, {"pkg/fixtures.py": PLAIN, "pkg/other.py": PLAIN}, "Initial import")
+    _commit(repo, {"pkg/fixtures.py": PLAIN + "# 1\n"}, "Fix the fixture scope crash")
+    _commit(repo, {"pkg/other.py": PLAIN + "# 2\n"}, "Speed up the terminal writer")
+    _commit(repo, {"docs.txt": "x\n"}, "Document the fixture scope")
+    h = CommitHistory(str(repo / "pkg"))
+    try:
+        got = _settled(h, 1, ["fixture", "scope", "crash"])
+        # root-relative; the docs commit's file is outside the root: not listed
+        assert set(got) == {"fixtures.py"}
+        assert got["fixtures.py"] > 0
+        assert _settled(h, 1, ["terminal"]).keys() == {"other.py"}
+        assert h.matches(1, []) == {}
+        assert h.matches(1, ["nowhere"]) == {}
+    finally:
+        h.close()
+
+
+def test_a_new_commit_is_searched_once_the_key_moves(repo: Path) -> None:
+    _commit(repo, {"a.py": PLAIN, "b.py": PLAIN}, "Initial import")
+    h = CommitHistory(str(repo))
+    try:
+        assert _settled(h, 1, ["parametrize"]) == {}
+        _commit(repo, {"b.py": PLAIN + "# ids\n"}, "Allow callable ids in parametrize")
+        assert _settled(h, 1, ["parametrize"]) == {}  # the same key: not asked again
+        assert set(_settled(h, 2, ["parametrize"])) == {"b.py"}
+    finally:
+        h.close()
+
+
+def test_outside_git_there_is_no_history(tmp_path: Path, git_env: Path) -> None:
+    write_tree(tmp_path, {"a.py": PLAIN})
+    h = CommitHistory(str(tmp_path))
+    assert _settled(h, 1, ["helper"]) == {}
+
+
+def test_a_file_a_matching_past_commit_changed_ranks_first_and_says_so(repo: Path) -> None:
+    # three files alike for every other signal; the history tells them apart
+    same = "def run(items):\n    return [i for i in items]\n"
+    _commit(repo, {"a.py": same, "b.py": same, "c.py": same}, "Initial import")
+    _commit(repo, {"b.py": same + "# ok\n"}, "Warn when a marker is applied to a fixture")
+    for n in range(31):  # older than the recency signal's window
+        _commit(repo, {"c.py": same + f"# {n}\n"}, f"Tidy number {n}")
+    ws = Workspace.open(str(repo), Settings())
+    ws.rank_file = str(repo.parent / "cache" / "index-0123456789abcdef0123456789abcdef.rank")
+    ranking = ws.ranking
+    try:
+        assert ranking.history is not None
+        focus = "marker applied to a fixture now warns"
+        ranking.rank(["a.py", "b.py", "c.py"], focus, [])
+        ranking.history.settle(60)
+        ranking.recency.settle(60)
+        got = ranking.rank(["a.py", "b.py", "c.py"], focus, [])
+        assert got.order[0] == "b.py"
+        assert "like past commits" in got.why["b.py"]
+        assert "like past commits" not in got.why["a.py"]
+        assert "recency" in got.signals
+    finally:
+        ranking.close()
+
+
+def test_ranking_index_off_asks_no_history(repo: Path) -> None:
+    _commit(repo, {"a.py": PLAIN}, "Initial import")
+    ws = Workspace.open(str(repo), Settings(ranking_index="off"))
+    assert ws.ranking.history is None
