@@ -295,6 +295,7 @@ def search_weights(kept: list[tuple[list[str], list[str], dict[str, int], Any]])
         "names": (0.4, 0.6, 0.8, 1.0),
         "references": (0.0, 0.1, 0.3),
         "recency": (0.0, 0.1, 0.2, 0.4),
+        "history": (0.0, 0.2, 0.4, 0.6),
         "size": (0.0, 0.05, 0.1, 0.2),
     }
     results = []

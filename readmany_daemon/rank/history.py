@@ -4,9 +4,10 @@ focus (part of the recency signal, from git's history).
 A task much like one done before touches the files its commit touched: the messages of
 the last ``HISTORY_COMMITS`` commits (merges left out), each with the files it changed
 (``git log --name-only --relative``), are searched by BM25 with SQLite FTS5 in memory
-(k1 = 1.2, b = 0.75, as FTS5's ``bm25()``). A file's score is the sum of the scores of
-the ``MATCHED_COMMITS`` best-matching commits that changed it (measured on 300 pytest
-tasks: bench/README.md "Focus").
+(k1 = 1.2, b = 0.75, as FTS5's ``bm25()``). A file's score is the sum, over the
+``MATCHED_COMMITS`` best-matching commits that changed it, of each one's score divided
+by the square root of the number of files it changed (``FILES_EXPONENT``; chosen on
+pytest, pip and attrs tasks: bench/README.md "Focus").
 
 The table is made in a thread of its own, again when ``HEAD`` moves (asked with ``git
 rev-parse`` when the caller's key moves); a call waits for it at most ``WAIT_SECONDS``,
@@ -32,10 +33,13 @@ log = logging.getLogger(__name__)
 #: How many commits back (merges left out) the messages are searched.
 HISTORY_COMMITS: Final = 5000
 #: The best-matching commits whose files score.
-MATCHED_COMMITS: Final = 30
+MATCHED_COMMITS: Final = 50
 #: A commit changing more files than this says nothing of a task (an import, a
 #: reformat, a rename of a folder): its files are left out.
 MAX_CHANGED: Final = 100
+#: A commit's score is shared among the files it changed: divided by their number to
+#: this power (a commit of one file says more of it than a commit of twenty).
+FILES_EXPONENT: Final = 0.5
 #: The focus words asked of the messages (the first carry the task).
 MAX_WORDS: Final = 64
 #: How long a call waits for the table (seconds).
@@ -72,7 +76,8 @@ class CommitHistory:
     def matches(self, key: Hashable, words: Sequence[str]) -> dict[str, float]:
         """``{root-relative path: score}`` (> 0) for ``words`` (lower case, the focus's
         search words): the sum, over the ``MATCHED_COMMITS`` commits whose messages
-        match ``words`` best, of each commit's BM25 score, for each file it changed.
+        match ``words`` best, of each commit's BM25 score divided by (the number of
+        files it changed) ** ``FILES_EXPONENT``, for each file it changed.
         ``key`` (the index's clock): when it moves, git is asked whether ``HEAD`` moved
         (and the table made again); waits at most ``WAIT_SECONDS``. Never raises."""
         with self._lock:
@@ -102,9 +107,11 @@ class CommitHistory:
                 return {}
         out: dict[str, float] = {}
         for rowid, score in rows:
-            if score > 0:
-                for p in paths[rowid - 1]:
-                    out[p] = out.get(p, 0.0) + score
+            changed = paths[rowid - 1]
+            if score > 0 and changed:
+                share = score / len(changed) ** FILES_EXPONENT
+                for p in changed:
+                    out[p] = out.get(p, 0.0) + share
         return out
 
     def settle(self, timeout: float) -> None:

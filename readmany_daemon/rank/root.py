@@ -64,7 +64,7 @@ WEIGHTS: Final[Mapping[str, float]] = {
     "names": 0.6,
     "references": 0.1,
     "recency": 0.2,
-    "history": 0.3,
+    "history": 0.4,
 }
 #: Within content: the weight of the BM25 of the focus's code identifiers
 #: (``words.focus_identifiers``) beside that of all its words (1).

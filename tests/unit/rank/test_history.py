@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.rank import history
 from readmany_daemon.rank.history import CommitHistory, parse_log
@@ -53,6 +55,21 @@ def test_files_of_the_commits_whose_messages_match_score_root_relative(repo: Pat
         assert _settled(h, 1, ["terminal"]).keys() == {"other.py"}
         assert h.matches(1, []) == {}
         assert h.matches(1, ["nowhere"]) == {}
+    finally:
+        h.close()
+
+
+def test_a_commit_of_many_files_says_less_of_each(repo: Path) -> None:
+    files = {f"{n}.py": PLAIN for n in "abcd"}
+    _commit(repo, {**files, "e.py": PLAIN}, "Initial import")
+    _commit(repo, {f"{n}.py": PLAIN + "# x\n" for n in "abcd"}, "Rename the tmpdir fixture")
+    _commit(repo, {"e.py": PLAIN + "# y\n"}, "Rename the tmpdir fixture")
+    h = CommitHistory(str(repo))
+    try:
+        got = _settled(h, 1, ["tmpdir"])
+        # the same message: the one file of its commit gets sqrt(4) times as much
+        assert got["e.py"] == pytest.approx(got["a.py"] * 4**history.FILES_EXPONENT)
+        assert history.FILES_EXPONENT > 0
     finally:
         h.close()
 
