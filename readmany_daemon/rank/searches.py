@@ -1,5 +1,6 @@
-"""A full-text query's rows made from the rows of its phrases, each phrase's kept while
-the index stays as it was (``FullText.search_all``).
+"""A full-text search's FTS5 statements, and what the index keeps of its searches while
+it stays as it was (:class:`Kept`): a search of few postings is made from the rows of its
+phrases, each phrase's kept (``FullText.search_all``).
 
 Why it gives the very rows of the query: FTS5's ``bm25()`` of a row for an ``OR`` query
 of phrases (``fts5_aux.c``, ``fts5Bm25Function``) is ``-(0.0 + t_1 + t_2 + ...)``
