@@ -14,8 +14,13 @@ alternates, ``--runs`` times on one connection, four ``readMany/read`` requests 
 with a ~300-character focus not asked before (``FOCUS_300`` and the name of another
 module of the tree in backquotes each round, so that each of its three full-text
 queries is new: the index's searches are kept while the index stays, so a focus asked
-again costs less than a new one). Reports each one's median milliseconds (client clock,
-request to parsed answer), the focused ones' medians minus the unfocused one's, and the
+again costs less than a new one; and the rows of each word's phrase are kept too, so
+that one new word costs its own rows only). Then ``--runs`` rounds of their own (their
+searches would push the others' out of those the index keeps): a read without focus and
+one with another ~300-character text each round (the first 300 characters of a module
+docstring of the tree: most of its words not asked before, and mostly other files
+ranked first). Reports each one's median milliseconds (client clock, request to parsed
+answer), the focused ones' medians minus the unfocused one's, and the
 median of each round's own difference (``paired``: the focused read minus the unfocused
 one just before it, so that a burst of load from other processes weighs on both sides
 of a difference): the issue's bounds are <= 30 ms (300 characters) and <= 100 ms
@@ -27,6 +32,7 @@ every file. Writes ``bench/results/focus_read-latest.json``.
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import shutil
 import statistics
@@ -77,6 +83,29 @@ def _new_words(tree: str, n: int) -> list[str]:
     return list(out)[:n]
 
 
+def _new_texts(tree: str, n: int, chars: int = 300) -> list[str]:
+    """``n`` distinct texts of ``chars`` characters from ``tree``: the module docstrings
+    (whitespace collapsed) of its ``.py`` files that are at least that long, in walk
+    order."""
+    out: dict[str, None] = {}
+    for folder, dirs, names in os.walk(tree):
+        dirs.sort()
+        for name in sorted(names):
+            if not name.endswith(".py"):
+                continue
+            try:
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    doc = ast.get_docstring(ast.parse(f.read())) or ""
+            except (OSError, SyntaxError, ValueError):
+                continue
+            text = " ".join(doc.split())
+            if len(text) >= chars:
+                out.setdefault(text[:chars], None)
+            if len(out) >= n:
+                return list(out)
+    raise RuntimeError(f"{tree}: fewer than {n} module docstrings of {chars} characters")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", required=True)
@@ -88,7 +117,9 @@ def main() -> int:
     tree = os.path.realpath(args.tree)
     cases = {"no focus": None, "focus ~300 chars": FOCUS_300, "focus 2,000 chars": _focus_2000()}
     fresh = iter(_new_words(tree, args.runs + 2))
+    texts = iter(_new_texts(tree, args.runs + 1))
     new = "focus ~300 chars, new each read"
+    other = "another ~300-char text each read"
     with private_home("rmfr") as home:
         if args.reuse:
             environ = {"XDG_CACHE_HOME": str(home / "cache"), "HOME": str(home)}
@@ -123,12 +154,23 @@ def main() -> int:
                         t = time.perf_counter()
                         client.request("readMany/read", _params(focus, args.glob))
                         times[name].append(time.perf_counter() - t)
+                # then rounds of their own (their searches would push the others' out
+                # of those the index keeps): no focus, then another text
+                beside: dict[str, list[float]] = {"no focus": [], other: []}
+                client.request("readMany/read", _params(next(texts), args.glob))
+                for _ in range(args.runs):
+                    for name, focus in (("no focus", None), (other, next(texts))):
+                        t = time.perf_counter()
+                        client.request("readMany/read", _params(focus, args.glob))
+                        beside[name].append(time.perf_counter() - t)
             finally:
                 client.exit()
-    plain = times["no focus"]
-    base = statistics.median(plain)
     rows = []
-    for name, ts in times.items():
+    for name, ts, plain in [
+        *((name, ts, times["no focus"]) for name, ts in times.items()),
+        (other, beside[other], beside["no focus"]),
+    ]:
+        base = statistics.median(plain)
         med = statistics.median(ts)
         paired = statistics.median(t - p for t, p in zip(ts, plain, strict=True))
         focused = name != "no focus"

@@ -15,7 +15,8 @@ twice: ``words.path_text``), ``body`` the file's text as the engine would show i
 ``MAX_INDEX_CHARS`` characters. Mode 0600 in a 0700 folder; never inside the workspace.
 Thread-safe (one connection behind a lock); a write another process holds is waited for
 at most ``BUSY_MS``, then skipped (the file stays pending). The rows of the last few
-searches are kept until the index changes (``SEARCHES_KEPT``).
+searches, and of their phrases (``rank/searches.py``), are kept until the index changes
+(``searches.Kept``).
 """
 
 from __future__ import annotations
@@ -28,10 +29,22 @@ import re
 import sqlite3
 import threading
 import weakref
-from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
+from readmany_daemon.rank.searches import (
+    Job,
+    Kept,
+    Plan,
+    Rows,
+    Searched,
+    chunks,
+    halves,
+    merged,
+    quote,
+    run_jobs,
+    with_paths,
+)
 from readmany_daemon.rank.words import path_text
 
 __all__ = ["BUSY_MS", "MAX_INDEX_CHARS", "RANK_SUFFIX", "FullText", "fts5_available", "rank_path"]
@@ -64,10 +77,11 @@ MIN_WORDS: Final = 3
 HOLDING_CHARS: Final = 200_000
 #: Words whose file counts are kept between writes.
 DF_KEPT: Final = 10_000
-#: Searches (query, limit) whose rows are kept until the index changes (``search_all``):
-#: the pages of one focused read and reads of other globs with the same focus ask the
-#: same three queries again; at most 2,000 rows each.
-SEARCHES_KEPT: Final = 6
+#: A search whose words the index's files hold at most this many times in all (their
+#: ``counts``) is made from its phrases' rows, kept between searches
+#: (``rank/searches.py``: the same rows); more, by FTS5's one query (reading every row
+#: into Python would cost more than it saves).
+PHRASE_POSTINGS: Final = 2 * POSTINGS_BUDGET
 
 #: A token as the ``unicode61`` tokenizer makes them: a run of letters and digits.
 _TOKEN: Final = re.compile(r"[^\W_]+")
@@ -110,32 +124,9 @@ def _holds(text: str, word: str) -> bool:
     return False
 
 
-def _chunks(items: Sequence[str], size: int = 500) -> Iterator[Sequence[str]]:
-    """``items`` in slices of at most ``size`` (SQLite's bound parameters per query)."""
-    for at in range(0, len(items), size):
-        yield items[at : at + size]
-
-
-def _quote(word: str) -> str:
-    return '"' + word.replace('"', '""') + '"'
-
-
 def _close_all(db: sqlite3.Connection, readers: list[sqlite3.Connection]) -> None:
     for each in (db, *readers):
         each.close()
-
-
-def _rows(db: sqlite3.Connection, query: str, limit: int) -> list[tuple[str, float]]:
-    """The best ``limit`` ``(path, score)`` of FTS5 ``query`` on ``db``, best first."""
-    # the best ``limit`` first, then their paths: a path looked up per match cost ~10 %
-    # more at 100,000 files (bench/README.md "Focus")
-    rows = db.execute(
-        "SELECT f.path, s FROM (SELECT rowid AS r, -bm25(docs) AS s FROM docs"
-        " WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT ?)"
-        " JOIN files f ON f.id = r ORDER BY s DESC",
-        (query, limit),
-    ).fetchall()
-    return [(p, float(s)) for p, s in rows]
 
 
 class FullText:
@@ -186,10 +177,10 @@ class FullText:
         self._count = int(db.execute("SELECT count(*) FROM files").fetchone()[0])
         #: Files holding each word asked (``informative``), until this connection writes.
         self._df: dict[str, int] = {}
-        #: Rows of the last searches by (query, limit), valid while ``_generation`` stays
-        #: (``_current``): this connection's writes and other connections' commits
-        #: (``PRAGMA data_version``) move it.
-        self._searches: OrderedDict[tuple[str, int], list[tuple[str, float]]] = OrderedDict()
+        #: Rows of the last searches and phrases, paths of rowids, valid while
+        #: ``_generation`` stays (``_current``): this connection's writes and other
+        #: connections' commits (``PRAGMA data_version``) move it.
+        self._kept = Kept()
         self._generation = 0
         self._data_version: int | None = None
 
@@ -250,7 +241,7 @@ class FullText:
                 # the rows the paths hold now, one query a chunk (none on a first build)
                 old = [
                     i
-                    for chunk in _chunks([*drops, *(p for p, _, _ in puts)])
+                    for chunk in chunks([*drops, *(p for p, _, _ in puts)])
                     for _, i in self._marks_ids(chunk)
                 ]
                 if old:
@@ -278,7 +269,7 @@ class FullText:
             self._count += len(puts) - removed
             self._df.clear()
             self._generation += 1
-            self._searches.clear()
+            self._kept.clear()
             return True
 
     def search(
@@ -294,33 +285,62 @@ class FullText:
         self, asks: Sequence[tuple[Sequence[str], int, str]]
     ) -> list[list[tuple[str, float]]]:
         """``[search(words, limit, column) for words, limit, column in asks]``, the
-        queries run at once: the first on this connection in the caller's thread, the
-        others on a read connection in one helper thread (SQLite lets go of the GIL
-        while FTS5 scores postings, so two cores score two queries; a file index only,
-        an in-memory one runs them in turn). Each query sees the last committed state.
-        The rows of the last ``SEARCHES_KEPT`` queries are kept and given again while
-        the index stays as it was (no write here, no commit by another connection):
-        the same rows the query would give."""
+        queries run at once: about half of the FTS5 work on this connection in the
+        caller's thread, the rest on a read connection in one helper thread (SQLite lets
+        go of the GIL while FTS5 scores, so two cores score two queries; a file index
+        only, an in-memory one runs them in turn). Each query sees the last committed
+        state. The rows of the last ``searches.SEARCHES_KEPT`` queries are kept and given again
+        while the index stays as it was (no write here, no commit by another
+        connection): the same rows the query would give. A query of few postings
+        (``PHRASE_POSTINGS``) is made from the rows of its words' phrases, which are
+        kept the same way (``rank/searches.py``, the same rows): a focus sharing words
+        with one asked before has only its new words searched."""
         out: list[list[tuple[str, float]]] = [[] for _ in asks]
-        todo: list[tuple[int, str, int]] = []
-        queries = [
-            (i, self._query(words, column), limit) for i, (words, limit, column) in enumerate(asks)
+        todo: list[tuple[int, Plan]] = []
+        have: dict[str, Rows] = {}
+        plans = [
+            (i, limit, self._plan(words, column)) for i, (words, limit, column) in enumerate(asks)
         ]
         with self._lock:
             generation = self._current()
-            for i, query, limit in queries:
-                if query is None:
+            for i, limit, plan in plans:
+                if plan is None:
                     continue
-                kept = self._searches.get((query, limit))
+                kept = self._kept.search((plan.query, limit))
                 if kept is not None:  # the same query on the same index: its rows
-                    self._searches.move_to_end((query, limit))
-                    out[i] = list(kept)
-                else:
-                    todo.append((i, query, limit))
+                    out[i] = kept
+                    continue
+                plan.limit = limit
+                todo.append((i, plan))
+                for phrase, _ in plan.phrases or ():
+                    got = self._kept.phrases.get(phrase)
+                    if got is not None:
+                        have[phrase] = got
         if todo:
-            self._run(todo, out)
-            self._keep(generation, [(q, n, out[i]) for i, q, n in todo])
+            fresh = self._run([plan for _, plan in todo], have)
+            for (i, _), rows in zip(todo, fresh, strict=True):
+                out[i] = rows
+            self._keep(
+                generation,
+                [(plan.query, plan.limit, out[i]) for i, plan in todo],
+                have,
+            )
         return out
+
+    def _plan(self, words: Sequence[str], column: str) -> Plan | None:
+        """How ``words`` are searched in ``column``: the FTS5 query of their informative
+        ones and the files holding them (their ``counts``), and, when those add up to at
+        most ``PHRASE_POSTINGS``, each word's own query (its phrase) with its files;
+        None: no informative word."""
+        kept = self.informative(words)
+        if not kept:
+            return None
+        df = self.counts(kept)
+        query = "{" + column + "} : (" + " OR ".join(quote(w) for w in kept) + ")"
+        postings = sum(df[w] for w in kept)
+        if postings > PHRASE_POSTINGS:
+            return Plan(query, postings, None)
+        return Plan(query, postings, [("{" + column + "} : " + quote(w), df[w]) for w in kept])
 
     def _current(self) -> int:
         """The index's generation now (the lock held): moved, the kept searches and
@@ -333,47 +353,67 @@ class FullText:
                 self._df.clear()
             self._data_version = version
             self._generation += 1
-            self._searches.clear()
+            self._kept.clear()
         return self._generation
 
     def _keep(
-        self, generation: int, rows: Sequence[tuple[str, int, list[tuple[str, float]]]]
+        self,
+        generation: int,
+        rows: Sequence[tuple[str, int, list[tuple[str, float]]]],
+        phrases: Mapping[str, Rows],
     ) -> None:
-        """Keep the rows of searches run at ``generation``, unless the index changed
-        meanwhile (then they may be of either state: not kept)."""
+        """Keep the rows of searches and ``phrases`` run at ``generation``, unless the
+        index changed meanwhile (then they may be of either state: not kept)."""
         with self._lock:
-            if self._closed or self._current() != generation:
-                return
-            for query, limit, got in rows:
-                self._searches[(query, limit)] = list(got)
-            while len(self._searches) > SEARCHES_KEPT:
-                self._searches.popitem(last=False)
+            if not self._closed and self._current() == generation:
+                self._kept.keep(rows, phrases)
 
-    def _run(
-        self, todo: Sequence[tuple[int, str, int]], out: list[list[tuple[str, float]]]
-    ) -> None:
-        """Run the queries of ``todo`` (``(index in out, query, limit)``) into ``out``."""
-        pool = self._search_pool() if len(todo) > 1 and self.path is not None else None
-        futures = []
-        here = todo
-        if pool is not None:
+    def _run(self, plans: Sequence[Plan], have: dict[str, Rows]) -> list[list[tuple[str, float]]]:
+        """The rows of each of ``plans``: the phrases not in ``have`` (added to it) and
+        the one queries of the plans without phrases asked of FTS5, in two halves of
+        about the same postings when there are several (one in this thread, one in the
+        search thread), then each phrased plan's rows merged (``searches.merged``)."""
+        jobs: dict[Job, int] = {}  # -> postings
+        for plan in plans:
+            if plan.phrases is None:
+                jobs[(plan.query, plan.limit)] = plan.postings
+            else:
+                jobs.update(((p, 0), n) for p, n in plan.phrases if p not in have)
+        searched = self._fetch(jobs, have)
+        best = [
+            merged([have[p] for p, _ in plan.phrases], plan.limit) if plan.phrases else ([], [])
+            for plan in plans
+        ]
+        with self._lock:
+            paths = self._kept.paths(self._db, [r for ids, _ in best for r in ids])
+            return [
+                searched[(plan.query, plan.limit)]
+                if plan.phrases is None
+                else with_paths(paths, ids, scores)
+                for plan, (ids, scores) in zip(plans, best, strict=True)
+            ]
+
+    def _fetch(self, jobs: Mapping[Job, int], phrases: dict[str, Rows]) -> Searched:
+        """Ask FTS5 each of ``jobs`` (``searches.run_jobs``; the value: its postings), in
+        two halves of about the same postings (``searches.halves``), one here and one in
+        the search thread when there are several and the index is a file; the phrases'
+        rows are put in ``phrases``, the searches' returned."""
+        pool = self._search_pool() if len(jobs) > 1 and self.path is not None else None
+        here, there = halves(jobs, pool is not None)
+        future = None
+        if there and pool is not None:
             try:
-                futures = [(i, pool.submit(self._read_rows, q, n)) for i, q, n in todo[1:]]
-                here = todo[:1]
+                future = pool.submit(self._read_jobs, there)
             except RuntimeError:  # closed meanwhile: in turn, here
-                futures = []
-        for i, query, limit in here:
-            with self._lock:
-                out[i] = _rows(self._db, query, limit)
-        for i, future in futures:
-            out[i] = future.result()
-
-    def _query(self, words: Sequence[str], column: str) -> str | None:
-        """The FTS5 query of ``words``' informative ones in ``column``; None: none."""
-        kept = self.informative(words)
-        if not kept:
-            return None
-        return "{" + column + "} : (" + " OR ".join(_quote(w) for w in kept) + ")"
+                here, there = [*here, *there], []
+        with self._lock:
+            searched, rows_of = run_jobs(self._db, here)
+        phrases.update(rows_of)
+        if future is not None:
+            more, rows_of = future.result()
+            searched.update(more)
+            phrases.update(rows_of)
+        return searched
 
     def _search_pool(self) -> concurrent.futures.ThreadPoolExecutor | None:
         with self._lock:
@@ -385,8 +425,8 @@ class FullText:
                 )
             return self._pool
 
-    def _read_rows(self, query: str, limit: int) -> list[tuple[str, float]]:
-        """``query``'s rows on the helper thread's own read connection."""
+    def _read_jobs(self, jobs: Sequence[Job]) -> tuple[Searched, dict[str, Rows]]:
+        """``jobs`` (``searches.run_jobs``) on the helper thread's own read connection."""
         reader = getattr(self._local, "db", None)
         if reader is None:
             assert self.path is not None
@@ -397,7 +437,7 @@ class FullText:
             self._local.db = reader
             with self._lock:
                 self._readers.append(reader)
-        return _rows(reader, query, limit)
+        return run_jobs(reader, jobs)
 
     def informative(self, words: Sequence[str]) -> list[str]:
         """``words`` that some indexed file holds and at most ``COMMON_SHARE`` of them,
@@ -447,7 +487,7 @@ class FullText:
         the whole index's statistics (``rank.stats`` computes it again with the
         candidates'). FTS5 reads the word's postings, the caller bounds the words asked
         by their ``counts``; only the files of ``ids`` are scored."""
-        query = "{" + column + "} : " + _quote(word)
+        query = "{" + column + "} : " + quote(word)
         with self._lock:
             held = int(
                 self._db.execute(
@@ -476,7 +516,7 @@ class FullText:
         tokens, SQLite varints), what ``bm25()`` takes a row's length from."""
         out: list[tuple[str, int, bytes]] = []
         with self._lock:
-            for chunk in _chunks(paths):
+            for chunk in chunks(paths):
                 q = (
                     "SELECT f.path, f.id, z.sz FROM files f JOIN docs_docsize z ON z.id = f.id"
                     " WHERE f.path IN ({})".format(",".join("?" * len(chunk)))
