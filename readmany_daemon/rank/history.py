@@ -2,9 +2,10 @@
 focus (part of the recency signal, from git's history).
 
 A task much like one done before touches the files its commit touched: the messages of
-the last ``HISTORY_COMMITS`` commits (merges left out), each with the files it changed
-(``git log --name-only --relative``), are searched by BM25 with SQLite FTS5 in memory
-(k1 = 1.2, b = 0.75, as FTS5's ``bm25()``). A file's score is the sum, over the
+the last ``HISTORY_COMMITS`` commits that changed a file under the root (merges left
+out), each with the files it changed there (``git log --name-only --relative -- .``),
+are searched by BM25 with SQLite FTS5 in memory (k1 = 1.2, b = 0.75, as FTS5's
+``bm25()``). A file's score is the sum, over the
 ``MATCHED_COMMITS`` best-matching commits that changed it, of each one's score divided
 by the square root of the number of files it changed (``FILES_EXPONENT``; chosen on
 pytest, pip and attrs tasks: bench/README.md "Focus").
@@ -165,6 +166,8 @@ class CommitHistory:
                 "--relative",
                 "-z",
                 commit,
+                "--",
+                ".",
             ],
             self.root,
         ).output()
