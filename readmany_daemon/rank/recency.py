@@ -1,8 +1,10 @@
 """The recency signal: files changed in the working tree, or in the last commits.
 
 Asked of git itself (``git status --porcelain``, ``git log --name-only``), three calls
-started together in a thread of their own; remembered per key (the index's clock: a
-commit, a checkout and a write each move it). A call waits for git at most
+started together in a thread of their own; remembered per key (``RootRanking`` gives the
+index's clock, which a write moves, with :func:`git_stamp`, which a commit, a checkout,
+a reset and staging move: they write only under ``.git``, which the index does not
+list). A call waits for git at most
 ``WAIT_SECONDS`` (``git status`` takes seconds on a 100,000-file tree); until git answers,
 the answer before stands (the files the index reported changed since count as changed
 in the working tree: ``RootRanking`` adds them).
@@ -15,9 +17,9 @@ import threading
 from collections.abc import Hashable
 from typing import Final
 
-from readmany_daemon.rules.git import GitCall
+from readmany_daemon.rules.git import GitCall, RepoLocation
 
-__all__ = ["RECENT_COMMITS", "WAIT_SECONDS", "Recency"]
+__all__ = ["RECENT_COMMITS", "WAIT_SECONDS", "Recency", "git_stamp"]
 
 #: How many commits back a change still counts.
 RECENT_COMMITS: Final = 30
@@ -26,6 +28,38 @@ RECENT_COMMITS: Final = 30
 MAX_CHANGED: Final = 500
 #: How long a call waits for git (seconds).
 WAIT_SECONDS: Final = 0.05
+
+
+def git_stamp(location: RepoLocation | None) -> tuple[int, ...]:
+    """What moves when git's ``HEAD``, its reflog, its index or the branch ``HEAD`` names
+    change (a commit, a checkout, a reset, a merge, ``git add``): the ``(mtime_ns, size,
+    inode)`` of each of those files of ``location`` (0s for one missing; a packed branch
+    counts as missing), without calling git. ``()`` outside git."""
+    if location is None:
+        return ()
+    names = [
+        os.path.join(location.gitdir, "HEAD"),
+        os.path.join(location.gitdir, "logs", "HEAD"),
+        os.path.join(location.gitdir, "index"),
+    ]
+    try:
+        with open(names[0], "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        head = b""
+    if head.startswith(b"ref: "):
+        ref = os.fsdecode(head[5:].strip())
+        if ref.startswith("refs/") and ".." not in ref.split("/"):
+            names.append(os.path.join(location.commondir, ref))
+    out: list[int] = []
+    for name in names:
+        try:
+            st = os.stat(name)
+        except OSError:
+            out.extend((0, 0, 0))
+        else:
+            out.extend((st.st_mtime_ns, st.st_size, st.st_ino))
+    return tuple(out)
 
 
 class Recency:

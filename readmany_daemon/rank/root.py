@@ -37,7 +37,7 @@ import sqlite3
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final
+from typing import Final, Literal
 
 from readmany_daemon.content.outline import OutlineCache, Tags, tags
 from readmany_daemon.index.model import Index
@@ -47,10 +47,11 @@ from readmany_daemon.rank.history import CommitHistory
 from readmany_daemon.rank.keeper import IndexKeeper, mark_of, read_text
 from readmany_daemon.rank.names import path_scores
 from readmany_daemon.rank.ordered import LazyWhy, with_tail
-from readmany_daemon.rank.recency import Recency
+from readmany_daemon.rank.recency import Recency, git_stamp
 from readmany_daemon.rank.references import pagerank
 from readmany_daemon.rank.stats import search_candidates
 from readmany_daemon.rank.words import focus_identifiers, focus_words
+from readmany_daemon.rules.git import RepoLocation, repo_location
 
 __all__ = ["MODES", "SIZE_EXPONENT", "WEIGHTS", "RootRanking", "normalized"]
 
@@ -219,6 +220,8 @@ class RootRanking:
         self._outlines = outlines if outlines is not None else OutlineCache()
         self._tags: OrderedDict[tuple[str, str], Tags] = OrderedDict()
         self.recency = Recency(root)
+        #: The repository holding the root (``_git_location``; False: not looked for).
+        self._location: RepoLocation | Literal[False] | None = False
         #: Past commits like the task (part of recency; not with ``rankingIndex: "off"``).
         self.history: CommitHistory | None = None
         #: Files the index reported changed, with the index's clock (generation) of the
@@ -300,18 +303,21 @@ class RootRanking:
         else:
             scores["names"] = {p: s for p, (s, _) in path_scores(candidates, words).items()}
         signals.append("names")
-        ages = dict(self.recency.ages(index.clock))
+        # git's answers are asked again when the index's clock or git's own files move
+        # (a commit writes under .git only)
+        key = (index.clock, git_stamp(self._git_location()))
+        ages = dict(self.recency.ages(key))
         answered = self.recency.answered
-        if isinstance(answered, int) and self._touched:  # git's answer holds those
+        if isinstance(answered, tuple) and self._touched:  # git's answer holds those
             # changes (or they were undone since): theirs stands
-            self._touched = {p: g for p, g in self._touched.items() if g > answered}
+            self._touched = {p: g for p, g in self._touched.items() if g > answered[0]}
         for rel in self._touched:
             ages[rel] = 0
         if ages:
             scores["recency"] = {p: 1.0 / (1 + a) for p, a in ages.items() if p in cand}
             signals.append("recency")
         if self.history is not None:
-            past = {p: s for p, s in self.history.matches(index.clock, words).items() if p in cand}
+            past = {p: s for p, s in self.history.matches(key, words).items() if p in cand}
             if past:
                 scores["history"] = past
                 if "recency" not in signals:
@@ -364,6 +370,13 @@ class RootRanking:
         )
         ordered = tuple(s for s in SIGNALS if s in signals)
         return Ranked(order, why, ordered, indexed, pending, places)
+
+    def _git_location(self) -> RepoLocation | None:
+        """The repository holding the root (looked for once; None outside git)."""
+        location = self._location
+        if location is False:
+            location = self._location = repo_location(self.root)
+        return location
 
     def _positions(self, candidates: Sequence[str]) -> dict[str, int]:
         """``{candidate: 0-based place}``, kept for the next call with the same list."""

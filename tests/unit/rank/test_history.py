@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.index.records import CONTENT, ENTRY
 from readmany_daemon.rank import history
 from readmany_daemon.rank.history import CommitHistory, parse_log
 from readmany_daemon.settings import Settings
@@ -113,6 +114,36 @@ def test_a_file_a_matching_past_commit_changed_ranks_first_and_says_so(repo: Pat
         assert "like past commits" in got.why["b.py"]
         assert "like past commits" not in got.why["a.py"]
         assert "recency" in got.signals
+    finally:
+        ranking.close()
+
+
+def test_a_commit_is_seen_by_the_next_rank_though_no_listed_file_moved(repo: Path) -> None:
+    same = "def run(items):\n    return [i for i in items]\n"
+    _commit(repo, {"a.py": same, "b.py": same}, "Initial import")
+    write_tree(repo, {"b.py": same + "# z\n"})
+    ws = Workspace.open(str(repo), Settings())
+    ws.rank_file = str(repo.parent / "cache" / "index-0123456789abcdef0123456789abcdef.rank")
+    ws.index.apply([("b.py", ENTRY | CONTENT)])  # reported as the watcher would
+    ranking = ws.ranking
+    focus = "teach the zeppelin parser"
+    try:
+        assert ranking.history is not None
+        ranking.rank(["a.py", "b.py"], focus, [])
+        ranking.history.settle(60)
+        ranking.recency.settle(60)
+        assert ranking.rank(["a.py", "b.py"], focus, []).why["b.py"] == "changed in work tree"
+        clock = ws.index.clock
+        git(repo, "commit", "-qam", "Teach the zeppelin parser")  # only .git/ is written
+        assert ws.index.clock == clock
+        for _ in range(5):  # git asked again, once per key
+            got = ranking.rank(["a.py", "b.py"], focus, [])
+            ranking.history.settle(60)
+            ranking.recency.settle(60)
+            if "like past commits" in got.why["b.py"]:
+                break
+        got = ranking.rank(["a.py", "b.py"], focus, [])
+        assert got.why["b.py"] == "like past commits; changed 1 commit ago"
     finally:
         ranking.close()
 
