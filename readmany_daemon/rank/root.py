@@ -284,7 +284,8 @@ class RootRanking:
         if keeper is not None:
             pending = self._update(keeper, index, candidates)
             indexed = keeper.indexed
-            signals.append("content")
+            if indexed:
+                signals.append("content")
             # the text, the paths (the index's name column: no scan of every path) and
             # the focus's identifiers, searched at once
             found, by_name, named = search_candidates(
@@ -300,7 +301,8 @@ class RootRanking:
             # (candidates only: ``search_candidates`` leaves the others out)
             scores["content"] = _sum((1.0, dict(found)), (IDENTIFIER_WEIGHT, dict(named)))
             scores["names"] = dict(by_name)
-        else:
+        if keeper is None or pending:  # the index's name column lacks files: the paths
+            # themselves (a first focused call in the daemon ranks by them at once)
             scores["names"] = {p: s for p, (s, _) in path_scores(candidates, words).items()}
         signals.append("names")
         # git's answers are asked again when the index's clock or git's own files move
@@ -399,8 +401,8 @@ class RootRanking:
     def _update(self, keeper: IndexKeeper, index: Index, candidates: Sequence[str]) -> int:
         """Bring the full-text index closer to current; returns the files pending."""
         if self.background:
-            if not keeper.started:
-                keeper.start(index.files(), True)
+            if not keeper.started:  # the request's files first, then the rest of the root
+                keeper.start(itertools.chain(candidates, index.files()), True)
             keeper.wait(WAIT_SECONDS)
             return keeper.pending_count()
         deadline = time.monotonic() + WAIT_SECONDS

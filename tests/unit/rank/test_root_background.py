@@ -79,8 +79,13 @@ def test_a_call_waits_at_most_100_ms_and_says_what_is_pending(
         got = r.rank(files, "pangolin", [])
         assert got.pending_files == len(files)
         assert got.indexed_files == 0
-        assert got.signals[:2] == ("content", "names")
+        assert got.signals[0] == "names"  # no content yet: none indexed
         assert sorted(got.order) == sorted(files)
+        # the paths rank at once, before the index holds a file: a first focused call in
+        # the daemon is no path order
+        named = r.rank(files, "the target module", [])
+        assert named.order[0] == "pkg/target.py"
+        assert named.why["pkg/target.py"] == "path: target"
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
