@@ -167,7 +167,8 @@ def _over_defaults(defaults: Mapping[str, Any], params: dict[str, Any]) -> dict[
 def decode_read_params(raw: Any, defaults: Mapping[str, Any] | None = None) -> ReadManyParams:
     """Validate ``readMany/read`` params (a JSON object as builtins) into ``ReadManyParams``.
 
-    Accepts camelCase, snake_case and the aliases of PROTOCOL §3, folded once.
+    Accepts camelCase, snake_case and the aliases of PROTOCOL §3, folded once;
+    ``order: "request-order"`` is read as ``order`` absent (its default).
     ``defaults`` (canonical names, as ``fold_read_params`` gives them: a connection's
     settings) fill what the request leaves out. Raises ``InvalidParams`` (JSON-RPC
     -32602) whose message names the field, e.g.
@@ -178,6 +179,9 @@ def decode_read_params(raw: Any, defaults: Mapping[str, Any] | None = None) -> R
     if defaults:
         folded = _over_defaults(defaults, folded)
     params: ReadManyParams = _convert(folded, ReadManyParams, spelled)
+    if params.order == "request-order":  # the default said aloud is the default: the
+        # same answer and cursor as without it (issue 25 item 1)
+        params = msgspec.structs.replace(params, order=None)
     _check_read_names(params)
     if not (params.paths or params.files or params.include or params.cursor or params.changes):
         raise InvalidParams(

@@ -79,7 +79,9 @@ def test_without_focus_the_answer_is_the_one_without_the_ranking_path(
         # A cursor holds the time its page looked at the tree, and a token budget counts
         # the cursor's tokens: the same time for both answers.
         mp.setattr(engine_answer.paging, "now", lambda: 1_700_000_000_000_000_000)
-        on = answer(ws, decode_read_params({**asked, "focus": None}))
+        # ``order`` absent here, whatever the other says: the default said aloud is the
+        # default, cursor included
+        on = answer(ws, decode_read_params({**params, "focus": None}))
         for name in ("ranked_positions", "plan_ranked", "layout"):
             mp.setattr(engine_answer.focus, name, _off)
         mp.setattr(engine_answer.order, "stable", _off)
