@@ -90,6 +90,8 @@ def answer_parts(
     if limits.focus is not None:
         named = frozenset(e.rel for e in opts.resolve.entries if e.rel and not e.magic)
         focused = focus.ranked_positions(ws.ranking, items, positions, limits.focus, named)
+        if cont is not None and cont.position.resume is not None:
+            focused = focus.resuming(focused, items.find(cont.position.resume[0]))
         positions = focused.positions
     elif limits.order == "stable":
         positions = order.stable(ws, items, positions)

@@ -17,6 +17,7 @@ ranking orders them (``rank.api.Ranking``); ``focus`` never adds or drops a file
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -100,11 +101,65 @@ class _Ranks(Mapping[int, tuple[int, str]]):
     def __getitem__(self, i: int) -> tuple[int, str]:
         return self.at(i, self._places()[i])
 
+    def reordered(self, fill: Sequence[int]) -> _Ranks:
+        """The same ranks' entries over ``fill`` (a permutation of this fill order)."""
+        return _Ranks(fill, self._rel, self._held, self._why)
+
     def __iter__(self) -> Iterator[int]:
         return iter(self._fill)
 
     def __len__(self) -> int:
         return len(self._fill)
+
+
+class _Front(Sequence[int]):
+    """``rest`` with ``first`` (one of its values) moved to the front, made as it is read:
+    ``first`` is looked for from the start (a resumed file is among the best-ranked)."""
+
+    def __init__(self, first: int, rest: Sequence[int], at: int) -> None:
+        self._first, self._rest, self._at = first, rest, at
+
+    def __len__(self) -> int:
+        return len(self._rest)
+
+    @overload
+    def __getitem__(self, k: int) -> int: ...
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[int]: ...
+    def __getitem__(self, k: int | slice) -> int | Sequence[int]:
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(len(self)))]
+        if k < 0:
+            k += len(self)
+        if k == 0:
+            return self._first
+        return self._rest[k - 1 if k <= self._at else k]
+
+    def __iter__(self) -> Iterator[int]:
+        yield self._first
+        for k, i in enumerate(self._rest):
+            if k != self._at:
+                yield i
+
+
+def resuming(order: FocusOrder, resumed: int | None) -> FocusOrder:
+    """``order`` with ``resumed`` (the position of the file a cursor resumes: cut at the
+    end of the page before, it is the best-ranked file left) first in the fill order and
+    given the budget before the ranked files, as an anchor is: its rest comes in as
+    large a piece as the page holds, not in what the files after it leave (a big file
+    cut page after page came in slivers). Its rank and ``why`` stay its own. ``order``
+    as it is when ``resumed`` is None or not among its positions."""
+    fill = order.positions.order
+    if resumed is None or not any(a <= resumed < b for a, b in order.positions.ranges):
+        return order
+    at = next(k for k, i in enumerate(fill) if i == resumed)
+    front = _Front(resumed, fill, at)
+    return dataclasses.replace(
+        order,
+        positions=Ordered(order.positions, front),
+        rank=order.rank.reordered(front),
+        anchors=order.anchors | {resumed},
+    )
 
 
 def _one_expansion(items: Items, positions: Flat) -> list[str] | None:

@@ -330,3 +330,25 @@ def test_a_focused_walk_under_a_char_budget_delivers_each_file_once(
     assert page.next_cursor is None
     assert sorted(whole) == sorted(files)
     assert all(n <= 1 for n in whole.values()), whole
+
+
+def test_the_rest_of_a_cut_file_gets_the_next_page_first(tmp_path: Path) -> None:
+    """The best-ranked file cut at the end of a page resumes first on the next one,
+    before the ranked files, as large as the page holds (not in what they leave)."""
+    root = tmp_path / "w"
+    files = {"big.txt": "".join(f"line {k:04}\n" for k in range(1, 301))}  # 3,000 chars
+    files |= {f"s{n:02}.txt": f"small {n:02} " * 22 + "\n" for n in range(60)}  # 199 each
+    write_tree(root, files)
+    best = ["big.txt", *sorted(p for p in files if p != "big.txt")]
+    ws = open_ws(root, best)
+    params: dict[str, Any] = {"focus": "small", "maxTotalChars": 900}
+    page = ask(ws, paths=["*.txt"], **params)
+    cut = next(f for f in page.files if f.path == "big.txt")
+    assert cut.status == "partial" and cut.next_offset is not None  # the rest comes later
+    start = cut.next_offset
+    page = ask(ws, cursor=page.next_cursor, **params)
+    rest = next(f for f in page.files if f.path == "big.txt")
+    assert rest.line_start == start
+    # the whole page's budget (900 characters: 90 lines of 10), not a sliver
+    assert rest.line_end is not None and rest.line_end - rest.line_start + 1 >= 80
+    assert rest.rank == 1
