@@ -73,6 +73,8 @@ class CommitHistory:
         self._running: threading.Thread | None = None
         #: ``(HEAD's commit id, the messages' table, each row's paths by rowid)``.
         self._table: tuple[str, sqlite3.Connection, list[list[str]]] | None = None
+        #: Whether a table for a ``HEAD`` not searched before is in the making.
+        self._making = False
 
     def matches(self, key: Hashable, words: Sequence[str]) -> dict[str, float]:
         """``{root-relative path: score}`` (> 0) for ``words`` (lower case, the focus's
@@ -85,6 +87,7 @@ class CommitHistory:
             running = self._running
             if key != self._key and running is None:
                 self._key = key
+                self._making = self._table is None  # a first table: surely (unless no git)
                 running = self._running = threading.Thread(
                     target=self._refresh, name="readmany-history", daemon=True
                 )
@@ -115,6 +118,14 @@ class CommitHistory:
                     out[p] = out.get(p, 0.0) + share
         return out
 
+    @property
+    def pending(self) -> bool:
+        """Whether a table for a ``HEAD`` not searched before is in the making (the
+        first one, or one after a commit or a checkout): until it is, ``matches``
+        answers from the table before, or ``{}``."""
+        with self._lock:
+            return self._making
+
     def settle(self, timeout: float) -> None:
         """Wait for the table in the making, at most ``timeout`` seconds."""
         with self._lock:
@@ -140,6 +151,7 @@ class CommitHistory:
             if made is not None:
                 self._table = made
             self._running = None
+            self._making = False
         if made is not None and old is not None and old[1] is not made[1]:
             old[1].close()
 
@@ -154,6 +166,8 @@ class CommitHistory:
             held = self._table
         if held is not None and held[0] == commit:
             return held
+        with self._lock:
+            self._making = True
         out = GitCall(
             [
                 "-c",

@@ -100,6 +100,13 @@ class Recency:
             running.join(timeout)
 
     @property
+    def pending(self) -> bool:
+        """Whether git's first answer is still to come (git asked, not answered yet;
+        False outside git once git said so)."""
+        with self._lock:
+            return self._running is not None and self._answered is None
+
+    @property
     def answered(self) -> Hashable:
         """The key whose git answer the ages are (git was asked once the key was
         current: the working tree's changes up to it are in them); None before git's

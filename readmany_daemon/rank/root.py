@@ -333,6 +333,9 @@ class RootRanking:
         file_tags, untagged = self._tags_of(graphed)
         if self.background:  # the daemon keeps the tags: the next call makes more
             pending += untagged
+            if self.recency.pending or (self.history is not None and self.history.pending):
+                # git's first answers still to come: every file's recency part is
+                pending += len(candidates)
         defines: dict[str, str] = {}
         defined: dict[str, float] = {}
         word_set = set(words)

@@ -152,3 +152,51 @@ def test_ranking_index_off_asks_no_history(repo: Path) -> None:
     _commit(repo, {"a.py": PLAIN}, "Initial import")
     ws = Workspace.open(str(repo), Settings(ranking_index="off"))
     assert ws.ranking.history is None
+
+
+def test_the_daemon_counts_every_file_pending_until_git_first_answers(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pendingFiles`` 0 means the ranking is complete: git's first answers (the past
+    commits' table, the recency) included, in the daemon's way (``background``)."""
+    from readmany_daemon.rank import recency
+
+    same = "def run(items):\n    return [i for i in items]\n"
+    _commit(repo, {"a.py": same, "b.py": same}, "Initial import")
+    _commit(repo, {"b.py": same + "# q\n"}, "Quell the quokka warning")
+    for n in range(31):
+        _commit(repo, {"a.py": same + f"# {n}\n"}, f"Tidy number {n}")
+    monkeypatch.setattr(history, "WAIT_SECONDS", 0.0)  # git's answers come after the call
+    monkeypatch.setattr(recency, "WAIT_SECONDS", 0.0)
+    ws = Workspace.open(str(repo), Settings())
+    ws.rank_file = str(repo.parent / "cache" / "index-0123456789abcdef0123456789abcdef.rank")
+    ws.rank_background = True
+    ranking = ws.ranking
+    try:
+        got = ranking.rank(["a.py", "b.py"], "quokka warning", [])
+        assert got.pending_files >= 2  # both files' recency part still to come
+        for _ in range(400):
+            if got.pending_files == 0:
+                break
+            if ranking.history is not None:
+                ranking.history.settle(0.05)
+            got = ranking.rank(["a.py", "b.py"], "quokka warning", [])
+        assert got.pending_files == 0
+        assert got.why["b.py"].startswith("like past commits")  # in once 0 is said
+    finally:
+        ranking.close()
+
+
+def test_a_first_table_is_pending_until_made(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _commit(repo, {"a.py": PLAIN}, "Initial import")
+    monkeypatch.setattr(history, "WAIT_SECONDS", 0.0)
+    h = CommitHistory(str(repo))
+    try:
+        assert not h.pending
+        h.matches(1, ["import"])
+        assert h.pending  # git is slower than this line
+        h.settle(60)
+        assert not h.pending
+        assert set(h.matches(1, ["import"])) == {"a.py"}
+    finally:
+        h.close()
