@@ -27,12 +27,10 @@ next call makes more; in process each call starts again, so they do not count).
 
 from __future__ import annotations
 
-import collections
 import heapq
 import itertools
 import logging
 import os
-import re
 import sqlite3
 import time
 from collections import OrderedDict
@@ -43,6 +41,15 @@ from readmany_daemon.content.outline import OutlineCache, Tags, tags
 from readmany_daemon.index.model import Index
 from readmany_daemon.rank.api import SIGNALS, WHY_MAX_CHARS, Ranked
 from readmany_daemon.rank.fulltext import FullText, fts5_available
+from readmany_daemon.rank.fusion import (
+    Memo,
+    lead_named,
+    named_paths,
+    normalized,
+    path_words,
+    ranked_head,
+    weighted_sum,
+)
 from readmany_daemon.rank.history import CommitHistory
 from readmany_daemon.rank.keeper import IndexKeeper, mark_of, read_text
 from readmany_daemon.rank.names import path_scores
@@ -92,106 +99,6 @@ WHY_FILES: Final = 500
 SIZED_FILES: Final = 300
 #: Sizes kept between calls while the index's clock stays (``RootRanking._sizes``).
 SIZES_KEPT: Final = 20_000
-
-
-def _path_words(
-    paths: Sequence[str], names: Mapping[str, float], words: Sequence[str]
-) -> dict[str, tuple[float, str]]:
-    """For each of ``paths`` the names signal scores, the rarest focus word its path
-    holds (``path: WORD`` in ``why``): the one found in the fewest of ``paths``."""
-    found: dict[str, list[str]] = {}
-    for p in filter(names.__contains__, paths):
-        # the words a path holds, tested in C (``words`` are distinct: each path counts
-        # once per word below)
-        found[p] = list(filter(p.lower().__contains__, words))
-    counts = collections.Counter(itertools.chain.from_iterable(found.values()))
-    return {p: (names[p], min(ws, key=counts.__getitem__)) for p, ws in found.items() if ws}
-
-
-def _head(
-    fused: Mapping[str, float],
-    sizes: Mapping[str, int],
-    size_exponent: float,
-    at: Mapping[str, int],
-) -> list[str]:
-    """The scored candidates (``at``: each candidate's place), best first: the others
-    keep the request's order after them."""
-    # the few hundred sized files, not every scored one, are looked at (the sort below
-    # gives the order, whatever the dict's)
-    sized = {
-        p: fused[p] / (sizes[p] / 4 + 200) ** size_exponent for p in sizes if p in fused and p in at
-    }
-    # the best few hundred by size-weighed score, then the other scored files; only the
-    # scored files are sorted, the rest keep the request's order
-    ranked = sorted(sized, key=lambda p: (-sized[p], at[p]))
-    # by score, best first, ties in the request's order: two stable sorts by keys
-    # looked up in C (as the key (-score, place), without a tuple per file)
-    rest = sorted(
-        filter(at.__contains__, itertools.filterfalse(sized.__contains__, fused)),
-        key=at.__getitem__,
-    )
-    rest.sort(key=fused.__getitem__, reverse=True)
-    return ranked + rest
-
-
-def normalized(scores: Mapping[str, float]) -> dict[str, float]:
-    """``scores`` divided by the largest (all in 0..1); ``{}`` when none is positive."""
-    top = max(scores.values(), default=0.0)
-    return {p: v / top for p, v in scores.items() if v > 0} if top > 0 else {}
-
-
-#: ``_sum``'s normalized parts: ``id(scores)`` -> (scores, normalized scores).
-_Memo = dict[int, tuple[Mapping[str, float], dict[str, float]]]
-
-
-def _sum(*parts: tuple[float, Mapping[str, float]], memo: _Memo | None = None) -> dict[str, float]:
-    """The weighted sum of the ``normalized`` parts (``(weight, {path: score})``, summed
-    in order); ``memo``: each part's scores and their normalized form by ``id`` (the
-    scores held, so the id is not reused: the same signal's scores fused twice in one
-    call are normalized once)."""
-    out: dict[str, float] = {}
-    for weight, scores in parts:
-        if memo is None:
-            norm = normalized(scores)
-        else:
-            got = memo.get(id(scores))
-            if got is None or got[0] is not scores:
-                got = memo[id(scores)] = (scores, normalized(scores))
-            norm = got[1]
-        if not out:  # 0.0 + x is x: every part's scores are positive
-            out = {p: weight * v for p, v in norm.items()}
-            continue
-        get = out.get
-        for p, v in norm.items():
-            out[p] = get(p, 0.0) + weight * v
-    return out
-
-
-#: A path as a focus may name one: letters, digits and ``_ . / - @ +``; ``src/a.py:12``
-#: gives ``src/a.py``.
-_PATHLIKE: Final = re.compile(r"[\w.@+-]*/[\w./@+-]*|[\w@+-]+\.[\w.@+-]*\w")
-
-
-def _lead(fused: dict[str, float], named: Sequence[str]) -> None:
-    """Put the files of ``named`` (a focus's :func:`named_paths`) before every other
-    scored file in ``fused``, in their order, whatever their size."""
-    if named:
-        top = (max(fused.values(), default=0.0) + 1.0) * 1000.0
-        for k, p in enumerate(named):
-            fused[p] = top * (len(named) - k)
-
-
-def named_paths(focus: str, cand: Mapping[str, int]) -> list[str]:
-    """The candidates (root-relative paths) that ``focus`` names as they are (``./`` and
-    trailing dots cut), in the focus's order, each once: a file the task names outranks
-    what the words find (a path's words alone, ``src`` and ``pytest``, rank every file
-    of the folder)."""
-    out: dict[str, None] = {}
-    for m in _PATHLIKE.finditer(focus):
-        path = m.group(0).rstrip(".").removeprefix("./")
-        if path in cand:
-            out.setdefault(path, None)
-    return list(out)
 
 
 class RootRanking:
@@ -299,7 +206,7 @@ class RootRanking:
                 searched,
             )
             # (candidates only: ``search_candidates`` leaves the others out)
-            scores["content"] = _sum((1.0, dict(found)), (IDENTIFIER_WEIGHT, dict(named)))
+            scores["content"] = weighted_sum((1.0, dict(found)), (IDENTIFIER_WEIGHT, dict(named)))
             scores["names"] = dict(by_name)
         if keeper is None or pending:  # the index's name column lacks files: the paths
             # themselves (a first focused call in the daemon ranks by them at once)
@@ -324,7 +231,7 @@ class RootRanking:
                 scores["history"] = past
                 if "recency" not in signals:
                     signals.append("recency")
-        memo: _Memo = {}
+        memo: Memo = {}
         first = self._best(scores, GRAPH_FILES, memo)
         in_focus = named_paths(focus, cand)
         graphed = list(dict.fromkeys([*(a for a in anchors if a in cand), *in_focus, *first]))
@@ -344,7 +251,7 @@ class RootRanking:
             if hit:
                 defines[p] = max(hit, key=len)
                 defined[p] = sum(1.0 if n in idents else 0.3 for n in hit)
-        scores["names"] = _sum((1.0, scores["names"]), (DEFINES_WEIGHT, defined))
+        scores["names"] = weighted_sum((1.0, scores["names"]), (DEFINES_WEIGHT, defined))
         seeds = {a: 1.0 for a in [*anchors, *in_focus] if a in file_tags}
         for p, name in defines.items():
             seeds[p] = seeds.get(p, 0.0) + (1.0 if name in idents else 0.5)
@@ -353,18 +260,18 @@ class RootRanking:
         pr = pagerank(file_tags, seeds, idents)
         scores["references"] = {p: s for p, s in pr.items() if p not in seeds}
         signals.append("references")
-        fused = _sum(*((WEIGHTS[signal], per) for signal, per in scores.items()), memo=memo)
-        _lead(fused, in_focus)
+        fused = weighted_sum(*((WEIGHTS[signal], per) for signal, per in scores.items()), memo=memo)
+        lead_named(fused, in_focus)
         best = heapq.nlargest(SIZED_FILES, fused, key=fused.__getitem__)
         sizes = self._sizes(best, index.clock if self.background else None)
-        head = _head(fused, sizes, SIZE_EXPONENT, cand)
+        head = ranked_head(fused, sizes, SIZE_EXPONENT, cand)
         places: Sequence[int] | None = None
         order: Sequence[str]
         if len(cand) == len(candidates):  # each candidate once
             order, places = with_tail(head, candidates, cand)
         else:
             order = head + list(itertools.filterfalse(fused.__contains__, candidates))
-        by_path = _path_words(order[:WHY_FILES], scores["names"], words)
+        by_path = path_words(order[:WHY_FILES], scores["names"], words)
         self.last_scores, self.last_sizes, self.last_named = scores, sizes, in_focus
         held: Mapping[str, list[str]] = {}
         if keeper is not None:
@@ -395,10 +302,10 @@ class RootRanking:
     def _best(
         scores: Mapping[str, Mapping[str, float]],
         n: int,
-        memo: _Memo | None = None,
+        memo: Memo | None = None,
     ) -> list[str]:
-        """The ``n`` best files by the fusion without sizes (``memo``: see ``_sum``)."""
-        fused = _sum(*((WEIGHTS[signal], per) for signal, per in scores.items()), memo=memo)
+        """The ``n`` best files by the fusion without sizes (``memo``: see ``weighted_sum``)."""
+        fused = weighted_sum(*((WEIGHTS[signal], per) for signal, per in scores.items()), memo=memo)
         return heapq.nlargest(n, fused, key=fused.__getitem__)
 
     def _update(self, keeper: IndexKeeper, index: Index, candidates: Sequence[str]) -> int:
@@ -451,10 +358,10 @@ class RootRanking:
         files of ``named`` (:func:`named_paths`) first, ties and files no signal scores
         in the order of ``candidates``: as ``rank`` orders them (bench/bench_focus.py
         re-fuses a call's ``last_scores`` with other weights)."""
-        fused = _sum(*((weights[signal], per) for signal, per in scores.items()))
-        _lead(fused, named)
+        fused = weighted_sum(*((weights[signal], per) for signal, per in scores.items()))
+        lead_named(fused, named)
         at = {p: i for i, p in enumerate(candidates)}
-        head = _head(fused, sizes, size_exponent, at)
+        head = ranked_head(fused, sizes, size_exponent, at)
         return head + list(itertools.filterfalse(fused.__contains__, candidates))
 
     def _tags_of(self, paths: Sequence[str]) -> tuple[dict[str, Tags], int]:

@@ -1,6 +1,6 @@
-"""The fusion's helpers (``rank/root.py``) answer as their plain forms: the order of the
-scored files (``_head``) and the path word each ``why`` names (``_path_words``), ties
-and duplicates included."""
+"""The fusion's helpers (``rank/fusion.py``) answer as their plain forms: the order of
+the scored files (``ranked_head``) and the path word each ``why`` names
+(``path_words``), ties and duplicates included."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from readmany_daemon.rank.root import _head, _path_words
+from readmany_daemon.rank.fusion import path_words, ranked_head
 
 _PATHS = [f"{d}/{n}.py" for d in ("src/pool", "lib", "tests") for n in ("scope", "fixture", "x")]
 
@@ -24,7 +24,7 @@ def _plain_head(
     return ranked + rest
 
 
-def _plain_path_words(
+def _plainpath_words(
     paths: Sequence[str], names: Mapping[str, float], words: Sequence[str]
 ) -> dict[str, tuple[float, str]]:
     found = {p: [w for w in words if w in p.lower()] for p in paths if p in names}
@@ -46,7 +46,7 @@ def test_head_orders_as_its_plain_form(
     fused: dict[str, float], sizes: dict[str, int], order: list[str], kept: int
 ) -> None:
     at = {p: i for i, p in enumerate(order[:kept])}  # some scored files no candidate
-    assert _head(fused, sizes, 0.1, at) == _plain_head(fused, sizes, 0.1, at)
+    assert ranked_head(fused, sizes, 0.1, at) == _plain_head(fused, sizes, 0.1, at)
 
 
 @settings(max_examples=200, deadline=None)
@@ -58,6 +58,6 @@ def test_head_orders_as_its_plain_form(
 def test_path_words_name_the_rarest_word_as_the_plain_form(
     paths: list[str], names: dict[str, float], words: list[str]
 ) -> None:
-    got = _path_words(paths, names, words)
-    want = _plain_path_words(paths, names, words)
+    got = path_words(paths, names, words)
+    want = _plainpath_words(paths, names, words)
     assert got == want and list(got) == list(want)
