@@ -10,9 +10,10 @@ are searched by BM25 with SQLite FTS5 in memory (k1 = 1.2, b = 0.75, as FTS5's
 by the square root of the number of files it changed (``FILES_EXPONENT``; chosen on
 pytest, pip and attrs tasks: bench/README.md "Focus").
 
-The table is made in a thread of its own, again when ``HEAD`` moves (asked with ``git
-rev-parse`` when the caller's key moves); a call waits for it at most ``WAIT_SECONDS``,
-and until it is made the table before (or none) answers. Outside git, without FTS5, or
+The daemon's only (``RootRanking`` with ``background``). The table is made in a thread
+of its own, again when ``HEAD`` moves (asked with ``git rev-parse`` when the caller's key
+moves); a call waits for it at most ``WAIT_SECONDS``, and until it is made the table
+before (or none) answers. Outside git, without FTS5, or
 when git fails, there is no table and every call answers ``{}``.
 """
 

@@ -129,7 +129,9 @@ class RootRanking:
         self.recency = Recency(root)
         #: The repository holding the root (``_git_location``; False: not looked for).
         self._location: RepoLocation | Literal[False] | None = False
-        #: Past commits like the task (part of recency; not with ``rankingIndex: "off"``).
+        #: Past commits like the task (part of recency): the daemon's only (``background``:
+        #: a one-shot in-process answer would start git's log and leave before it ends),
+        #: not with ``rankingIndex: "off"``.
         self.history: CommitHistory | None = None
         #: Files the index reported changed, with the index's clock (generation) of the
         #: change: age 0 until git answers for that clock or a later one (then git's
@@ -148,7 +150,7 @@ class RootRanking:
         #: Sizes (bytes) by path as of an index clock (``_sizes``).
         self._sized: tuple[int | None, dict[str, int]] = (None, {})
         if self.mode != "off" and fts5_available():
-            self.history = CommitHistory(root)
+            self.history = CommitHistory(root) if background else None
             try:
                 self.keeper = IndexKeeper(root, FullText(path), redact)
             except (sqlite3.Error, OSError) as exc:

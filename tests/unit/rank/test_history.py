@@ -102,6 +102,7 @@ def test_a_file_a_matching_past_commit_changed_ranks_first_and_says_so(repo: Pat
         _commit(repo, {"c.py": same + f"# {n}\n"}, f"Tidy number {n}")
     ws = Workspace.open(str(repo), Settings())
     ws.rank_file = str(repo.parent / "cache" / "index-0123456789abcdef0123456789abcdef.rank")
+    ws.rank_background = True  # the daemon's way: the history is the daemon's
     ranking = ws.ranking
     try:
         assert ranking.history is not None
@@ -124,6 +125,7 @@ def test_a_commit_is_seen_by_the_next_rank_though_no_listed_file_moved(repo: Pat
     write_tree(repo, {"b.py": same + "# z\n"})
     ws = Workspace.open(str(repo), Settings())
     ws.rank_file = str(repo.parent / "cache" / "index-0123456789abcdef0123456789abcdef.rank")
+    ws.rank_background = True
     ws.index.apply([("b.py", ENTRY | CONTENT)])  # reported as the watcher would
     ranking = ws.ranking
     focus = "teach the zeppelin parser"
@@ -148,10 +150,13 @@ def test_a_commit_is_seen_by_the_next_rank_though_no_listed_file_moved(repo: Pat
         ranking.close()
 
 
-def test_ranking_index_off_asks_no_history(repo: Path) -> None:
+def test_ranking_index_off_and_in_process_answers_ask_no_history(repo: Path) -> None:
     _commit(repo, {"a.py": PLAIN}, "Initial import")
-    ws = Workspace.open(str(repo), Settings(ranking_index="off"))
-    assert ws.ranking.history is None
+    off = Workspace.open(str(repo), Settings(ranking_index="off"))
+    off.rank_background = True
+    assert off.ranking.history is None
+    # in process (one answer, then the process ends): git's log would outlive it
+    assert Workspace.open(str(repo), Settings()).ranking.history is None
 
 
 def test_the_daemon_counts_every_file_pending_until_git_first_answers(
