@@ -131,6 +131,8 @@ class _Front(Sequence[int]):
             return [self[j] for j in range(*k.indices(len(self)))]
         if k < 0:
             k += len(self)
+        if not 0 <= k < len(self):
+            raise IndexError(k)
         if k == 0:
             return self._first
         return self._rest[k - 1 if k <= self._at else k]

@@ -352,3 +352,19 @@ def test_the_rest_of_a_cut_file_gets_the_next_page_first(tmp_path: Path) -> None
     # the whole page's budget (900 characters: 90 lines of 10), not a sliver
     assert rest.line_end is not None and rest.line_end - rest.line_start + 1 >= 80
     assert rest.rank == 1
+
+
+def test_a_resumed_file_moved_first_reads_as_the_plain_list() -> None:
+    from readmany_daemon.engine.focus import _Front
+
+    rest = [7, 3, 9, 4, 1]
+    for at, first in enumerate(rest):
+        plain = [first, *(i for i in rest if i != first)]
+        front = _Front(first, rest, at)
+        assert list(front) == plain and len(front) == len(plain)
+        assert [front[k] for k in range(-len(plain), len(plain))] == plain + plain
+        assert front[1:4] == plain[1:4]
+        with pytest.raises(IndexError):
+            front[len(plain)]
+        with pytest.raises(IndexError):
+            front[-len(plain) - 1]
