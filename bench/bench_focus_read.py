@@ -33,15 +33,17 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import os
 import shutil
+import sqlite3
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from bench_daemon import private_home, running
+from bench_daemon import private_home, running, vm_rss
 from bench_rank import FOCUS_300, _focus_2000
 from common import REPO_ROOT, table, write_results
 
@@ -106,6 +108,31 @@ def _new_texts(tree: str, n: int, chars: int = 300) -> list[str]:
     raise RuntimeError(f"{tree}: fewer than {n} module docstrings of {chars} characters")
 
 
+def _pid(daemon: Any) -> int:
+    assert daemon.proc is not None
+    return int(daemon.proc.pid)
+
+
+def _ahead_done(rank_file: str, t0: float) -> dict[str, Any]:
+    """Wait until the daemon's pass making outlines and tags ahead is done (its
+    ``ahead_meta`` row ``done`` in the root's full-text index file, ``rank.ahead``);
+    what it says then, ``done_s`` (seconds since ``t0``) and ``store_bytes`` (the
+    ahead tables' pages, SQLite's ``dbstat``)."""
+    with contextlib.closing(sqlite3.connect(f"file:{rank_file}?mode=ro", uri=True)) as db:
+        while True:
+            with contextlib.suppress(sqlite3.Error):
+                meta = dict(db.execute("SELECT key, value FROM ahead_meta"))
+                if meta.get("done") == 1:
+                    break
+            if time.perf_counter() - t0 > BUILD_TIMEOUT:
+                raise RuntimeError("the outlines and tags made ahead never completed")
+            time.sleep(1.0)
+        meta["done_s"] = time.perf_counter() - t0
+        q = "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name LIKE 'ahead%'"
+        meta["store_bytes"] = int(db.execute(q).fetchone()[0])
+    return meta
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", required=True)
@@ -121,10 +148,10 @@ def main() -> int:
     new = "focus ~300 chars, new each read"
     other = "another ~300-char text each read"
     with private_home("rmfr") as home:
+        environ = {"XDG_CACHE_HOME": str(home / "cache"), "HOME": str(home)}
+        key = (tree, *index_key(Settings()))
+        target = rank_path(snapshot_path(tree, key, environ))
         if args.reuse:
-            environ = {"XDG_CACHE_HOME": str(home / "cache"), "HOME": str(home)}
-            key = (tree, *index_key(Settings()))
-            target = rank_path(snapshot_path(tree, key, environ))
             os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
             shutil.copyfile(args.reuse, target)
             os.chmod(target, 0o600)
@@ -141,6 +168,9 @@ def main() -> int:
                         raise RuntimeError(f"{pending} files still pending")
                     time.sleep(1.0)
                 ready = time.perf_counter() - t0
+                rss_ready = vm_rss(_pid(daemon))
+                ahead = _ahead_done(target, t0)
+                rss_ahead = vm_rss(_pid(daemon))
                 times: dict[str, list[float]] = {name: [] for name in [*cases, new]}
                 for _ in range(2):  # warm-up
                     for focus in cases.values():
@@ -163,6 +193,7 @@ def main() -> int:
                         t = time.perf_counter()
                         client.request("readMany/read", _params(focus, args.glob))
                         beside[name].append(time.perf_counter() - t)
+                rss_end = vm_rss(_pid(daemon))
             finally:
                 client.exit()
     rows = []
@@ -183,10 +214,23 @@ def main() -> int:
             }
         )
     print(f"index ready after {ready:.1f} s; {args.runs} alternating runs")
+    mib = 2**20
+    print(
+        f"outlines and tags made ahead: done {ahead['done_s']:.1f} s after the first read,"
+        f" the pass {ahead.get('wall_s', 0):.1f} s wall, {ahead.get('cpu_s', 0):.1f} s CPU,"
+        f" {ahead.get('files', 0):,} files checked, {ahead.get('made', 0):,} texts made"
+        f" ({ahead.get('bytes', 0) / mib:,.1f} MB); store {ahead['store_bytes'] / mib:,.1f} MB"
+        f" on disk ({ahead['store_bytes'] / max(1, ahead.get('bytes', 0)):.3f} MB per MB made)"
+    )
+    print(
+        f"daemon RSS: index ready {rss_ready / mib:,.1f} MB, pass done {rss_ahead / mib:,.1f} MB,"
+        f" after the reads {rss_end / mib:,.1f} MB"
+    )
+    ahead.update(rss_ready=rss_ready, rss_ahead=rss_ahead, rss_end=rss_end)
     print(table(rows))
     write_results(
         "focus_read",
-        {"tree": tree, "glob": args.glob, "ready_s": ready, "rows": rows},
+        {"tree": tree, "glob": args.glob, "ready_s": ready, "ahead": ahead, "rows": rows},
         args.results_dir,
     )
     return 0

@@ -35,7 +35,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final
 
 import msgspec
@@ -56,7 +56,9 @@ __all__ = [
     "Tags",
     "language_for",
     "outline",
+    "outline_key",
     "render_outline",
+    "set_parse_clock",
     "tags",
 ]
 
@@ -248,6 +250,19 @@ class _Grammar(msgspec.Struct, frozen=True):
     query: Query
 
 
+#: The clock of the parse time limits (seconds): the wall clock; a niced worker making
+#: outlines ahead counts its own CPU time instead (:func:`set_parse_clock`).
+_clock: Callable[[], float] = time.perf_counter
+
+
+def set_parse_clock(clock: Callable[[], float]) -> None:
+    """Count the parse time limits (:data:`PARSE_SECONDS`) on ``clock`` (seconds) in this
+    process: ``time.process_time`` in a low-priority worker, whose wall time is mostly
+    waiting, so that it stops the parses the daemon would stop (``rank.ahead``)."""
+    global _clock
+    _clock = clock
+
+
 _grammars: dict[str, _Grammar | str] = {}
 _grammars_lock = threading.Lock()
 
@@ -278,7 +293,20 @@ def _load(lang: str) -> _Grammar | str:
     return _Grammar(language, tree_sitter.Query(language, text))
 
 
-def outline(text: str, path: str, *, cache: OutlineCache | None = None) -> Outline:
+def outline_key(data: bytes, lang: str) -> bytes:
+    """The key of an outline of ``data`` (a text as UTF-8) in language ``lang``: BLAKE2b
+    of 128 bits, personalized by the language (16 bytes). :class:`OutlineCache` and a
+    store of outlines made ahead (``rank.ahead``) keep outlines under it."""
+    return hashlib.blake2b(data, digest_size=16, person=lang.encode()[:16]).digest()
+
+
+def outline(
+    text: str,
+    path: str,
+    *,
+    cache: OutlineCache | None = None,
+    stored: Callable[[bytes], Outline | None] | None = None,
+) -> Outline:
     """The outline of ``text``, the content of the file ``path`` (whose name picks the
     language, :func:`language_for`).
 
@@ -287,7 +315,9 @@ def outline(text: str, path: str, *, cache: OutlineCache | None = None) -> Outli
     grammar (``"no grammar for .xyz"``), a text over :data:`MAX_OUTLINE_BYTES`, or one so
     broken that querying it could take seconds (:data:`MAX_ERROR_WIDTH`), or whose parse
     runs over its time budget (:data:`PARSE_SECONDS`). With a
-    ``cache``, an outline of the same text in the same language is made once.
+    ``cache``, an outline of the same text in the same language is made once. An outline
+    neither ``cache`` holds is asked of ``stored`` (by :func:`outline_key`; default:
+    ``cache.stored``) before it is made: outlines made ahead of the request.
     """
     lang = language_for(path, text)
     if lang is None:
@@ -301,13 +331,18 @@ def outline(text: str, path: str, *, cache: OutlineCache | None = None) -> Outli
             reason=f"too large to outline: {len(data):,} bytes, over {MAX_OUTLINE_BYTES:,}",
             lines=count_lines(text),
         )
-    if cache is None:
+    if stored is None and cache is not None:
+        stored = cache.stored
+    if cache is None and stored is None:
         return _make(lang, data, text)
-    key = hashlib.blake2b(data, digest_size=16, person=lang.encode()[:16]).digest()
-    got = cache.get(key)
+    key = outline_key(data, lang)
+    got = cache.get(key) if cache is not None else None
     if got is None:
-        got = _make(lang, data, text)
-        cache.put(key, got)
+        got = stored(key) if stored is not None else None
+        if got is None:
+            got = _make(lang, data, text)
+        if cache is not None:
+            cache.put(key, got)
     return got
 
 
@@ -321,11 +356,11 @@ def _make(lang: str, data: bytes, text: str) -> Outline:
     if not data:
         return Outline(lang)
     budget = PARSE_SECONDS + len(data) * PARSE_SECONDS_PER_BYTE
-    deadline = time.perf_counter() + budget
+    deadline = _clock() + budget
     try:  # a parse stopped by its progress callback raises ValueError("Parsing failed")
         tree = tree_sitter.Parser(grammar.language).parse(
             lambda offset, _point: data[offset : offset + _CHUNK],
-            progress_callback=lambda _offset, _error: time.perf_counter() > deadline,
+            progress_callback=lambda _offset, _error: _clock() > deadline,
         )
     except ValueError:
         return Outline(lang, reason=f"too slow to parse: over {budget * 1000:,.0f} ms", lines=lines)
@@ -502,10 +537,13 @@ class OutlineCache:
     """Outlines kept by a hash of their text and language (BLAKE2b, 128 bits): a
     thread-safe LRU bounded by ``max_bytes`` (bytes of memory, ``Outline.nbytes``).
     ``hits``/``misses`` count
-    :meth:`get` results."""
+    :meth:`get` results. ``stored``: where :func:`outline` looks for an outline this
+    cache lacks before making it (``rank.ahead.AheadStore.outline``, set by the
+    daemon's ranking; None: nowhere)."""
 
     def __init__(self, max_bytes: int = 8 * 1024 * 1024) -> None:
         self.max_bytes = max_bytes
+        self.stored: Callable[[bytes], Outline | None] | None = None
         self.hits = 0
         self.misses = 0
         self._bytes = 0
@@ -589,11 +627,11 @@ def tags(text: str, path: str, *, cache: OutlineCache | None = None) -> Tags:
     if query is None:
         return Tags(defines, defines)
     data = text.encode("utf-8", "replace")
-    deadline = time.perf_counter() + PARSE_SECONDS + len(data) * PARSE_SECONDS_PER_BYTE
+    deadline = _clock() + PARSE_SECONDS + len(data) * PARSE_SECONDS_PER_BYTE
     try:
         tree = tree_sitter.Parser(grammar.language).parse(
             lambda offset, _point: data[offset : offset + _CHUNK],
-            progress_callback=lambda _offset, _error: time.perf_counter() > deadline,
+            progress_callback=lambda _offset, _error: _clock() > deadline,
         )
     except ValueError:
         return Tags(defines, defines)

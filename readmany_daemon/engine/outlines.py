@@ -48,13 +48,15 @@ MAX_EXAMINED: Final = 200
 def outline_of(ws: Workspace, text: str, path: str) -> Outline:
     """The outline of ``text`` (the content of ``path``, whose name picks the language),
     made once per content: kept with the content cache entry whose text ``text`` is
-    (``ContentCache.derived``), else in ``ws.outlines`` by a hash of the text."""
+    (``ContentCache.derived``), else in ``ws.outlines`` by a hash of the text; one
+    neither holds is taken from the outlines made ahead (``ws.outlines.stored``, the
+    daemon's ``rank.ahead.AheadStore``) when they hold it, else made."""
     lang = language_for(path, text)
     if lang is not None and ws.cache is not None:
         got = ws.cache.derived(
             text,
             f"outline {lang}",
-            lambda t: outline(t, path),
+            lambda t: outline(t, path, stored=ws.outlines.stored),
             size=Outline.nbytes,
         )
         if got is not None:

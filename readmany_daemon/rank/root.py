@@ -22,7 +22,11 @@ request's order after the others. The weights were chosen on bench/bench_focus.p
 Tags (definitions and references) are made lazily for the files that need them, at
 most ``TAG_SECONDS`` a call, kept per (path, mark); in the daemon (``background``) the
 files the graph takes whose tags are still to be made count in ``pending_files`` (the
-next call makes more; in process each call starts again, so they do not count).
+next call makes more; in process each call starts again, so they do not count). The
+daemon also makes the outlines and tags of every file ahead, once the full-text index is
+built (``rank.ahead_pass``), and takes a file's tags from that store while its mark is
+the stored one: as that pass goes on, fewer are left to make, so ``pending_files``
+falls to 0 with time.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from typing import Final, Literal
 
 from readmany_daemon.content.outline import OutlineCache, Tags, tags
 from readmany_daemon.index.model import Index
+from readmany_daemon.rank.ahead_pass import AheadPass
 from readmany_daemon.rank.api import SIGNALS, WHY_MAX_CHARS, Ranked
 from readmany_daemon.rank.fulltext import FullText, fts5_available
 from readmany_daemon.rank.fusion import (
@@ -138,6 +143,9 @@ class RootRanking:
         #: age stands: a file changed and then reverted is a working-tree change no more).
         self._touched: dict[str, int] = {}
         self.keeper: IndexKeeper | None = None
+        #: The daemon's outlines and tags made ahead (``rank.ahead_pass``), beside the
+        #: full-text index in its file.
+        self.ahead: AheadPass | None = None
         #: The per-signal scores of the last call (``{signal: {path: score}}``), for
         #: bench/bench_focus.py's weight search.
         self.last_scores: Mapping[str, Mapping[str, float]] = {}
@@ -155,13 +163,23 @@ class RootRanking:
                 self.keeper = IndexKeeper(root, FullText(path), redact)
             except (sqlite3.Error, OSError) as exc:
                 log.warning("no full-text index for %s: %s", root, exc)
+        if background and path is not None and self.keeper is not None:
+            try:
+                self.ahead = AheadPass(root, path, self.keeper)
+            except (sqlite3.Error, OSError) as exc:
+                log.warning("no outlines made ahead for %s: %s", root, exc)
+            else:
+                self._outlines.stored = self.ahead.store.outline
 
     # -- the index's life ----------------------------------------------------
     def start(self) -> None:
         """Queue the whole root for the full-text index (and, in the background mode,
         start building it); ``rankingIndex: "always"`` calls it at start."""
         if self.keeper is not None and not self.keeper.started:
-            self.keeper.start(self._index().files(), self.background)
+            files = self._index().files()
+            self.keeper.start(files, self.background)
+            if self.ahead is not None:
+                self.ahead.start(files)
 
     def note_change(self, generation: int, rel: str, deleted: bool) -> None:
         """The index's change listener (``Index.add_listener``)."""
@@ -169,9 +187,15 @@ class RootRanking:
             self._touched[rel] = generation
         if self.keeper is not None:
             self.keeper.note_change(generation, rel, deleted)
+        if self.ahead is not None:
+            self.ahead.note_change(rel, deleted)
 
     def close(self) -> None:
         """Stop the background work and close the index file."""
+        if self.ahead is not None:
+            if self._outlines.stored == self.ahead.store.outline:
+                self._outlines.stored = None
+            self.ahead.close()
         if self.keeper is not None:
             self.keeper.close()
             self.keeper.fulltext.close()
@@ -314,7 +338,10 @@ class RootRanking:
         """Bring the full-text index closer to current; returns the files pending."""
         if self.background:
             if not keeper.started:  # the request's files first, then the rest of the root
-                keeper.start(itertools.chain(candidates, index.files()), True)
+                files = index.files()
+                keeper.start(itertools.chain(candidates, files), True)
+                if self.ahead is not None:
+                    self.ahead.start(files)
             keeper.wait(WAIT_SECONDS)
             return keeper.pending_count()
         deadline = time.monotonic() + WAIT_SECONDS
@@ -372,15 +399,23 @@ class RootRanking:
         call."""
         out: dict[str, Tags] = {}
         untagged = 0
-        deadline = time.monotonic() + TAG_SECONDS
+        marks: dict[str, str] = {}
         for rel in paths:
             try:
-                mark = mark_of(os.lstat(os.path.join(self.root, rel)))
+                marks[rel] = mark_of(os.lstat(os.path.join(self.root, rel)))
             except OSError:
                 continue
+        missing = {rel: mark for rel, mark in marks.items() if (rel, mark) not in self._tags}
+        stored = self.ahead.store.tags(missing) if self.ahead is not None and missing else {}
+        deadline = time.monotonic() + TAG_SECONDS
+        for rel, mark in marks.items():
             key = (rel, mark)
             got = self._tags.get(key)
-            if got is None:
+            if got is None and rel in stored:  # made ahead for this very mark
+                got = self._tags[key] = stored[rel]
+                if len(self._tags) > TAGS_KEPT:
+                    self._tags.popitem(last=False)
+            elif got is None:
                 if time.monotonic() > deadline:
                     untagged += 1
                     continue

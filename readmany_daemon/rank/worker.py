@@ -1,7 +1,7 @@
 """The worker process of a big full-text build: a fresh interpreter preparing batches of
 texts (``prep.prepare_batch``) while the keeper's thread writes them.
 
-Started as ``python -I -c BOOT PATHS`` in folder ``/``: isolated (no ``PYTHON*``
+Started as ``python -I -c BOOT PATHS MODULE`` in folder ``/``: isolated (no ``PYTHON*``
 variables, no user site, neither the current folder nor a script's on ``sys.path``, so a
 workspace's ``socket.py`` is never imported; ``multiprocessing``'s "spawn" puts the
 current folder first), then given the daemon's absolute ``sys.path`` entries. No fork of
@@ -31,8 +31,8 @@ __all__ = ["CLOSE_SECONDS", "PrepWorker", "WorkerGone", "serve"]
 #: How long (seconds) closing waits for the terminated worker before killing it.
 CLOSE_SECONDS: Final = 1.0
 BOOT: Final = (
-    "import json, sys; sys.path[:] = json.loads(sys.argv[1]);"
-    " from readmany_daemon.rank.worker import serve; serve()"
+    "import json, sys, importlib; sys.path[:] = json.loads(sys.argv[1]);"
+    " importlib.import_module(sys.argv[2]).serve()"
 )
 
 
@@ -45,12 +45,18 @@ class PrepWorker:
     pickle (a module-level function). Starting waits for the worker's process id
     (``pid``); raises ``OSError`` or ``WorkerGone`` when it cannot start. ``submit``
     hands a batch over, ``result`` takes the oldest batch's texts (raises
-    ``WorkerGone``). ``close`` ends the process (any thread, idempotent)."""
+    ``WorkerGone``). ``close`` ends the process (any thread, idempotent).
 
-    def __init__(self, root: str, redact: Callable[[str], str]) -> None:
+    ``module``: the module whose ``serve()`` the worker runs (this one's by default;
+    ``rank.ahead`` makes outlines and tags ahead, ``redact`` then being its store's
+    path): it takes ``(root, redact)``, answers its process id, then each batch."""
+
+    def __init__(
+        self, root: str, redact: Callable[[str], str] | str, *, module: str = __name__
+    ) -> None:
         paths = [p for p in sys.path if p and os.path.isabs(p)]
         self._proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", BOOT, json.dumps(paths)],
+            [sys.executable, "-I", "-c", BOOT, json.dumps(paths), module],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd="/",
