@@ -111,6 +111,10 @@ class ContentCache:
         self._bytes = 0
         self._hits = 0
         self._misses = 0
+        #: Token counts made ahead, by ``tokens.count_key`` of the text counted (the
+        #: daemon's ``rank.ahead.AheadStore.count``; None: none): asked by the engine
+        #: before it counts a text it keeps with an entry (``engine.budget.tokens_of``).
+        self.stored_count: Callable[[bytes], int | None] | None = None
 
     @property
     def bytes_used(self) -> int:

@@ -17,6 +17,7 @@ once, under a lock.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.machinery
 import importlib.util
@@ -125,6 +126,14 @@ def counter_kind() -> str:
     loads the vocabulary when it is not loaded yet."""
     warm()
     return _kind
+
+
+def count_key(text: str) -> bytes:
+    """The key under which a count of ``text`` is kept by content (``ContentCache``'s
+    ``stored_count``, the daemon's counts made ahead in ``rank.ahead``): BLAKE2b of 128
+    bits of its UTF-8 (lone surrogates as they are), personalized ``o200k``."""
+    data = text.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16, person=b"o200k").digest()
 
 
 def count(text: str) -> int:

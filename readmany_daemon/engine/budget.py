@@ -209,7 +209,8 @@ def tokens_of(lo: LoadedItem, opts: LoadOptions, cache: ContentCache | None) -> 
     and, when its text came from the content cache, with the cache entry, keyed by
     what decides the shown text (format, first line and column, length of the window,
     line numbers, status and code): a whole file, or the same window of it, is counted
-    once while the entry holds."""
+    once while the entry holds; a text whose count the daemon made ahead
+    (``cache.stored_count``) is not counted again."""
     if lo.tokens is not None:
         return lo.tokens
     text = lo.text
@@ -217,7 +218,14 @@ def tokens_of(lo: LoadedItem, opts: LoadOptions, cache: ContentCache | None) -> 
         lo.tokens = 0
         return 0
     fmt = opts.format
-    counted = _kept_count(lo, opts, cache, lambda: tokens.count(content_form(fmt, text)))
+
+    def count() -> int:
+        form = content_form(fmt, text)
+        stored = cache.stored_count if cache is not None else None
+        got = stored(tokens.count_key(form)) if stored is not None else None
+        return got if got is not None else tokens.count(form)
+
+    counted = _kept_count(lo, opts, cache, count)
     if counted is None:
         counted = tokens.count_memo(content_form(fmt, text))
     lo.tokens = counted

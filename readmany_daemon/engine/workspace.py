@@ -158,7 +158,8 @@ class Workspace:
         """The root's ranking (``rank.api.Ranking``), made on first use: its full-text
         index in ``rank_file`` unless that lies inside the root (never in the workspace),
         texts indexed with secrets redacted (``engine.redact``), kept current by the
-        index's changes."""
+        index's changes. The daemon's ranking makes outlines, tags and token counts
+        ahead (``rank.ahead``): the content cache's counts are asked of it too."""
         ranking = self._ranking
         if ranking is None:
             from readmany_daemon.engine.redact import redacted_text
@@ -177,6 +178,9 @@ class Workspace:
             )
             if self._index is not None:
                 self._index.add_listener(ranking.note_change)
+            if ranking.ahead is not None and self.cache is not None:
+                # counts made ahead are by content: any root's store answers for any text
+                self.cache.stored_count = ranking.ahead.store.count
         return ranking
 
     def close_ranking(self) -> None:
@@ -184,6 +188,12 @@ class Workspace:
         forgotten); a later ``ranking`` opens it again."""
         ranking, self._ranking = self._ranking, None
         if ranking is not None:
+            if (
+                ranking.ahead is not None
+                and self.cache is not None
+                and self.cache.stored_count == ranking.ahead.store.count
+            ):
+                self.cache.stored_count = None
             ranking.close()
 
     def clock(self) -> str:

@@ -12,8 +12,10 @@ folder, dropped with the snapshot), beside FTS5's.
 * ``ahead_files(path, mark, digest)``: the file ``path`` (root-relative) had ``mark``
   (``prep.mark_of``: size, mtime, inode) when its text, whose :func:`outline_key` is
   ``digest``, was made;
-* ``ahead_made(digest, outline, tags)``: the outline and tags of that text (msgpack,
-  deflated), once per distinct text;
+* ``ahead_made(digest, outline, tags, count_key, tokens)``: the outline and tags of
+  that text (msgpack, deflated), and its o200k token count under
+  ``tokens.count_key`` (what the engine counts for a whole file shown as it is), once
+  per distinct text;
 * ``ahead_meta(key, value)``: the format, and what the last pass did (``files``,
   ``made``, ``bytes``, ``cpu_s``, ``wall_s``, ``done``).
 
@@ -41,6 +43,7 @@ from typing import IO, Final
 
 import msgspec
 
+from readmany_daemon.content import tokens
 from readmany_daemon.content.outline import (
     Outline,
     OutlineCache,
@@ -66,7 +69,9 @@ _TABLES: Final = """
 CREATE TABLE IF NOT EXISTS ahead_files(
     path TEXT PRIMARY KEY, mark TEXT NOT NULL, digest BLOB NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS ahead_made(
-    digest BLOB PRIMARY KEY, outline BLOB NOT NULL, tags BLOB NOT NULL) WITHOUT ROWID;
+    digest BLOB PRIMARY KEY, outline BLOB NOT NULL, tags BLOB NOT NULL,
+    count_key BLOB NOT NULL, tokens INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS ahead_made_count ON ahead_made(count_key);
 CREATE TABLE IF NOT EXISTS ahead_meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 """
 _DROP: Final = (
@@ -125,6 +130,18 @@ class AheadStore:
         except (sqlite3.Error, zlib.error, msgspec.DecodeError):
             return None
 
+    def count(self, key: bytes) -> int | None:
+        """The o200k tokens of the text whose ``tokens.count_key`` is ``key``, counted
+        ahead; None when none is kept."""
+        try:
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT tokens FROM ahead_made WHERE count_key = ?", (key,)
+                ).fetchone()
+        except sqlite3.Error:
+            return None
+        return None if row is None else int(row[0])
+
     def tags(self, marks: Mapping[str, str]) -> dict[str, Tags]:
         """``{path: tags}`` made ahead for those of ``marks`` (``{path: mark now}``)
         whose stored mark is the one given; the others are left out."""
@@ -173,19 +190,20 @@ class AheadStore:
     def write(
         self,
         files: Sequence[tuple[str, str, bytes]],
-        made: Sequence[tuple[bytes, bytes, bytes]],
+        made: Sequence[tuple[bytes, bytes, bytes, bytes, int]],
         drops: Sequence[str],
         meta: Mapping[str, object] = {},
     ) -> None:
         """In one transaction: ``files`` as ``(path, mark, digest)`` rows, ``made`` as
-        ``(digest, outline, tags)`` rows (packed), ``drops`` forgotten, ``meta`` set."""
+        ``(digest, outline, tags, count_key, tokens)`` rows (packed), ``drops``
+        forgotten, ``meta`` set."""
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
                 db.executemany("DELETE FROM ahead_files WHERE path = ?", ((p,) for p in drops))
                 db.executemany("INSERT OR REPLACE INTO ahead_files VALUES (?, ?, ?)", files)
-                db.executemany("INSERT OR IGNORE INTO ahead_made VALUES (?, ?, ?)", made)
+                db.executemany("INSERT OR IGNORE INTO ahead_made VALUES (?, ?, ?, ?, ?)", made)
                 db.executemany("INSERT OR REPLACE INTO ahead_meta VALUES (?, ?)", meta.items())
                 db.execute("COMMIT")
             except sqlite3.Error:
@@ -212,7 +230,7 @@ class _Made(msgspec.Struct):
 
 def _make_one(
     root: str, rel: str, deleted: bool, known: str | None, has: Callable[[bytes], bool], made: _Made
-) -> tuple[Prepared, tuple[str, str, bytes] | None, tuple[bytes, bytes, bytes] | None]:
+) -> tuple[Prepared, tuple[str, str, bytes] | None, tuple[bytes, bytes, bytes, bytes, int] | None]:
     """One queued file: (what was done, its ``ahead_files`` row, its ``ahead_made`` row);
     ``Prepared.mark`` None: its rows are to be dropped (gone, not a regular file, too
     big, unreadable, changing)."""
@@ -242,19 +260,20 @@ def _make_one(
     t = tags(text, rel, cache=cache)
     made.made += 1
     made.bytes += len(data)
-    return Prepared(rel, mark, None), row, (digest, _pack(o), _pack(t))
+    made_row = (digest, _pack(o), _pack(t), tokens.count_key(text), tokens.count(text))
+    return Prepared(rel, mark, None), row, made_row
 
 
 def make_batch(
     root: str, items: Sequence[tuple[str, bool, str | None]], store: AheadStore, made: _Made
 ) -> list[Prepared]:
-    """Make the outlines and tags of ``items`` (``(rel, deleted, _)``) of ``root`` that
-    the store lacks for their marks, and write them in one transaction; one
+    """Make the outlines, tags and token counts of ``items`` (``(rel, deleted, _)``) of
+    ``root`` that the store lacks for their marks, and write them in one transaction; one
     :class:`~readmany_daemon.rank.prep.Prepared` an item (``mark`` None: dropped)."""
     known = store.known([rel for rel, _, _ in items])
     out: list[Prepared] = []
     files: list[tuple[str, str, bytes]] = []
-    rows: list[tuple[bytes, bytes, bytes]] = []
+    rows: list[tuple[bytes, bytes, bytes, bytes, int]] = []
     drops: list[str] = []
     batch: set[bytes] = set()  # texts made by this batch (not written yet)
 

@@ -1,5 +1,5 @@
-"""Outlines and tags made ahead (``rank/ahead.py``): what the store keeps equals what is
-made on demand; tags are given only for the mark they were made at, outlines only for
+"""Outlines, tags and token counts made ahead (``rank/ahead.py``): what the store keeps
+equals what is made on demand; tags are given only for the mark they were made at, outlines only for
 their text's key; a changed file is made again, a gone one forgotten; one text is made
 once whatever files hold it; the worker process runs at the lowest CPU priority."""
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from readmany_daemon.content import tokens
 from readmany_daemon.content.outline import language_for, outline, outline_key, tags
 from readmany_daemon.rank.ahead import AheadStore, _Made, make_batch
 from readmany_daemon.rank.fulltext import rank_path
@@ -54,6 +55,7 @@ def test_what_is_stored_is_what_is_made_on_demand(tmp_path: Path, store: AheadSt
         text = read_text(str(root), rel)
         assert text is not None
         assert got[rel] == tags(text, rel)
+        assert store.count(tokens.count_key(text)) == tokens.count(text)
         lang = language_for(rel, text)
         if lang is not None:
             assert store.outline(outline_key(text.encode(), lang)) == outline(text, rel)
