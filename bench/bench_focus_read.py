@@ -7,7 +7,10 @@ Usage::
 
 Starts a private daemon (``bench_daemon.Daemon``: its own socket, ``XDG_CACHE_HOME``,
 ``XDG_STATE_HOME``, ``XDG_RUNTIME_DIR``; stopped in a ``finally``), asks focused reads
-until ``summary.ranking.pendingFiles`` is 0 (the root's full-text index built), then
+until ``summary.ranking.pendingFiles`` is 0 (the root's full-text index built), waits
+for the daemon's pass making outlines, tags and token counts ahead (``rank.ahead``: its
+``ahead_meta`` row ``done`` in the root's index file; reported with its wall and CPU
+seconds, the store's pages on disk and the daemon's RSS before and after), then
 alternates, ``--runs`` times on one connection, four ``readMany/read`` requests of
 ``**/*.py`` (or ``--glob``) with a 20,000-token budget: without focus, with a focus of
 ~300 characters, with one of 2,000 (``bench_rank.FOCUS_300`` and ``_focus_2000``), and

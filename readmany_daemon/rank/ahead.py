@@ -1,10 +1,12 @@
-"""Outlines and tags made ahead of requests, and kept on disk (the daemon's; issue 25).
+"""Outlines, tags and token counts made ahead of requests, and kept on disk (the
+daemon's; issue 25).
 
 A focused read needs the outline of the file cut at the end of its budget
-(``engine.outlines``) and the tags of the files its reference graph takes
-(``rank.root``); made on demand, they are most of a read whose focus ranks files no read
-asked before (bench/README.md "Focus"). So the daemon makes them for every file of the
-root in a worker process, at low priority, once the full-text index is built
+(``engine.outlines``), the tags of the files its reference graph takes (``rank.root``)
+and the o200k counts of the files it packs (``engine.budget``); made on demand, they are
+most of a read whose focus ranks files no read asked before (bench/README.md "Focus").
+So the daemon makes them for every file of the root in a worker process, at low
+priority, once the full-text index is built
 (``rank.ahead_pass.AheadPass``), and keeps them here: tables of the root's full-text
 index file (``index-<hash>.rank``: a 0600 file in a 0700 folder of the user's cache
 folder, dropped with the snapshot), beside FTS5's.

@@ -1,5 +1,5 @@
-"""The daemon's pass that makes the outlines and tags of a root's files ahead of the
-requests that need them (``rank.ahead``: what is made, and where it is kept).
+"""The daemon's pass that makes the outlines, tags and token counts of a root's files
+ahead of the requests that need them (``rank.ahead``: what is made, and where it is kept).
 
 ``AheadPass.start`` queues the root's visible files (``RootRanking`` does it when it
 queues them for the full-text index); the index's change listener queues each file a
@@ -57,6 +57,8 @@ class AheadPass:
         self._failed = False
         self._closed = False
         self._thread: threading.Thread | None = None
+        #: The worker while a pass runs (``close`` ends it: the thread may wait for it).
+        self._worker: PrepWorker | None = None
         #: Passes finished (the queue emptied by a worker).
         self.passes = 0
 
@@ -97,7 +99,10 @@ class AheadPass:
         """Stop the thread (after the batch in hand), end the worker, close the store."""
         with self._cv:
             self._closed = True
+            worker = self._worker
             self._cv.notify_all()
+        if worker is not None:  # the thread waits for its batch: end it now
+            worker.close()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=15)
         self.store.close()
@@ -145,6 +150,11 @@ class AheadPass:
             log.warning("no ahead worker for %s: %s", self.root, exc)
             self._idle()
             return False
+        with self._cv:
+            self._worker = worker
+            self._cv.notify_all()
+            if self._closed:  # closed meanwhile: ``close`` saw no worker to end
+                worker.close()
         try:
             while not self._closed and (batch := self._take()):
                 worker.submit(batch, 0)
@@ -164,5 +174,6 @@ class AheadPass:
 
     def _idle(self) -> None:
         with self._cv:
+            self._worker = None
             self._busy = False
             self._cv.notify_all()

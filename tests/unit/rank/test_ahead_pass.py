@@ -7,6 +7,7 @@ graph's files are pending no more."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -111,3 +112,27 @@ def test_a_change_is_made_again_and_its_old_tags_are_not_used(
     assert r.ahead.settle(60) and r.ahead.passes == 2  # the change, made ahead again
     stored = r.ahead.store.tags({"pkg/core.py": mark_of(os.lstat(tree / "pkg/core.py"))})
     assert stored["pkg/core.py"].defines == frozenset({"armadillo_sum"})
+
+
+def test_closing_ends_the_worker_of_a_pass_under_way(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    write_tree(
+        root, {f"pkg/m{i:04}.py": f"def f{i}():\n    return {i}\n" * 40 for i in range(3000)}
+    )
+    path = rank_path(str(tmp_path / "cache" / f"index-{'aa' * 16}.snap"))
+    index = Index.build(str(root), Settings())
+    r = RootRanking(str(root), lambda: index, path=path, background=True)
+    try:
+        r.start()
+        assert r.ahead is not None and r.keeper is not None and r.keeper.settle(120)
+        ahead = r.ahead
+        with ahead._cv:  # the pass's own state: its worker started
+            assert ahead._cv.wait_for(lambda: ahead._worker is not None, timeout=60)
+            assert ahead._worker is not None
+            pid = ahead._worker.pid
+    finally:
+        started = time.monotonic()
+        r.close()
+    assert time.monotonic() - started < 5  # not the rest of the pass
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
