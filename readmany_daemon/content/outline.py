@@ -44,7 +44,7 @@ from readmany_daemon.content.lines import count_lines
 from readmany_daemon.content.outline_queries import QUERIES, REFERENCE_KINDS
 
 if TYPE_CHECKING:
-    from tree_sitter import Language, Node, Query
+    from tree_sitter import Language, Node, Query, Tree
 
 __all__ = [
     "MAX_ERROR_WIDTH",
@@ -56,6 +56,7 @@ __all__ = [
     "Tags",
     "language_for",
     "outline",
+    "outline_and_tags",
     "outline_key",
     "render_outline",
     "set_parse_clock",
@@ -346,7 +347,9 @@ def outline(
     return got
 
 
-def _make(lang: str, data: bytes, text: str) -> Outline:
+def _make(lang: str, data: bytes, text: str, trees: list[Tree] | None = None) -> Outline:
+    """The outline of ``data`` (``text`` as UTF-8) in ``lang``; the tree parsed, if any,
+    is appended to ``trees``."""
     import tree_sitter
 
     lines = count_lines(text)
@@ -364,6 +367,8 @@ def _make(lang: str, data: bytes, text: str) -> Outline:
         )
     except ValueError:
         return Outline(lang, reason=f"too slow to parse: over {budget * 1000:,.0f} ms", lines=lines)
+    if trees is not None:
+        trees.append(tree)
     if tree.root_node.has_error and (width := _widest_error(tree.root_node)) > MAX_ERROR_WIDTH:
         reason = f"too broken to outline: an error spans {width:,} nodes"
         return Outline(lang, reason=reason, lines=lines)
@@ -611,9 +616,28 @@ def tags(text: str, path: str, *, cache: OutlineCache | None = None) -> Tags:
     :func:`outline` (cached in ``cache`` by content), references from one more parse.
     Never raises; ``Tags()`` when the language has no grammar or the text no outline
     (too large, too broken, too slow: the limits of :func:`outline`)."""
+    found = outline(text, path, cache=cache)
+    return _tags_from(found, text, None)
+
+
+def outline_and_tags(text: str, path: str) -> tuple[Outline, Tags]:
+    """``(outline(text, path), tags(text, path))`` from one parse rather than two: the
+    tree parsed for the outline is queried for the references too (the same values;
+    what the daemon's pass making them ahead uses, ``rank.ahead``)."""
+    lang = language_for(path, text)
+    data = text.encode("utf-8", "replace")
+    if lang is None or len(data) > MAX_OUTLINE_BYTES:
+        return outline(text, path), Tags()
+    trees: list[Tree] = []
+    found = _make(lang, data, text, trees)
+    return found, _tags_from(found, text, trees[0] if trees else None)
+
+
+def _tags_from(found: Outline, text: str, tree: Tree | None) -> Tags:
+    """The tags of ``text`` whose outline is ``found``; its references from ``tree`` (the
+    parse of ``text`` as UTF-8) when given, else from a parse made here."""
     import tree_sitter
 
-    found = outline(text, path, cache=cache)
     lang = found.language
     if lang is None or found.reason is not None or lang == "markdown":
         return Tags()
@@ -627,14 +651,15 @@ def tags(text: str, path: str, *, cache: OutlineCache | None = None) -> Tags:
     if query is None:
         return Tags(defines, defines)
     data = text.encode("utf-8", "replace")
-    deadline = _clock() + PARSE_SECONDS + len(data) * PARSE_SECONDS_PER_BYTE
-    try:
-        tree = tree_sitter.Parser(grammar.language).parse(
-            lambda offset, _point: data[offset : offset + _CHUNK],
-            progress_callback=lambda _offset, _error: _clock() > deadline,
-        )
-    except ValueError:
-        return Tags(defines, defines)
+    if tree is None:
+        deadline = _clock() + PARSE_SECONDS + len(data) * PARSE_SECONDS_PER_BYTE
+        try:
+            tree = tree_sitter.Parser(grammar.language).parse(
+                lambda offset, _point: data[offset : offset + _CHUNK],
+                progress_callback=lambda _offset, _error: _clock() > deadline,
+            )
+        except ValueError:
+            return Tags(defines, defines)
     captured = tree_sitter.QueryCursor(query).captures(tree.root_node).get("ref", [])
     names = {data[n.start_byte : n.end_byte].decode("utf-8", "replace").lower() for n in captured}
     return Tags(defines, frozenset(names | defines))

@@ -48,13 +48,11 @@ import msgspec
 from readmany_daemon.content import tokens
 from readmany_daemon.content.outline import (
     Outline,
-    OutlineCache,
     Tags,
     language_for,
-    outline,
+    outline_and_tags,
     outline_key,
     set_parse_clock,
-    tags,
 )
 from readmany_daemon.rank.fulltext import MAX_INDEX_CHARS
 from readmany_daemon.rank.prep import Prepared, mark_of, read_text
@@ -257,9 +255,7 @@ def _make_one(
     row = (rel, mark, digest)
     if has(digest):
         return Prepared(rel, mark, None), row, None
-    cache = OutlineCache()
-    o = outline(text, rel, cache=cache)
-    t = tags(text, rel, cache=cache)
+    o, t = outline_and_tags(text, rel)
     made.made += 1
     made.bytes += len(data)
     made_row = (digest, _pack(o), _pack(t), tokens.count_key(text), tokens.count(text))
