@@ -217,9 +217,9 @@ def test_bench_peers_quick(gen_tree: ModuleType, tmp_path: Path) -> None:
     assert len(mine) == 8 and all(r["median_ms"] is not None and not r["error"] for r in mine)
 
 
-def _bench(name: str, results: Path, *args: str) -> tuple[str, Any]:
+def _bench(name: str, results: Path, *args: str, saved_as: str = "") -> tuple[str, Any]:
     """Run ``bench/bench_<name>.py ARGS --results-dir RESULTS``, which must succeed;
-    its standard output and the JSON it wrote (``<name>-latest.json``)."""
+    its standard output and the JSON it wrote (``<saved_as or name>-latest.json``)."""
     proc = subprocess.run(
         [sys.executable, str(BENCH / f"bench_{name}.py"), *args, "--results-dir", str(results)],
         capture_output=True,
@@ -228,7 +228,9 @@ def _bench(name: str, results: Path, *args: str) -> tuple[str, Any]:
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout, json.loads((results / f"{name}-latest.json").read_text(encoding="utf-8"))
+    return proc.stdout, json.loads(
+        (results / f"{saved_as or name}-latest.json").read_text(encoding="utf-8")
+    )
 
 
 def test_bench_scale_quick(tmp_path: Path) -> None:
@@ -244,30 +246,36 @@ def test_bench_scale_quick(tmp_path: Path) -> None:
     assert (plot.stat().st_mtime_ns if plot.exists() else None) == before
 
 
+def _session_repo(repo: Path, session: list[str]) -> None:
+    """A git repository at ``repo``: ``src/a.py`` .. ``src/e.py`` committed, then a day
+    later one session of ``session``'s commits by one author, an hour apart, each
+    rewriting the files named by its letters (``"ab"``: ``src/a.py`` and ``src/b.py``)."""
+    (repo / "src").mkdir(parents=True)
+    git(repo, "init", "-q")
+    when = 1_600_000_000
+
+    def commit(message: str, names: str) -> None:
+        for name in names:
+            (repo / "src" / f"{name}.py").write_text(f"# {name} {message}\n" * 200, "utf-8")
+        date = f"@{when} +0000"
+        env = {**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+        git(repo, "add", "-A", env=env)
+        git(repo, "commit", "-q", "-m", message, env=env)
+
+    commit("start", "abcde")
+    when += 86_400  # the session begins a day later
+    for n, names in enumerate(session):
+        when += 3600
+        commit(f"edit {n}", names)
+
+
 def test_bench_stable_replays_sessions_of_a_small_repo(tmp_path: Path) -> None:
     """``bench_stable.py --repo`` on a repository the test builds: one session of three
     commits by one author, an hour apart, each changing ``src/a.py`` (first in path
     order). It leaves the repository as it was, finds same-tree stable re-packs
     byte-identical, and keeps more of each re-pack in stable order than in path order."""
     repo = tmp_path / "repo"
-    (repo / "src").mkdir(parents=True)
-    git(repo, "init", "-q")
-    for name in "abcde":
-        (repo / "src" / f"{name}.py").write_text(f"# {name}\n" * 200, encoding="utf-8")
-    when = 1_600_000_000
-
-    def commit(message: str) -> None:
-        date = f"@{when} +0000"
-        env = {**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
-        git(repo, "add", "-A", env=env)
-        git(repo, "commit", "-q", "-m", message, env=env)
-
-    commit("start")
-    when += 86_400  # the session begins a day later
-    for n in range(3):
-        when += 3600
-        (repo / "src" / "a.py").write_text(f"# a, edit {n}\n" * 200, encoding="utf-8")
-        commit(f"edit {n}")
+    _session_repo(repo, ["a", "a", "a"])
     head = git(repo, "rev-parse", "HEAD")
     out, saved = _bench("stable", tmp_path / "results", "--repo", str(repo))
     assert "| stable" in out and "| request-order" in out, out
@@ -277,3 +285,22 @@ def test_bench_stable_replays_sessions_of_a_small_repo(tmp_path: Path) -> None:
     assert shares["stable"] > shares["request-order"]
     assert git(repo, "rev-parse", "HEAD") == head
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_bench_stable_bound_knows_the_next_change(tmp_path: Path) -> None:
+    """``bench_stable.py --bound`` replays a session from git's objects: its first commit
+    changes ``src/a.py`` and ``src/b.py``, the next two ``src/a.py`` again. With the two
+    in path order (the daemon's choice, and the daemon's own replay's figure) the second
+    commit's change to ``a.py`` ends the prefix before ``b.py``; the order that knows
+    ``a.py`` changes again puts it last and keeps ``b.py``, so its median is higher."""
+    repo = tmp_path / "repo"
+    _session_repo(repo, ["ab", "a", "a"])
+    out, saved = _bench(
+        "stable", tmp_path / "results", "--repo", str(repo), "--bound", saved_as="stable-bound"
+    )
+    assert "knows the future" in out, out
+    shares = saved["median_prefix_share"]
+    assert shares["knows the future"] > shares["path"] + 0.2, shares
+    # the replay with path order is the daemon's own stable order, up to the headers
+    _, daemon = _bench("stable", tmp_path / "results", "--repo", str(repo))
+    assert daemon["median_prefix_share"]["stable"] == pytest.approx(shares["path"], abs=0.03)
