@@ -6,8 +6,9 @@ Usage::
     python bench/bench_stable.py --repo CLONE [--glob 'src/**/*.py'] [--sessions 40]
 
 Replays work sessions of CLONE's history: runs of at least ``--min-run`` (3)
-consecutive commits (no merges, oldest first) by one author, each less than
-``--gap-hours`` (2) after the one before, that change a file ``--glob`` matches. The
+consecutive commits (no merges, oldest first; each one's first parent is the one before:
+one line of work, as ``git log``'s order interleaves branches) by one author, each less
+than ``--gap-hours`` (2) after the one before, that change a file ``--glob`` matches. The
 ``--sessions`` most recent such runs are replayed in one temporary clone of CLONE
 (CLONE itself is never changed): the work tree is moved to the parent of a session's
 first commit (a root commit: to that commit), then to each of its commits in turn
@@ -56,8 +57,9 @@ from readmany_daemon.runtime.service import Service
 from readmany_daemon.settings import Settings
 from readmany_daemon.wire.cursor import decode_read_request
 
-#: One commit: (hash, author email, committer time in seconds, changed paths).
-Commit = tuple[str, str, int, list[str]]
+#: One commit: (hash, author email, committer time in seconds, changed paths, first
+#: parent's hash or "").
+Commit = tuple[str, str, int, list[str], str]
 
 
 def _git(cwd: Path | str, *args: str) -> str:
@@ -82,40 +84,41 @@ def matches(glob: str, path: str) -> bool:
 def commits(repo: Path) -> list[Commit]:
     """CLONE's commits without merges, oldest first, with their changed paths."""
     out = _git(
-        repo, "log", "--reverse", "--no-merges", "--format=//%H%x1f%ae%x1f%ct", "--name-only"
+        repo, "log", "--reverse", "--no-merges", "--format=//%H%x1f%ae%x1f%ct%x1f%P", "--name-only"
     )
     found: list[Commit] = []
     for line in out.splitlines():
         if line.startswith("//"):
-            sha, email, when = line[2:].split("\x1f")
-            found.append((sha, email, int(when), []))
+            sha, email, when, parents = line[2:].split("\x1f")
+            found.append((sha, email, int(when), [], parents.partition(" ")[0]))
         elif line and found:
             found[-1][3].append(line)
     return found
 
 
 def sessions(history: list[Commit], glob: str, gap_hours: float, min_run: int) -> list[list[str]]:
-    """Runs of at least ``min_run`` consecutive commits of ``history`` by one author,
-    each less than ``gap_hours`` after the one before, every one changing a path that
-    ``glob`` matches; their hashes, oldest first."""
-    runs: list[list[str]] = []
-    run: list[Commit] = []
-    for commit in history:
-        touches = any(matches(glob, p) for p in commit[3])
-        if (
-            touches
-            and run
-            and commit[1] == run[-1][1]
-            and 0 <= commit[2] - run[-1][2] < gap_hours * 3600
-        ):
-            run.append(commit)
+    """Runs of at least ``min_run`` consecutive commits of ``history`` (each one's first
+    parent the one before: followed through the parents, so that ``git log``'s
+    interleaving of branches neither splits nor joins them) by one author, each less than
+    ``gap_hours`` after the one before, every one changing a path that ``glob`` matches;
+    their hashes, oldest first, the runs in the order their last commits come."""
+    open_runs: dict[str, list[Commit]] = {}  # by the hash of the run's last commit
+    ended: list[tuple[int, list[Commit]]] = []
+    for at, commit in enumerate(history):
+        if not any(matches(glob, p) for p in commit[3]):
             continue
-        if len(run) >= min_run:
-            runs.append([c[0] for c in run])
-        run = [commit] if touches else []
-    if len(run) >= min_run:
-        runs.append([c[0] for c in run])
-    return runs
+        run = open_runs.pop(commit[4], None)
+        if (
+            run is None
+            or commit[1] != run[-1][1]
+            or not 0 <= commit[2] - run[-1][2] < gap_hours * 3600
+        ):
+            run = []
+        run.append(commit)
+        open_runs[commit[0]] = run
+        ended.append((at, run))
+    last = {id(run): at for at, run in ended}  # each run once, at its last commit
+    return [[c[0] for c in run] for at, run in ended if last[id(run)] == at and len(run) >= min_run]
 
 
 def common_prefix(before: str | bytes, after: str | bytes) -> int:

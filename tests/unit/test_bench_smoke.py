@@ -304,3 +304,26 @@ def test_bench_stable_bound_knows_the_next_change(tmp_path: Path) -> None:
     # the replay with path order is the daemon's own stable order, up to the headers
     _, daemon = _bench("stable", tmp_path / "results", "--repo", str(repo))
     assert daemon["median_prefix_share"]["stable"] == pytest.approx(shares["path"], abs=0.03)
+
+
+def test_bench_stable_sessions_follow_parents(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session is a line of work: each commit's first parent is the one before. Two
+    branches by one author whose commits ``git log`` interleaves give two sessions, not
+    none (and not one that jumps between the branches); another author's commit, or a
+    gap of 2 hours, ends a session."""
+    monkeypatch.syspath_prepend(str(BENCH))  # its ``common``
+    stable = _load("bench_stable")
+    hour = 3600
+
+    def c(sha: str, parent: str, when: int, author: str = "me") -> Any:
+        return (sha, author, when * hour // 4, ["src/x.py"], parent)
+
+    history = [
+        c("a1", "p", 0), c("b1", "q", 1), c("a2", "a1", 2), c("b2", "b1", 3),
+        c("a3", "a2", 4), c("b3", "b2", 5), c("x1", "a3", 6, "you"), c("y1", "b3", 14),
+    ]  # fmt: skip
+    assert stable.sessions(history, "src/**/*.py", 2.0, 3) == [
+        ["a1", "a2", "a3"],
+        ["b1", "b2", "b3"],
+    ]
+    assert stable.sessions(history, "src/**/*.py", 2.0, 4) == []
