@@ -28,9 +28,10 @@ not byte-identical (must be 0), and writes ``bench/results/stable-latest.json``
 the stable order's rules (PROTOCOL §4 "Stable order": seeded oldest git change first,
 an unchanged file keeps its place, changed and new files go last) leave one choice, the
 order among the files that change at once. It reports that replay with the daemon's
-choice (path order among them: the figure the daemon's own replay gives) and with an
-order that knows the future (of the files changing at once, the one that changes again
-soonest goes last): what an order within those rules could keep with a perfect guess.
+choice (oldest git change first, as the seed: the figure the daemon's own replay
+gives), with path order, and with an order that knows the future (of the files
+changing at once, the one that changes again soonest goes last): what an order within
+those rules could keep with a perfect guess.
 Each pack there is the files' contents, each after a header of its path.
 """
 
@@ -52,6 +53,7 @@ from wcmatch.glob import GLOBSTAR, globmatch
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from readmany_daemon.index.stable_order import BATCH_COMMITS
 from readmany_daemon.runtime.requests import RequestContext
 from readmany_daemon.runtime.service import Service
 from readmany_daemon.settings import Settings
@@ -244,8 +246,9 @@ def _kept(
 
 def bound(repo: Path, glob: str, chosen: list[list[str]]) -> dict[str, float]:
     """The median prefix share of the stable order's replay from git's objects, with
-    the files changing at once in path order (``"path"``) and in the order that knows
-    each one's next change (``"knows the future"``)."""
+    the files changing at once in path order (``"path"``), as the daemon orders them
+    (``"oldest change first"``: ``StableOrder.places``) and in the order that knows each
+    one's next change (``"knows the future"``)."""
     git = _Objects(repo, glob)
     steps = [
         [_git(repo, "rev-parse", f"{s[0]}^").strip(), *s] if _has_parent(repo, s[0]) else s
@@ -261,7 +264,7 @@ def bound(repo: Path, glob: str, chosen: list[list[str]]) -> dict[str, float]:
         return len(moves)
 
     out: dict[str, float] = {}
-    for name in ("path", "knows the future"):
+    for name in ("path", "oldest change first", "knows the future"):
         seq: dict[str, int] = {}
         places = itertools.count()
         order: list[str] = []
@@ -278,8 +281,11 @@ def bound(repo: Path, glob: str, chosen: list[list[str]]) -> dict[str, float]:
                     moved = sorted(p for p in tree if cur.get(p) != tree[p])
                     if step:
                         move += 1
-                    if name != "path":
+                    if name == "knows the future":
                         moved.sort(key=lambda p: -next_change(p, move))
+                    elif name == "oldest change first" and len(moved) > 1:
+                        times = _last_changes(repo, sha, BATCH_COMMITS)
+                        moved.sort(key=lambda p: (p not in seq, times.get(p, 0)))
                     for path in moved:
                         seq[path] = next(places)
                 now = sorted(tree, key=seq.__getitem__)
@@ -300,17 +306,25 @@ def _has_parent(repo: Path, sha: str) -> bool:
     return found.returncode == 0
 
 
-def _seed(repo: Path, sha: str, tree: dict[str, str]) -> list[str]:
-    """``tree``'s paths oldest last change first at ``sha`` (as ``index.stable_order.git_seed``)."""
+def _last_changes(repo: Path, sha: str, commits: int = 0) -> dict[str, int]:
+    """``{path: committer time}`` of the newest commit changing each path, of the last
+    ``commits`` (0: all) before ``sha`` (as ``index.stable_order``)."""
     changed: dict[str, int] = {}
     when = 0
+    limit = [f"--max-count={commits}"] if commits else []
     for line in _git(
-        repo, "log", "--format=//%ct", "--name-only", "--no-renames", sha
+        repo, "log", *limit, "--format=//%ct", "--name-only", "--no-renames", sha
     ).splitlines():
         if line.startswith("//"):
             when = int(line[2:])
         elif line:
             changed.setdefault(line, when)
+    return changed
+
+
+def _seed(repo: Path, sha: str, tree: dict[str, str]) -> list[str]:
+    """``tree``'s paths oldest last change first at ``sha`` (as ``index.stable_order.git_seed``)."""
+    changed = _last_changes(repo, sha)
     return sorted(tree, key=lambda p: (changed.get(p, 0), p))
 
 
