@@ -16,7 +16,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.content.outline import OutlineCache
 from readmany_daemon.index.model import Index
-from readmany_daemon.index.stable_order import StableOrder, git_seed
+from readmany_daemon.index.stable_order import StableOrder, git_last_changes, git_seed
 from readmany_daemon.paths import abs_path, is_inside, rel_path
 from readmany_daemon.rank.root import RootRanking
 from readmany_daemon.rules.ignore import IgnoreRules
@@ -144,13 +144,18 @@ class Workspace:
     @property
     def stable_order(self) -> StableOrder:
         """The root's stable order (``order: "stable"``), kept in ``order_file`` unless
-        that lies inside the root (never in the workspace), seeded from git."""
+        that lies inside the root (never in the workspace), seeded from git (and files
+        changing at once ordered by git's last change)."""
         order = self._order
         if order is None:
             path = self.order_file
             if path is not None and is_inside(os.path.realpath(path), self.root):
                 path = None
-            order = self._order = StableOrder(path, lambda: git_seed(self.root))
+            order = self._order = StableOrder(
+                path,
+                lambda: git_seed(self.root),
+                lambda rels: git_last_changes(self.root, rels),
+            )
         return order
 
     @property

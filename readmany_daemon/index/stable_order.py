@@ -22,13 +22,21 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 
 from readmany_daemon.rules.git import GitCall
 
-__all__ = ["FORMAT", "ORDER_SUFFIX", "Mark", "StableOrder", "git_seed", "order_path"]
+__all__ = [
+    "FORMAT",
+    "ORDER_SUFFIX",
+    "Mark",
+    "StableOrder",
+    "git_last_changes",
+    "git_seed",
+    "order_path",
+]
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +50,13 @@ ORDER_SUFFIX = ".order"
 Mark = tuple[int, int, int]
 
 #: The seed reads at most this many commits of ``git log`` (pytest-dev/pytest has
-#: ~18,000: about 2 s); files no commit among them changed count as the oldest.
+#: ~18,000: about 0.4 s); files no commit among them changed count as the oldest.
 SEED_COMMITS = 50_000
+#: Files that change at once are ordered by the last of at most this many commits
+#: (``git_last_changes``, asked on the read that sees them: ~0.1 s on pytest-dev/pytest).
+BATCH_COMMITS = 5_000
+#: ``git_last_changes`` names at most this many paths to git.
+PATHSPEC_FILES = 500
 
 
 class _Stored(msgspec.Struct, array_like=True):
@@ -68,17 +81,41 @@ def git_seed(root: str) -> list[str]:
     if not listed:
         return []
     tracked = sorted({os.fsdecode(p) for p in listed.split(b"\0") if p})
+    changed = _last_changes(root, SEED_COMMITS)
+    return sorted(tracked, key=lambda p: (changed.get(p, 0), p))
+
+
+def git_last_changes(root: str, rels: Sequence[str]) -> dict[str, int]:
+    """``{rel: committer time in seconds}`` of the newest commit among the last
+    ``BATCH_COMMITS`` that changed each of ``rels`` (root-relative; a path no such commit
+    changed is left out); ``{}`` outside git or when git fails. What orders the files that
+    change at once (``StableOrder.places``), as the seed orders all of them."""
+    if not rels:
+        return {}
+    # up to PATHSPEC_FILES paths as literal pathspecs (git prints only their commits);
+    # more would crowd the command line: then every path, filtered here
+    named = list(rels) if len(rels) <= PATHSPEC_FILES else []
+    changed = _last_changes(root, BATCH_COMMITS, named)
+    wanted = set(rels)
+    return {rel: when for rel, when in changed.items() if rel in wanted}
+
+
+def _last_changes(root: str, commits: int, paths: Sequence[str] = ()) -> dict[str, int]:
+    """``{path: committer time}`` of the newest of the last ``commits`` commits that
+    changed each path under ``root`` (``paths``: only those, literal pathspecs)."""
     logged = GitCall(
         [
+            *(["--literal-pathspecs"] if paths else []),
             "-c",
             "core.quotepath=off",
             "log",
-            f"--max-count={SEED_COMMITS}",
+            f"--max-count={commits}",
             "--format=//%ct",
             "--name-only",
             "--no-renames",
             "--relative",
             "-z",
+            *(["--", *paths] if paths else []),
         ],
         root,
     ).output()
@@ -93,20 +130,28 @@ def git_seed(root: str) -> list[str]:
                     when = 0
             elif line:
                 changed.setdefault(os.fsdecode(line), when)
-    return sorted(tracked, key=lambda p: (changed.get(p, 0), p))
+    return changed
 
 
 class StableOrder:
     """The stable order of one root: ``path`` its file (None: kept in memory only),
-    ``seed`` the function that lists the root's files oldest first (``git_seed``).
+    ``seed`` the function that lists the root's files oldest first (``git_seed``),
+    ``last_changes`` the one that gives files' last change times (``git_last_changes``;
+    None: files that change at once go in path order).
 
     Not thread-safe: the daemon calls it under the root's lock (``RootEntry.lock``);
     processes share the file by atomic replacement (the last writer wins, each a valid
     order)."""
 
-    def __init__(self, path: str | None, seed: Callable[[], list[str]]) -> None:
+    def __init__(
+        self,
+        path: str | None,
+        seed: Callable[[], list[str]],
+        last_changes: Callable[[Sequence[str]], Mapping[str, int]] | None = None,
+    ) -> None:
         self.path = path
         self._seed = seed
+        self._last_changes = last_changes
         self._seq: dict[str, int] = {}
         self._mark: dict[str, Mark | None] = {}
         self._next = 0
@@ -152,9 +197,11 @@ class StableOrder:
 
     def places(self, rels: Sequence[str], marks: Sequence[Mark | None]) -> list[int]:
         """The places (sequence numbers, ascending = earlier) of ``rels``, whose current
-        ``marks`` are given (None: no file to stat; it keeps its place). A path not in the
-        order yet, or whose mark changed, goes last (new places in path order among
-        them); the order is saved when it changed."""
+        ``marks`` are given (None: no file to stat; it keeps its place). A path whose mark
+        changed, or not in the order yet, goes last. Several at once: the changed ones
+        oldest last change first (``last_changes``, as the seed; files it gives no time
+        first), then the new ones; ties in path order. The order is saved when it
+        changed."""
         self._refresh()
         moved = sorted(
             rel
@@ -162,6 +209,10 @@ class StableOrder:
             if rel not in self._seq
             or (mark is not None and self._mark[rel] is not None and self._mark[rel] != mark)
         )
+        if len(moved) > 1 and self._last_changes is not None:
+            known = [rel for rel in moved if rel in self._seq]
+            times = self._last_changes(known) if len(known) > 1 else {}
+            moved.sort(key=lambda rel: (rel not in self._seq, times.get(rel, 0)))
         changed = bool(moved)
         for rel in moved:
             self._seq[rel] = self._next

@@ -217,9 +217,9 @@ def test_bench_peers_quick(gen_tree: ModuleType, tmp_path: Path) -> None:
     assert len(mine) == 8 and all(r["median_ms"] is not None and not r["error"] for r in mine)
 
 
-def _bench(name: str, results: Path, *args: str) -> tuple[str, Any]:
+def _bench(name: str, results: Path, *args: str, saved_as: str = "") -> tuple[str, Any]:
     """Run ``bench/bench_<name>.py ARGS --results-dir RESULTS``, which must succeed;
-    its standard output and the JSON it wrote (``<name>-latest.json``)."""
+    its standard output and the JSON it wrote (``<saved_as or name>-latest.json``)."""
     proc = subprocess.run(
         [sys.executable, str(BENCH / f"bench_{name}.py"), *args, "--results-dir", str(results)],
         capture_output=True,
@@ -228,7 +228,9 @@ def _bench(name: str, results: Path, *args: str) -> tuple[str, Any]:
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout, json.loads((results / f"{name}-latest.json").read_text(encoding="utf-8"))
+    return proc.stdout, json.loads(
+        (results / f"{saved_as or name}-latest.json").read_text(encoding="utf-8")
+    )
 
 
 def test_bench_scale_quick(tmp_path: Path) -> None:
@@ -244,30 +246,36 @@ def test_bench_scale_quick(tmp_path: Path) -> None:
     assert (plot.stat().st_mtime_ns if plot.exists() else None) == before
 
 
+def _session_repo(repo: Path, session: list[str]) -> None:
+    """A git repository at ``repo``: ``src/a.py`` .. ``src/e.py`` committed, then a day
+    later one session of ``session``'s commits by one author, an hour apart, each
+    rewriting the files named by its letters (``"ab"``: ``src/a.py`` and ``src/b.py``)."""
+    (repo / "src").mkdir(parents=True)
+    git(repo, "init", "-q")
+    when = 1_600_000_000
+
+    def commit(message: str, names: str) -> None:
+        for name in names:
+            (repo / "src" / f"{name}.py").write_text(f"# {name} {message}\n" * 200, "utf-8")
+        date = f"@{when} +0000"
+        env = {**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+        git(repo, "add", "-A", env=env)
+        git(repo, "commit", "-q", "-m", message, env=env)
+
+    commit("start", "abcde")
+    when += 86_400  # the session begins a day later
+    for n, names in enumerate(session):
+        when += 3600
+        commit(f"edit {n}", names)
+
+
 def test_bench_stable_replays_sessions_of_a_small_repo(tmp_path: Path) -> None:
     """``bench_stable.py --repo`` on a repository the test builds: one session of three
     commits by one author, an hour apart, each changing ``src/a.py`` (first in path
     order). It leaves the repository as it was, finds same-tree stable re-packs
     byte-identical, and keeps more of each re-pack in stable order than in path order."""
     repo = tmp_path / "repo"
-    (repo / "src").mkdir(parents=True)
-    git(repo, "init", "-q")
-    for name in "abcde":
-        (repo / "src" / f"{name}.py").write_text(f"# {name}\n" * 200, encoding="utf-8")
-    when = 1_600_000_000
-
-    def commit(message: str) -> None:
-        date = f"@{when} +0000"
-        env = {**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
-        git(repo, "add", "-A", env=env)
-        git(repo, "commit", "-q", "-m", message, env=env)
-
-    commit("start")
-    when += 86_400  # the session begins a day later
-    for n in range(3):
-        when += 3600
-        (repo / "src" / "a.py").write_text(f"# a, edit {n}\n" * 200, encoding="utf-8")
-        commit(f"edit {n}")
+    _session_repo(repo, ["a", "a", "a"])
     head = git(repo, "rev-parse", "HEAD")
     out, saved = _bench("stable", tmp_path / "results", "--repo", str(repo))
     assert "| stable" in out and "| request-order" in out, out
@@ -277,3 +285,49 @@ def test_bench_stable_replays_sessions_of_a_small_repo(tmp_path: Path) -> None:
     assert shares["stable"] > shares["request-order"]
     assert git(repo, "rev-parse", "HEAD") == head
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_bench_stable_bound_knows_the_next_change(tmp_path: Path) -> None:
+    """``bench_stable.py --bound`` replays a session from git's objects: its first commit
+    changes ``src/a.py`` and ``src/b.py``, the next two ``src/a.py`` again. As the daemon
+    orders the two (one commit: the same git time, then path order; the daemon's own
+    replay gives that figure) the second commit's change to ``a.py`` ends the prefix
+    before ``b.py``; the order that knows ``a.py`` changes again puts it last and keeps
+    ``b.py``, so its median is higher."""
+    repo = tmp_path / "repo"
+    _session_repo(repo, ["ab", "a", "a"])
+    out, saved = _bench(
+        "stable", tmp_path / "results", "--repo", str(repo), "--bound", saved_as="stable-bound"
+    )
+    assert "knows the future" in out, out
+    shares = saved["median_prefix_share"]
+    assert shares["knows the future"] > shares["oldest change first"] + 0.2, shares
+    # (one commit's files share its time: oldest change first is path order here)
+    assert shares["path"] == shares["oldest change first"]
+    # the replay is the daemon's own stable order, up to the headers
+    _, daemon = _bench("stable", tmp_path / "results", "--repo", str(repo))
+    got = daemon["median_prefix_share"]["stable"]
+    assert got == pytest.approx(shares["oldest change first"], abs=0.03)
+
+
+def test_bench_stable_sessions_follow_parents(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session is a line of work: each commit's first parent is the one before. Two
+    branches by one author whose commits ``git log`` interleaves give two sessions, not
+    none (and not one that jumps between the branches); another author's commit, or a
+    gap of 2 hours, ends a session."""
+    monkeypatch.syspath_prepend(str(BENCH))  # its ``common``
+    stable = _load("bench_stable")
+    hour = 3600
+
+    def c(sha: str, parent: str, when: int, author: str = "me") -> Any:
+        return (sha, author, when * hour // 4, ["src/x.py"], parent)
+
+    history = [
+        c("a1", "p", 0), c("b1", "q", 1), c("a2", "a1", 2), c("b2", "b1", 3),
+        c("a3", "a2", 4), c("b3", "b2", 5), c("x1", "a3", 6, "you"), c("y1", "b3", 14),
+    ]  # fmt: skip
+    assert stable.sessions(history, "src/**/*.py", 2.0, 3) == [
+        ["a1", "a2", "a3"],
+        ["b1", "b2", "b3"],
+    ]
+    assert stable.sessions(history, "src/**/*.py", 2.0, 4) == []

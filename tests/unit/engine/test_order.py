@@ -71,12 +71,17 @@ def test_stable_order_is_the_seed_and_the_same_bytes_in_every_new_workspace(tree
 
 
 def test_changed_and_new_files_go_last_and_the_others_keep_their_places(tree: Path) -> None:
+    """Files that change at once go last oldest git change first, as the seed orders
+    them (``src/z.py`` was committed before ``src/a.py``), then the new ones."""
     ask(tree, order="stable")
     time.sleep(0.01)
-    write_tree(tree, {"src/z.py": "changed\n", "src/new.py": "new\n"})
+    write_tree(tree, {"src/a.py": "changed\n", "src/z.py": "changed\n", "src/new.py": "new\n"})
     after = shown(ask(tree, order="stable"))
-    assert after == ["src/m.py", "src/a.py", "src/k/b.py", "src/c.py", "src/new.py", "src/z.py"]
+    assert after == ["src/m.py", "src/k/b.py", "src/c.py", "src/z.py", "src/a.py", "src/new.py"]
     assert shown(ask(tree, order="stable")) == after
+    time.sleep(0.01)
+    write_tree(tree, {"src/m.py": "changed\n"})  # one at a time: simply last
+    assert shown(ask(tree, order="stable")) == [*after[1:], "src/m.py"]
 
 
 def test_the_budget_fills_in_stable_order_so_a_re_pack_is_a_prefix(tree: Path) -> None:

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
-from readmany_daemon.index import cachegc
-from readmany_daemon.index.stable_order import StableOrder, git_seed, order_path
+import pytest
+
+from readmany_daemon.index import cachegc, stable_order
+from readmany_daemon.index.stable_order import StableOrder, git_last_changes, git_seed, order_path
 from tests.helpers import git, write_tree
 
 
@@ -31,6 +34,45 @@ def test_the_seed_is_oldest_git_change_first_then_untracked_in_path_order(repo: 
     assert git_seed(str(repo)) == ["sub/d.py", "a.py", "b.py", "c.py"]
     # In a subfolder the paths are the subfolder's.
     assert git_seed(str(repo / "sub")) == ["d.py"]
+
+
+def test_last_changes_are_git_times_of_the_paths_asked(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``git_last_changes``: each path's newest commit time (relative to the root, a
+    subfolder too), a path git never changed left out; the same when more paths are
+    asked than git is given as pathspecs; ``{}`` outside git."""
+    write_tree(repo, {"a.py": "a\n", "sub/b.py": "b\n", "sub/[c].py": "c\n"})
+    _commit(repo, "one", 1_000_000, "a.py", "sub/b.py", "sub/[c].py")
+    write_tree(repo, {"a.py": "a changed\n", "untracked.py": "u\n"})
+    _commit(repo, "two", 2_000_000, "a.py")
+    asked = ["a.py", "sub/b.py", "sub/[c].py", "untracked.py"]
+    want = {"a.py": 2_000_000, "sub/b.py": 1_000_000, "sub/[c].py": 1_000_000}
+    assert git_last_changes(str(repo), asked) == want
+    assert git_last_changes(str(repo / "sub"), ["b.py"]) == {"b.py": 1_000_000}
+    monkeypatch.setattr(stable_order, "PATHSPEC_FILES", 1)
+    assert git_last_changes(str(repo), asked) == want
+    assert git_last_changes(str(repo), []) == {}
+
+
+def test_files_changing_at_once_go_last_oldest_change_first_then_new_ones() -> None:
+    asked: list[list[str]] = []
+
+    def last_changes(rels: Sequence[str]) -> dict[str, int]:
+        asked.append(list(rels))
+        return {"x": 30, "y": 10}  # z: no time (older than git was asked about)
+
+    order = StableOrder(None, lambda: ["w", "x", "y", "z"], last_changes)
+    marks = {"w": (1, 1, 1), "x": (1, 1, 2), "y": (1, 1, 3), "z": (1, 1, 4)}
+    order.places(list(marks), list(marks.values()))
+    assert asked == []  # seeded: git is not asked again
+    changed = {**marks, "x": (2, 2, 2), "y": (2, 2, 3), "z": (2, 2, 4), "b": (1, 1, 5)}
+    places = order.places(list(changed), list(changed.values()))
+    assert [r for _, r in sorted(zip(places, changed, strict=True))] == ["w", "z", "y", "x", "b"]
+    assert asked == [["x", "y", "z"]]  # the changed ones only, once
+    one = {**changed, "w": (3, 3, 1)}
+    order.places(list(one), list(one.values()))
+    assert asked == [["x", "y", "z"]]  # one file alone: no need to ask
 
 
 def test_outside_git_the_seed_is_empty_and_files_come_in_path_order(tmp_path: Path) -> None:
