@@ -289,7 +289,8 @@ def main() -> int:
 
 
 def search_weights(kept: list[tuple[list[str], list[str], dict[str, int], Any]]) -> list[Any]:
-    """Delivered-whole share for each weight combination on the kept signals."""
+    """Delivered-whole share for each weight combination on the kept signals, best
+    first (the best 8 printed)."""
     grid = {
         "content": (1.0,),
         "names": (0.4, 0.6, 0.8, 1.0),
@@ -313,7 +314,7 @@ def search_weights(kept: list[tuple[list[str], list[str], dict[str, int], Any]])
     results.sort(key=lambda r: -r[0])
     for share, w in results[:8]:
         print(f"{share:.3f} {w}")
-    return results[:8]
+    return results  # every combination (the JSON), best first
 
 
 if __name__ == "__main__":
