@@ -74,9 +74,9 @@ MODES: Final = ("on-demand", "always", "off")
 #: Signal -> weight in the fusion, measured on bench/bench_focus.py.
 WEIGHTS: Final[Mapping[str, float]] = {
     "content": 1.0,
-    "names": 0.6,
+    "names": 0.4,
     "references": 0.1,
-    "recency": 0.2,
+    "recency": 0.1,
     "history": 0.4,
 }
 #: Within content: the weight of the BM25 of the focus's code identifiers
@@ -85,7 +85,7 @@ IDENTIFIER_WEIGHT: Final = 0.5
 #: Within names: a symbol the file defines named by the focus, beside its path (1).
 DEFINES_WEIGHT: Final = 0.5
 #: The fused score is divided by ``(bytes / 4 + 200) ** SIZE_EXPONENT``.
-SIZE_EXPONENT: Final = 0.1
+SIZE_EXPONENT: Final = 0.05
 #: A focused request waits at most this long (seconds) for the index (issue 25 item 5).
 WAIT_SECONDS: Final = 0.1
 #: Tags are made for at most this long (seconds) per call; the rest the next call.
