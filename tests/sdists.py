@@ -23,6 +23,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -57,6 +58,26 @@ def _download(name: str, version: str, dest: Path) -> Path:
     return files[0]
 
 
+def extract_tar(tf: tarfile.TarFile, into: Path) -> None:
+    """Unpack ``tf`` into ``into`` with tarfile's ``"data"`` filter (PEP 706: no absolute
+    paths, nothing outside ``into``, no devices, no links out), which Python has since
+    3.11.4 and 3.12. An older Python 3.11 (Debian 12 ships 3.11.2) lacks it: there only
+    regular files and folders that stay inside ``into`` are unpacked, anything else
+    raises ``tarfile.TarError``."""
+    if hasattr(tarfile, "data_filter"):
+        tf.extractall(into, filter="data")
+        return
+    base = into.resolve()
+    members = tf.getmembers()
+    for member in members:
+        target = (base / member.name).resolve()
+        if not (member.isfile() or member.isdir()) or not target.is_relative_to(base):
+            raise tarfile.TarError(f"refusing to unpack {member.name!r} from {tf.name!r}")
+    with warnings.catch_warnings():  # (a Python that has the filter warns without one)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        tf.extractall(into, members=members)  # each member checked above
+
+
 def _unpack(archive: Path, into: Path) -> Path:
     into.mkdir(parents=True, exist_ok=True)
     if archive.name.endswith(".zip"):
@@ -64,7 +85,7 @@ def _unpack(archive: Path, into: Path) -> Path:
             zf.extractall(into)
     else:
         with tarfile.open(archive) as tf:
-            tf.extractall(into, filter="data")
+            extract_tar(tf, into)
     tops = [p for p in into.iterdir() if p.is_dir()]
     if len(tops) != 1:
         raise RuntimeError(f"{archive.name} does not unpack to one folder: {tops}")
@@ -128,6 +149,6 @@ def npm_tree(name: str, version: str) -> Path:
                 subprocess.run(["rm", "-rf", str(done)], check=True)
             done.mkdir(parents=True)
             with tarfile.open(archive) as tf:
-                tf.extractall(done, filter="data")
+                extract_tar(tf, done)
             marker.write_text("package", encoding="utf-8")
         return done / marker.read_text(encoding="utf-8")

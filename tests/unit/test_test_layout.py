@@ -29,11 +29,13 @@ UNIT = TESTS / "unit"
 #: Lines a file below ``tests/`` may hold (issue 24 item 7).
 MAX_LINES = 800
 #: Files in ``tests/unit/`` that pin no one module: the package's import graph, this
-#: layout, the session guard (tests/session_guard.py) and the benchmark scripts (bench/).
+#: layout, the session guard (tests/session_guard.py), the real sdists' unpacking
+#: (tests/sdists.py) and the benchmark scripts (bench/).
 CROSS_CUTTING = {
     "test_layers.py",
     "test_test_layout.py",
     "test_session_guard.py",
+    "test_sdists.py",
     "test_bench_smoke.py",
     "test_architecture_doc.py",
 }
