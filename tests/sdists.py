@@ -62,8 +62,8 @@ def extract_tar(tf: tarfile.TarFile, into: Path) -> None:
     """Unpack ``tf`` into ``into`` with tarfile's ``"data"`` filter (PEP 706: no absolute
     paths, nothing outside ``into``, no devices, no links out), which Python has since
     3.11.4 and 3.12. An older Python 3.11 (Debian 12 ships 3.11.2) lacks it: there only
-    regular files and folders that stay inside ``into`` are unpacked, anything else
-    raises ``tarfile.TarError``."""
+    regular files and folders that stay inside ``into`` are unpacked, owned by the
+    current user (anything else raises ``tarfile.TarError``)."""
     if hasattr(tarfile, "data_filter"):
         tf.extractall(into, filter="data")
         return
@@ -73,6 +73,10 @@ def extract_tar(tf: tarfile.TarFile, into: Path) -> None:
         target = (base / member.name).resolve()
         if not (member.isfile() or member.isdir()) or not target.is_relative_to(base):
             raise tarfile.TarError(f"refusing to unpack {member.name!r} from {tf.name!r}")
+        # as the filter: ours, not the archive's owner (git refuses a tree owned by
+        # another user), and no set-id or group/other write bits
+        member.uid, member.gid, member.uname, member.gname = os.getuid(), os.getgid(), "", ""
+        member.mode &= 0o755
     with warnings.catch_warnings():  # (a Python that has the filter warns without one)
         warnings.simplefilter("ignore", DeprecationWarning)
         tf.extractall(into, members=members)  # each member checked above

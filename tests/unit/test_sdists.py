@@ -5,6 +5,7 @@ folders inside the target only."""
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 from pathlib import Path
 
@@ -18,6 +19,7 @@ def _tar(path: Path, members: dict[str, bytes], link: str | None = None) -> Path
         for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
+            info.uid, info.gid, info.uname, info.gname = 4242, 4242, "nobody-here", "none"
             tf.addfile(info, io.BytesIO(data))
         if link is not None:
             info = tarfile.TarInfo("pkg/link")
@@ -36,7 +38,9 @@ def test_extract_tar_unpacks_inside_and_refuses_what_leaves(
     good = _tar(tmp_path / "good.tar.gz", {"pkg/a.py": b"a\n", "pkg/sub/b.py": b"b\n"})
     with tarfile.open(good) as tf:
         extract_tar(tf, tmp_path / "out")
-    assert (tmp_path / "out" / "pkg" / "sub" / "b.py").read_bytes() == b"b\n"
+    got = tmp_path / "out" / "pkg" / "sub" / "b.py"
+    assert got.read_bytes() == b"b\n"
+    assert got.stat().st_uid == os.getuid()  # not the archive's owner
     for n, bad in enumerate(
         [
             _tar(tmp_path / "up.tar.gz", {"pkg/../../evil.py": b"x\n"}),
