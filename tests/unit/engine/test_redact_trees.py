@@ -46,10 +46,16 @@ def test_the_false_positive_definition(path: str, line: str, shown: str, counts:
 
 @pytest.mark.slow
 def test_no_false_positive_over_django_and_the_standard_library() -> None:
-    scans = scan(real_trees())
-    assert scans["django"].files > 5000 and scans["stdlib"].files > 1000
+    trees = real_trees()
+    scans = scan(trees)
+    assert scans["django"].files > 5000
     assert scans["django"].false_positives == []
-    assert scans["stdlib"].false_positives == []
     assert scans["typescript"].false_positives == []
+    assert scans["stdlib"].false_positives == []
+    if not (trees["stdlib"] / "test" / "support").is_dir():
+        # Debian's python3.11 leaves the standard library's tests (with their keys) to
+        # the package libpython3.11-testsuite: only the library itself was scanned
+        pytest.skip(f"{trees['stdlib']} lacks its test package: its test keys not measured")
+    assert scans["stdlib"].files > 1000
     # the standard library's test keys are still hidden (private-key blocks)
     assert scans["stdlib"].redacted > 100
