@@ -52,7 +52,7 @@ def test_no_false_positive_over_django_and_the_standard_library() -> None:
     assert scans["django"].false_positives == []
     assert scans["typescript"].false_positives == []
     assert scans["stdlib"].false_positives == []
-    if not (trees["stdlib"] / "test" / "support").is_dir():
+    if not (trees["stdlib"] / "test" / "certdata").is_dir():
         # Debian's python3.11 leaves the standard library's tests (with their keys) to
         # the package libpython3.11-testsuite: only the library itself was scanned
         pytest.skip(f"{trees['stdlib']} lacks its test package: its test keys not measured")
