@@ -41,18 +41,18 @@ class WorkerGone(Exception):
 
 
 class PrepWorker:
-    """One worker process preparing batches for the files of ``root``; ``redact`` must
-    pickle (a module-level function). Starting waits for the worker's process id
-    (``pid``); raises ``OSError`` or ``WorkerGone`` when it cannot start. ``submit``
-    hands a batch over, ``result`` takes the oldest batch's texts (raises
-    ``WorkerGone``). ``close`` ends the process (any thread, idempotent).
+    """One worker process preparing batches for the files of ``root``. Starting waits
+    for the worker's process id (``pid``); raises ``OSError`` or ``WorkerGone`` when it
+    cannot start. ``submit`` hands a batch over, ``result`` takes the oldest batch's
+    answer (raises ``WorkerGone``). ``close`` ends the process (any thread, idempotent).
 
-    ``module``: the module whose ``serve()`` the worker runs (this one's by default;
-    ``rank.ahead`` makes outlines and tags ahead, ``redact`` then being its store's
-    path): it takes ``(root, redact)``, answers its process id, then each batch."""
+    ``module``: the module whose ``serve()`` the worker runs; it takes ``(root,
+    setup)``, answers its process id, then each batch. ``setup`` must pickle: for this
+    module's full-text preparation (the default) the redaction function (a module-level
+    function); for ``rank.ahead`` (outlines and tags made ahead) its store's path."""
 
     def __init__(
-        self, root: str, redact: Callable[[str], str] | str, *, module: str = __name__
+        self, root: str, setup: Callable[[str], str] | str, *, module: str = __name__
     ) -> None:
         paths = [p for p in sys.path if p and os.path.isabs(p)]
         self._proc = subprocess.Popen(
@@ -65,7 +65,7 @@ class PrepWorker:
         self._lock = threading.Lock()
         self._closed = False
         try:
-            self._send((root, redact))
+            self._send((root, setup))
             #: The worker's process id.
             self.pid: int = self._receive()
         except BaseException:
