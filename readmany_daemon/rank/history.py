@@ -77,11 +77,13 @@ class CommitHistory:
         #: Whether a table for a ``HEAD`` not searched before is in the making.
         self._making = False
 
-    def matches(self, key: Hashable, words: Sequence[str]) -> dict[str, float]:
-        """``{root-relative path: score}`` (> 0) for ``words`` (lower case, the focus's
-        search words): the sum, over the ``MATCHED_COMMITS`` commits whose messages
-        match ``words`` best, of each commit's BM25 score divided by (the number of
-        files it changed) ** ``FILES_EXPONENT``, for each file it changed.
+    def matches(self, key: Hashable, words: Sequence[str]) -> tuple[dict[str, float], bool]:
+        """``({root-relative path: score}, pending)``, scores > 0, for ``words`` (lower
+        case, the focus's search words). A score is the sum, over the ``MATCHED_COMMITS``
+        commits whose messages match ``words`` best, of each commit's BM25 score divided
+        by (the number of files it changed) ** ``FILES_EXPONENT``, for each file it
+        changed. ``pending``: a table for a new ``HEAD`` was in the making when the
+        search ran (read at the same moment as the table searched).
         ``key`` (the index's clock): when it moves, git is asked whether ``HEAD`` moved
         (and the table made again); waits at most ``WAIT_SECONDS``. Never raises."""
         with self._lock:
@@ -96,9 +98,9 @@ class CommitHistory:
         if running is not None:
             running.join(WAIT_SECONDS)
         with self._lock:
-            table = self._table
+            table, making = self._table, self._making
             if table is None or not words:
-                return {}
+                return {}, making
             _, db, paths = table
             query = " OR ".join('"' + w.replace('"', '""') + '"' for w in words[:MAX_WORDS])
             try:
@@ -109,7 +111,7 @@ class CommitHistory:
                 ).fetchall()
             except sqlite3.Error as exc:  # a word FTS5 cannot parse: no history
                 log.debug("history search failed: %s", exc)
-                return {}
+                return {}, making
         out: dict[str, float] = {}
         for rowid, score in rows:
             changed = paths[rowid - 1]
@@ -117,7 +119,7 @@ class CommitHistory:
                 share = score / len(changed) ** FILES_EXPONENT
                 for p in changed:
                     out[p] = out.get(p, 0.0) + share
-        return out
+        return out, making
 
     @property
     def pending(self) -> bool:

@@ -74,11 +74,14 @@ class Recency:
         self._lock = threading.Lock()
         self._running: threading.Thread | None = None
 
-    def ages(self, key: Hashable) -> dict[str, int]:
-        """``{root-relative path: age}``: 0 for a file changed in the working tree or
-        git's index (untracked files included), ``n`` for one the ``n``-th last commit
-        changed (1 = HEAD), up to ``RECENT_COMMITS``. Empty outside git. Asked again
-        when ``key`` differs from the last call's; waits at most ``WAIT_SECONDS``."""
+    def ages(self, key: Hashable) -> tuple[dict[str, int], bool]:
+        """``({root-relative path: age}, pending)``: age 0 for a file changed in the
+        working tree or git's index (untracked files included), ``n`` for one the
+        ``n``-th last commit changed (1 = HEAD), up to ``RECENT_COMMITS``; empty outside
+        git. ``pending``: git's first answer was still to come when these ages were
+        read (the same moment: ``pending`` read later could miss that they lack it).
+        Asked again when ``key`` differs from the last call's; waits at most
+        ``WAIT_SECONDS``."""
         with self._lock:
             running = self._running
             if key != self._key and running is None:
@@ -90,7 +93,7 @@ class Recency:
         if running is not None:
             running.join(WAIT_SECONDS)
         with self._lock:
-            return self._ages
+            return self._ages, self._running is not None and self._answered is None
 
     def settle(self, timeout: float) -> None:
         """Wait for git's answer in progress, at most ``timeout`` seconds."""

@@ -241,7 +241,8 @@ class RootRanking:
         # git's answers are asked again when the index's clock or git's own files move
         # (a commit writes under .git only)
         key = (index.clock, git_stamp(self._git_location()))
-        ages = dict(self.recency.ages(key))
+        ages, git_pending = self.recency.ages(key)
+        ages = dict(ages)
         answered = self.recency.answered
         if isinstance(answered, tuple) and self._touched:  # git's answer holds those
             # changes (or they were undone since): theirs stands
@@ -252,7 +253,9 @@ class RootRanking:
             scores["recency"] = {p: 1.0 / (1 + a) for p, a in ages.items() if p in cand}
             signals.append("recency")
         if self.history is not None:
-            past = {p: s for p, s in self.history.matches(key, words).items() if p in cand}
+            matched, making = self.history.matches(key, words)
+            git_pending = git_pending or making
+            past = {p: s for p, s in matched.items() if p in cand}
             if past:
                 scores["history"] = past
                 if "recency" not in signals:
@@ -266,7 +269,7 @@ class RootRanking:
         file_tags, untagged = self._tags_of(graphed)
         if self.background:  # the daemon keeps the tags: the next call makes more
             pending += untagged
-            if self.recency.pending or (self.history is not None and self.history.pending):
+            if git_pending:  # (as the answers read above were: git may answer since)
                 # git's first answers still to come: every file's recency part is
                 pending += len(candidates)
         defines: dict[str, str] = {}

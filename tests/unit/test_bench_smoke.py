@@ -249,7 +249,9 @@ def test_bench_scale_quick(tmp_path: Path) -> None:
 def _session_repo(repo: Path, session: list[str]) -> None:
     """A git repository at ``repo``: ``src/a.py`` .. ``src/e.py`` committed, then a day
     later one session of ``session``'s commits by one author, an hour apart, each
-    rewriting the files named by its letters (``"ab"``: ``src/a.py`` and ``src/b.py``)."""
+    rewriting the files named by its letters (``"ab"``: ``src/a.py`` and ``src/b.py``).
+    Git runs under the environment as it is: callers take the ``git_env`` fixture (a
+    committer identity, no user configuration)."""
     (repo / "src").mkdir(parents=True)
     git(repo, "init", "-q")
     when = 1_600_000_000
@@ -269,7 +271,7 @@ def _session_repo(repo: Path, session: list[str]) -> None:
         commit(f"edit {n}", names)
 
 
-def test_bench_stable_replays_sessions_of_a_small_repo(tmp_path: Path) -> None:
+def test_bench_stable_replays_sessions_of_a_small_repo(tmp_path: Path, git_env: Path) -> None:
     """``bench_stable.py --repo`` on a repository the test builds: one session of three
     commits by one author, an hour apart, each changing ``src/a.py`` (first in path
     order). It leaves the repository as it was, finds same-tree stable re-packs
@@ -287,7 +289,7 @@ def test_bench_stable_replays_sessions_of_a_small_repo(tmp_path: Path) -> None:
     assert git(repo, "status", "--porcelain") == ""
 
 
-def test_bench_stable_bound_knows_the_next_change(tmp_path: Path) -> None:
+def test_bench_stable_bound_knows_the_next_change(tmp_path: Path, git_env: Path) -> None:
     """``bench_stable.py --bound`` replays a session from git's objects: its first commit
     changes ``src/a.py`` and ``src/b.py``, the next two ``src/a.py`` again. As the daemon
     orders the two (one commit: the same git time, then path order; the daemon's own

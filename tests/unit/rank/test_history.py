@@ -26,7 +26,9 @@ def _commit(repo: Path, files: dict[str, str], message: str) -> None:
 def _settled(h: CommitHistory, key: object, words: list[str]) -> dict[str, float]:
     h.matches(key, words)
     h.settle(60)
-    return h.matches(key, words)
+    got, pending = h.matches(key, words)
+    assert not pending
+    return got
 
 
 def test_parse_log_reads_messages_and_paths_and_drops_the_paths_of_bulk_commits() -> None:
@@ -54,8 +56,8 @@ def test_files_of_the_commits_whose_messages_match_score_root_relative(repo: Pat
         assert set(got) == {"fixtures.py"}
         assert got["fixtures.py"] > 0
         assert _settled(h, 1, ["terminal"]).keys() == {"other.py"}
-        assert h.matches(1, []) == {}
-        assert h.matches(1, ["nowhere"]) == {}
+        assert h.matches(1, []) == ({}, False)
+        assert h.matches(1, ["nowhere"]) == ({}, False)
     finally:
         h.close()
 
@@ -198,10 +200,11 @@ def test_a_first_table_is_pending_until_made(repo: Path, monkeypatch: pytest.Mon
     h = CommitHistory(str(repo))
     try:
         assert not h.pending
-        h.matches(1, ["import"])
+        assert h.matches(1, ["import"]) == ({}, True)  # the table in the making
         assert h.pending  # git is slower than this line
         h.settle(60)
         assert not h.pending
-        assert set(h.matches(1, ["import"])) == {"a.py"}
+        got, pending = h.matches(1, ["import"])
+        assert set(got) == {"a.py"} and not pending
     finally:
         h.close()

@@ -145,6 +145,31 @@ def test_recency_ranks_files_changed_in_the_work_tree_then_recent_commits(repo: 
     assert got.why["c.py"] == "changed 1 commit ago"
 
 
+def test_recency_says_pending_with_the_ages_it_read(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ages and whether git's first answer is still to come are read together: a
+    ``pending`` read later (after git answered) would call the empty ages complete."""
+    from readmany_daemon.rank import recency
+
+    write_tree(repo, {"a.py": OTHER})
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "one")
+    monkeypatch.setattr(recency, "WAIT_SECONDS", 0.0)
+    r = recency.Recency(str(repo))
+    assert r.ages(1) == ({}, True)  # git asked, its answer to come
+    r.settle(60)
+    assert not r.pending
+    ages, pending = r.ages(1)
+    assert ages == {"a.py": 1} and not pending
+    not_git = repo.parent / "plain"
+    not_git.mkdir()
+    outside = recency.Recency(str(not_git))
+    outside.ages(1)
+    outside.settle(60)
+    assert outside.ages(1) == ({}, False)  # git said no: nothing pending
+
+
 def test_pagerank_seeded_by_an_anchor_ranks_what_it_references(tmp_path: Path) -> None:
     root = tmp_path / "w"
     write_tree(
