@@ -158,7 +158,7 @@ def _kind_sums(lines: Sequence[_Line]) -> dict[str, array[int]]:
                 initial=0,
             ),
         )
-        for k in kinds
+        for k in sorted(kinds)  # (a set's order follows the process's hash seed)
     }
 
 
@@ -195,8 +195,10 @@ def _plural(kind: str, n: int) -> str:
 
 def _note(counts: Counter[str]) -> str:
     """``"41 methods"``, ``"12 classes, 3 functions"``: ``counts`` (kind → symbols),
-    the most numerous first."""
-    return ", ".join(f"{n} {_plural(k, n)}" for k, n in counts.most_common() if n)
+    the most numerous first, kinds of equal counts in name order (whatever order
+    ``counts`` was filled in: the same outline gives the same bytes in every process)."""
+    ranked = sorted(counts.items(), key=lambda kn: (-kn[1], kn[0]))
+    return ", ".join(f"{n} {_plural(k, n)}" for k, n in ranked if n)
 
 
 class _Line(NamedTuple):

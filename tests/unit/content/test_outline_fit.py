@@ -267,3 +267,37 @@ def test_one_class_holding_the_file_folds_its_methods_instead_of_hiding_them(
     assert rest[0].name.startswith("check_0000") and rest[-1].name.endswith("check_0299")
     assert rest[-1].line_end == outline(text, "big.py").symbols[-1].line_end
     assert "\n  method check_0000 … " in r.llm_content
+
+
+_SEEDED_FIT = """
+import sys
+from readmany_daemon.content.outline import Symbol
+from readmany_daemon.content.outline_fit import fit_outline
+kinds = ["function", "class", "variable", "constant"]
+symbols = [Symbol(f"s{i}", kinds[i % 4], 2 * i + 1, 2 * i + 2, 0) for i in range(400)]
+print(repr([(s.name, s.kind, s.count, s.note) for s in fit_outline(symbols, 600)]))
+"""
+
+
+def test_folded_lines_are_the_same_bytes_whatever_the_hash_seed() -> None:
+    """Kinds of equal counts are named in name order: the same outline folds to the same
+    text in every process (a daemon after a restart, an in-process answer), as stable
+    order's byte-identical answers need; a set's order follows ``PYTHONHASHSEED``."""
+    import os
+    import subprocess
+    import sys
+
+    outs = set()
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        proc = subprocess.run(
+            [sys.executable, "-c", _SEEDED_FIT], env=env, capture_output=True, text=True, check=True
+        )
+        outs.add(proc.stdout)
+    assert len(outs) == 1
+    folded = ast.literal_eval(outs.pop())
+    notes = [note for _, _, count, note in folded if count > 1]
+    assert notes[0] == "15 functions, 14 classes, 14 constants, 14 variables"
+    for note in notes:  # most numerous first, ties in name order
+        parts = [(-int(n), kind) for n, kind in (p.split(" ", 1) for p in note.split(", "))]
+        assert parts == sorted(parts)
