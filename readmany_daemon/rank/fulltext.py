@@ -596,7 +596,8 @@ class FullText:
         the tokenizer sees them (a run of letters and digits, any case), in the order
         of ``words``; only the first ``HOLDING_CHARS`` characters of each text are looked
         at. One read of the texts rather than one full-text query per word: a query reads
-        the word's whole posting list (~4 ms each at 100,000 files)."""
+        the word's whole posting list (~4 ms each at 100,000 files); a text several of
+        ``paths`` hold is looked at once."""
         out: dict[str, list[str]] = {p: [] for p in paths}
         if not paths or not words:
             return out
@@ -610,9 +611,14 @@ class FullText:
                 f"SELECT rowid, substr(body, 1, ?) FROM docs WHERE rowid IN ({marks})",
                 (HOLDING_CHARS,),
             ).fetchall()
+        seen: dict[str, list[str]] = {}  # texts held by several files (copies): once
         for rowid, body in rows:
-            low = (body or "").lower()
-            out[back[rowid]] = [w for w in words if _holds(low, w)]
+            text = body or ""
+            held = seen.get(text)
+            if held is None:
+                low = text.lower()
+                held = seen[text] = [w for w in words if _holds(low, w)]
+            out[back[rowid]] = list(held)
         return out
 
     def _marks_ids(self, paths: Sequence[str]) -> list[tuple[str, int]]:
