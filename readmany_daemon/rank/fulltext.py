@@ -16,11 +16,13 @@ twice: ``words.path_text``), ``body`` the file's text as the engine would show i
 (``WITHOUT ROWID``): how many rows of ``docs`` hold each token in either column, as
 FTS5's ``fts5vocab`` ``row`` table counts them, written in the same transaction as the
 rows (``_tally``) so that a word's count is one lookup rather than a read of its whole
-doclist. Mode 0600 in a 0700 folder; never inside the workspace.
-Thread-safe (one connection behind a lock); a write another process holds is waited for
-at most ``BUSY_MS``, then skipped (the file stays pending). The rows of the last few
-searches, and of their phrases (``rank/searches.py``), are kept until the index changes
-(``searches.Kept``).
+doclist; during a first build (``defer_counts``) the writes leave it and mark it stale in
+``term_files_state(stale)``, and ``settle_counts`` makes it again from ``fts5vocab`` at
+the end (tokenizing every text twice would cost the build a third more). Mode 0600 in a
+0700 folder; never inside the workspace. Thread-safe (one connection behind a lock); a
+write another process holds is waited for at most ``BUSY_MS``, then skipped (the file
+stays pending). The rows of the last few searches, and of their phrases
+(``rank/searches.py``), are kept until the index changes (``searches.Kept``).
 """
 
 from __future__ import annotations
@@ -172,6 +174,7 @@ class FullText:
             db.executescript(
                 "DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS docs_terms;"
                 " DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS term_files;"
+                " DROP TABLE IF EXISTS term_files_state;"
             )
         if version != FORMAT:
             # a file of the format before (or written by code that did not keep the
@@ -189,6 +192,9 @@ class FullText:
                     WITHOUT ROWID;
                 INSERT INTO term_files(term, files)
                     SELECT term, doc FROM docs_terms WHERE doc > 0;
+                DROP TABLE IF EXISTS term_files_state;
+                CREATE TABLE term_files_state(stale INTEGER NOT NULL);
+                INSERT INTO term_files_state VALUES (0);
                 PRAGMA user_version={FORMAT};
                 COMMIT;
                 """
@@ -198,12 +204,14 @@ class FullText:
         db.executescript(
             """
             CREATE VIRTUAL TABLE IF NOT EXISTS temp.tally
-                USING fts5(name, body, tokenize='unicode61', content='');
+                USING fts5(name, body, tokenize='unicode61', content='', detail=none);
             CREATE VIRTUAL TABLE IF NOT EXISTS temp.tally_terms
                 USING fts5vocab(temp, tally, 'row');
             """
         )
         self._count = int(db.execute("SELECT count(*) FROM files").fetchone()[0])
+        #: This connection's writes leave ``term_files`` (``defer_counts``).
+        self._deferred = False
         #: Files holding each word asked (``informative``), until this connection writes.
         self._df: dict[str, int] = {}
         #: Rows of the last searches and phrases, paths of rowids, valid while
@@ -273,15 +281,19 @@ class FullText:
                     for chunk in chunks([*drops, *(p for p, _, _ in puts)])
                     for _, i in self._marks_ids(chunk)
                 ]
+                tally = not self._deferred and not self._stale()
+                if not tally:
+                    db.execute("UPDATE term_files_state SET stale = 1")
                 if old:
                     removed = len(old)
-                    for chunk in chunks(old):
+                    for chunk in chunks(old if tally else ()):
                         db.execute(
                             "INSERT INTO temp.tally(name, body) SELECT name, body FROM docs"
                             " WHERE rowid IN ({})".format(",".join("?" * len(chunk))),
                             list(chunk),
                         )
-                    self._tally(-1)
+                    if tally:
+                        self._tally(-1)
                     db.executemany("DELETE FROM docs WHERE rowid = ?", ((i,) for i in old))
                     db.executemany("DELETE FROM files WHERE id = ?", ((i,) for i in old))
                 # ids as SQLite would give them (max + 1; the write lock is held)
@@ -298,7 +310,7 @@ class FullText:
                         for i, (path, _, body) in zip(ids, puts, strict=True)
                     ),
                 )
-                if puts:
+                if puts and tally:
                     db.executemany(
                         "INSERT INTO temp.tally(name, body) VALUES (?, ?)",
                         ((path_text(path), body) for path, _, body in puts),
@@ -312,6 +324,46 @@ class FullText:
             self._df.clear()
             self._generation += 1
             self._kept.clear()
+            return True
+
+    def _stale(self) -> bool:
+        """Whether ``term_files`` is behind the rows (the lock held)."""
+        row = self._db.execute("SELECT stale FROM term_files_state").fetchone()
+        return row is None or bool(row[0])
+
+    def defer_counts(self) -> None:
+        """Let this connection's writes leave ``term_files`` (marked stale: ``counts``
+        then reads ``fts5vocab``) until :meth:`settle_counts`: a first build writes every
+        file, and tallying each batch's terms would tokenize every text twice."""
+        with self._lock:
+            self._deferred = True
+
+    def settle_counts(self) -> bool:
+        """End :meth:`defer_counts`; when ``term_files`` is stale, make it again from
+        ``fts5vocab`` in one transaction (~1.5 s of CPU at 100,000 files, the lock held).
+        False when another process held the file longer than ``BUSY_MS`` (it stays
+        stale, ``counts`` stays right, the next call tries again)."""
+        with self._lock:
+            self._deferred = False
+            db = self._db
+            if not self._stale():
+                return True
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                log.info("full-text index busy, counts deferred: %s", exc)
+                return False
+            try:
+                db.execute("DELETE FROM term_files")
+                db.execute(
+                    "INSERT INTO term_files(term, files)"
+                    " SELECT term, doc FROM docs_terms WHERE doc > 0"
+                )
+                db.execute("UPDATE term_files_state SET stale = 0")
+                db.execute("COMMIT")
+            except sqlite3.Error:
+                db.execute("ROLLBACK")
+                raise
             return True
 
     def _tally(self, sign: int) -> None:
@@ -533,7 +585,9 @@ class FullText:
                 parts = {w: _TOKEN.findall(w) for w in missing}
                 terms = list(dict.fromkeys(t for ts in parts.values() for t in ts))
                 marks = ",".join("?" * len(terms))
-                q = f"SELECT term, files FROM term_files WHERE term IN ({marks})"
+                # stale during a first build (``defer_counts``): the vocabulary's counts
+                src = "doc FROM docs_terms" if self._stale() else "files FROM term_files"
+                q = f"SELECT term, {src} WHERE term IN ({marks})"
                 held = dict(self._db.execute(q, terms)) if terms else {}
                 for w, ts in parts.items():
                     df[w] = min((held.get(t, 0) for t in ts), default=0)

@@ -137,3 +137,36 @@ def test_a_file_of_the_format_before_gets_its_counts_on_open(tmp_path: Path) -> 
     assert again.count() == 0 and again.counts(["alpha"]) == {"alpha": 0}
     assert _stored(path) == ({}, {})
     again.close()
+
+
+def _stale(path: str) -> int:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return int(db.execute("SELECT stale FROM term_files_state").fetchone()[0])
+
+
+def test_a_deferred_build_counts_from_the_vocabulary_until_settled(tmp_path: Path) -> None:
+    path = str(tmp_path / "index-d.rank")
+    ft, other = FullText(path), FullText(path)
+    assert ft.write([("a.py", "1:1:1", "alpha beta")], [])
+    ft.defer_counts()
+    assert ft.write([("b.py", "1:1:1", "alpha gamma"), ("c.py", "1:1:1", "gamma")], [])
+    assert _stale(path) == 1
+    table, vocab = _stored(path)
+    assert table == {"a": 1, "alpha": 1, "beta": 1, "py": 1}  # left as it was
+    # the counts asked meanwhile are the vocabulary's, through either connection
+    want = {"alpha": 2, "gamma": 2, "beta": 1}
+    assert ft.counts(list(want)) == want and other.counts(list(want)) == want
+    # another connection writing meanwhile leaves the stale table too
+    assert other.write([("d.py", "1:1:1", "delta")], ["a.py"])
+    assert _stored(path)[0] == table and _stale(path) == 1
+    assert ft.settle_counts()
+    table, vocab = _stored(path)
+    assert table == vocab and _stale(path) == 0
+    assert ft.counts(["alpha", "beta", "delta"]) == {"alpha": 1, "beta": 0, "delta": 1}
+    # written one by one again
+    assert ft.write([("e.py", "1:1:1", "beta")], ["d.py"])
+    table, vocab = _stored(path)
+    assert table == vocab and table["beta"] == 1 and "delta" not in table
+    assert ft.settle_counts()  # nothing to make again
+    ft.close()
+    other.close()
