@@ -203,9 +203,14 @@ class IndexKeeper:
                     return
             try:
                 if self._pool_wanted():
+                    self.fulltext.defer_counts()  # made once at the end (``settle_counts``)
                     self._work_pooled()
                 else:
                     self.work(time.monotonic() + 0.05)
+                with self._cv:
+                    settle = not self._pending and not self._closed
+                if settle:  # the word counts, if a build left them (one read when not)
+                    self.fulltext.settle_counts()
             except sqlite3.Error as exc:  # a broken file: ranking goes on without content
                 log.warning("full-text index %s: %s", self.fulltext.path, exc)
                 with self._cv:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
+
+from readmany_daemon.rank import fulltext
 from readmany_daemon.rank.fulltext import FullText
 
 
@@ -75,3 +78,15 @@ def test_search_all_answers_as_the_searches_one_by_one_and_close_ends_its_thread
     assert any(t.name.startswith("readmany-search") for t in threading.enumerate())
     ft.close()
     assert not any(t.name.startswith("readmany-search") for t in threading.enumerate())
+
+
+def test_holding_of_copies_looks_at_their_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    ft = _index({"a/x.py": "alpha beta", "b/x.py": "alpha beta", "c.py": "beta gamma"})
+    looked: list[str] = []
+    real = fulltext._holds
+    monkeypatch.setattr(fulltext, "_holds", lambda text, w: looked.append(text) or real(text, w))
+    got = ft.holding(["alpha", "gamma"], ["a/x.py", "b/x.py", "c.py"])
+    assert got == {"a/x.py": ["alpha"], "b/x.py": ["alpha"], "c.py": ["gamma"]}
+    assert sorted(set(looked)) == ["alpha beta", "beta gamma"] and len(looked) == 4
+    got["a/x.py"].append("mine")  # each path has its own list
+    assert got["b/x.py"] == ["alpha"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -203,3 +204,21 @@ def test_the_worker_never_imports_from_its_current_folder(
         worker.close()
     assert got.path == "pkg/conf.py" and got.body is not None and TOKEN not in got.body
     assert not marker.exists()
+
+
+def test_a_pooled_build_makes_the_word_counts_once_at_its_end(
+    tree: tuple[Path, list[str]], tmp_path: Path, keepers: list[IndexKeeper]
+) -> None:
+    root, files = tree
+    path = tmp_path / "pool.rank"
+    pooled = _keeper(root, path, keepers)
+    _built(pooled, files)
+    assert pooled.pooled_batches >= 1
+    deadline = time.monotonic() + 30
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        while db.execute("SELECT stale FROM term_files_state").fetchone()[0]:
+            assert time.monotonic() < deadline, "the counts were never made"
+            time.sleep(0.05)
+        table = dict(db.execute("SELECT term, files FROM term_files"))
+        vocab = dict(db.execute("SELECT term, doc FROM docs_terms WHERE doc > 0"))
+    assert table == vocab and table["getfixturevalue3"] == 1 and table["pkg"] == 42
