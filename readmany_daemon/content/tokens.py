@@ -34,6 +34,7 @@ __all__ = [
     "ENCODING",
     "Tally",
     "count",
+    "count_keyed",
     "count_memo",
     "counter_kind",
     "estimate",
@@ -166,6 +167,28 @@ def count_memo(text: str) -> int:
                 _memo_chars = 0
             _memo[text] = counted
             _memo_chars += len(text)
+    return counted
+
+
+#: :func:`count_keyed` keeps the counts of at most this many texts by their
+#: :func:`count_key` (16 bytes and an int each: ~2 MB), then starts over.
+KEYED_KEPT: Final = 16_384
+_keyed: dict[bytes, int] = {}
+
+
+def count_keyed(text: str, key: bytes) -> int:
+    """:func:`count` of ``text``, remembered by ``key`` (its :func:`count_key`, which the
+    caller has made already): the same text shown for another file (a copy, a vendored
+    module, the same window of it) is not counted again. Keeps only the 16-byte keys,
+    at most ``KEYED_KEPT`` of them. Thread-safe."""
+    got = _keyed.get(key)
+    if got is not None:
+        return got
+    counted = count(text)
+    with _lock:
+        if len(_keyed) >= KEYED_KEPT:
+            _keyed.clear()
+        _keyed[key] = counted
     return counted
 
 

@@ -210,7 +210,8 @@ def tokens_of(lo: LoadedItem, opts: LoadOptions, cache: ContentCache | None) -> 
     what decides the shown text (format, first line and column, length of the window,
     line numbers, status and code): a whole file, or the same window of it, is counted
     once while the entry holds; a text whose count the daemon made ahead
-    (``cache.stored_count``) is not counted again."""
+    (``cache.stored_count``), or that was counted for another file lately
+    (``tokens.count_keyed``: the same text shown for a copy), is not counted again."""
     if lo.tokens is not None:
         return lo.tokens
     text = lo.text
@@ -221,9 +222,10 @@ def tokens_of(lo: LoadedItem, opts: LoadOptions, cache: ContentCache | None) -> 
 
     def count() -> int:
         form = content_form(fmt, text)
+        key = tokens.count_key(form)
         stored = cache.stored_count if cache is not None else None
-        got = stored(tokens.count_key(form)) if stored is not None else None
-        return got if got is not None else tokens.count(form)
+        got = stored(key) if stored is not None else None
+        return got if got is not None else tokens.count_keyed(form, key)
 
     counted = _kept_count(lo, opts, cache, count)
     if counted is None:

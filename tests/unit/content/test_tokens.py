@@ -254,6 +254,7 @@ def test_a_huge_answer_without_a_token_budget_estimates_the_rest(
 
     def fresh() -> Workspace:  # no counts kept from another run
         tokens._memo.clear()
+        tokens._keyed.clear()
         return Workspace.open(str(tmp_path), Settings(), cache=ContentCache(64 << 20))
 
     exact = ask(fresh(), **params)
@@ -269,7 +270,9 @@ def test_a_huge_answer_without_a_token_budget_estimates_the_rest(
     assert abs(mixed.summary.estimated_tokens - truth) < truth * 0.3
     counted.clear()
     budgeted = ask(fresh(), **params, maxTotalTokens=10**6)
-    assert sum(counted) >= budgeted.summary.total_chars  # every file counted
+    # every file counted, the 20 files' one shown text once (``count_keyed``)
+    assert budgeted.summary.read == 20
+    assert sum(counted) >= budgeted.summary.total_chars // 20
     assert tokens.count(budgeted.llm_content) <= budgeted.summary.estimated_tokens
 
 
@@ -283,3 +286,18 @@ def test_tally_counts_exactly_while_it_lasts() -> None:
     # one non-ASCII character does not make a whole file count as CJK text
     ascii_only = tokens.estimate("x = 1\n" * 1000 + "e")
     assert tokens.estimate("x = 1\n" * 1000 + "é") - ascii_only in (0, 1)
+
+
+def test_count_keyed_counts_a_text_once_by_its_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    tokens._keyed.clear()
+    counted: list[str] = []
+    real = tokens.count
+    monkeypatch.setattr(tokens, "count", lambda text: counted.append(text) or real(text))
+    texts = ["def f(x):\n    return x\n" * 40, "another text", "def f(x):\n    return x\n" * 40]
+    got = [tokens.count_keyed(t, tokens.count_key(t)) for t in texts]
+    assert got == [real(t) for t in texts]
+    assert counted == texts[:2]  # the copy's count is the first one's
+    monkeypatch.setattr(tokens, "KEYED_KEPT", 2)
+    assert tokens.count_keyed("third", tokens.count_key("third")) == real("third")
+    assert len(tokens._keyed) == 1  # full: started over
+    tokens._keyed.clear()
