@@ -48,15 +48,17 @@ MAX_EXAMINED: Final = 200
 def outline_of(ws: Workspace, text: str, path: str) -> Outline:
     """The outline of ``text`` (the content of ``path``, whose name picks the language),
     made once per content: kept with the content cache entry whose text ``text`` is
-    (``ContentCache.derived``), else in ``ws.outlines`` by a hash of the text; one
+    (``ContentCache.derived``), and in ``ws.outlines`` by a hash of the text; one
     neither holds is taken from the outlines made ahead (``ws.outlines.stored``, the
-    daemon's ``rank.ahead.AheadStore``) when they hold it, else made."""
+    daemon's ``rank.ahead.AheadStore``) when they hold it, else made. Files of the same
+    text (copies) share one ``Outline`` while ``ws.outlines`` keeps it, so the blocks
+    cut from it are made once (:func:`cut_block`, by the outline's identity)."""
     lang = language_for(path, text)
     if lang is not None and ws.cache is not None:
         got = ws.cache.derived(
             text,
             f"outline {lang}",
-            lambda t: outline(t, path, stored=ws.outlines.stored),
+            lambda t: outline(t, path, cache=ws.outlines),
             size=Outline.nbytes,
         )
         if got is not None:

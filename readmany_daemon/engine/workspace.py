@@ -56,7 +56,8 @@ class Workspace:
     cache: ContentCache | None = None
     overlay: Callable[[str], Overlay | None] | None = None
     checkpoint: Callable[[], None] | None = None
-    #: Outlines of texts that are no content cache entry's (``engine.outlines``).
+    #: Outlines by a hash of their text (``engine.outlines``): those of texts that are no
+    #: content cache entry's, and the one object files of the same text share.
     outlines: OutlineCache = field(default_factory=OutlineCache, repr=False)
     name: str = ""
     #: Where the root's stable order is kept (``index.stable_order.order_path``: beside

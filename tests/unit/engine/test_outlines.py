@@ -268,3 +268,33 @@ def test_omission_counts_add_up_with_outlines(tmp_path: Path) -> None:
     assert len(names) + more + outlined == total
     # The files neither read nor outlined are counted too (none was outlined before).
     assert int(m[3] or 0) == total - outlined
+
+
+def test_copies_of_a_text_share_one_outline_and_its_cut_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files of the same text (a tree's copies, each its own content cache entry) are
+    outlined once and their cut block is fitted once; each answer is as alone."""
+    from readmany_daemon.engine import outlines as outlines_mod
+
+    write_tree(tmp_path, {f"copy{n}/big.py": module(0) for n in range(3)})
+    for n in range(3):  # old enough for the content cache to keep them
+        os.utime(tmp_path / f"copy{n}/big.py", (time.time() - 3600,) * 2)
+    made: list[str] = []
+    cut: list[int] = []
+    real_make, real_cut = outline_mod._make, outlines_mod._cut_block
+    monkeypatch.setattr(
+        outline_mod, "_make", lambda lang, *a: made.append(lang) or real_make(lang, *a)
+    )
+    monkeypatch.setattr(
+        outlines_mod, "_cut_block", lambda o, *a: cut.append(id(o)) or real_cut(o, *a)
+    )
+    outlines_mod._BLOCKS.clear()
+    ws = Workspace.open(str(tmp_path), Settings(), cache=ContentCache(64 << 20))
+    r = ask(tmp_path, ws, paths=["copy*/big.py"], perFileMaxLines=20)
+    assert [f.status for f in r.files] == ["partial"] * 3
+    assert (len(made), len(cut)) == (1, 1)
+    alone = ask(tmp_path, paths=["copy1/big.py"], perFileMaxLines=20)
+    assert alone.files[0].outline == r.files[1].outline
+    section = alone.llm_content.partition("\n[To continue")[0]
+    assert section.startswith("--- copy1/big.py ---\n") and section in r.llm_content
