@@ -93,7 +93,7 @@ class Recency:
         if running is not None:
             running.join(WAIT_SECONDS)
         with self._lock:
-            return self._ages, self._running is not None and self._answered is None
+            return self._ages, self._first_to_come()
 
     def settle(self, timeout: float) -> None:
         """Wait for git's answer in progress, at most ``timeout`` seconds."""
@@ -107,7 +107,11 @@ class Recency:
         """Whether git's first answer is still to come (git asked, not answered yet;
         False outside git once git said so)."""
         with self._lock:
-            return self._running is not None and self._answered is None
+            return self._first_to_come()
+
+    def _first_to_come(self) -> bool:
+        """Git asked and not answered yet (the lock held)."""
+        return self._running is not None and self._answered is None
 
     @property
     def answered(self) -> Hashable:
