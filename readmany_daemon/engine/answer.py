@@ -157,7 +157,9 @@ def answer_parts(
             # them, the cut file's extent (which fills the budget to its end) would
             # change too, and two answers for an unchanged tree would differ in content
             # (PROTOCOL §4 "Stable order"). The real cursor replaces the stand-in once
-            # the answer is chosen (``_with_cursor``), within ``CURSOR_SLACK``.
+            # the answer is chosen (``_Judged.final``): the time is the token's last
+            # digits, so the real cursor has the stand-in's length and o200k count
+            # (``wire.cursor.SINCE_DIGITS``).
             stand_in = (
                 None
                 if cursor is None
@@ -175,10 +177,9 @@ def answer_parts(
             if focused is not None:
                 answered[0].summary.ranking = focused.info
             limit = limits.max_total_tokens
-            slack = 0 if cursor is None else CURSOR_SLACK
-            total = answered[0].summary.estimated_tokens + slack
+            total = answered[0].summary.estimated_tokens
             tokens_over = budget is not None and limit is not None and total > limit
-            text_chars = sum(map(len, answered[1])) + slack
+            text_chars = sum(map(len, answered[1]))
             chars_over = limits.max_answer_chars is not None and (
                 text_chars > limits.max_answer_chars
             )
@@ -233,9 +234,6 @@ def answer_parts(
 #: The page time (``Position.since``) of the stand-in cursor an answer is judged with
 #: (``answer_parts``): a fixed time, so that the same page judges the same.
 STAND_IN_SINCE = 1 << 60
-#: Tokens (and characters) kept free for the real cursor beside its stand-in: the two
-#: differ only in the page time's few bytes, a few tokens and characters.
-CURSOR_SLACK = 24
 
 
 class _Judged(NamedTuple):

@@ -6,6 +6,9 @@ fit), a digest binding it to the root it was answered in and to that request, an
 ``Position``: the last key of the part of the request order already delivered, the keys
 delivered beyond it (a smallest-first page), where a budget-cut file resumes, and what
 the delivered part held when its page was built (to name files created in it since).
+The token is the payload, JSON compressed with raw deflate in base64url, then ``.`` and
+the page's time in 20 digits (``SINCE_DIGITS``), so that the time alone never moves
+the rest of the token.
 
 A key is ``(entry, path)``: the entry's index in the request (``paths``, then
 ``files``, then ``include``) and, for a match of a glob or folder, its path (compared in
@@ -45,7 +48,14 @@ Key = tuple[int, str]
 MAX_CURSOR_CHARS = 1000
 
 #: The payload format; tokens of another one are refused naming ``$.cursor``.
-VERSION = 2
+VERSION = 3
+
+#: Digits of the page time (``Position.since``, ns since the epoch, zero-padded) that
+#: end every token after a ``.``, outside the compressed payload. Every token of one
+#: position then has the same length and the same o200k count whatever its time: the
+#: digits are cut into tokens of three from the ``.`` (o200k's pre-tokenizer), so an
+#: answer packed against a stand-in time holds the real cursor in the same budget.
+SINCE_DIGITS = 20
 
 #: Decompressed payloads larger than this are not cursors readmany issued.
 _MAX_PAYLOAD = 1 << 20
@@ -216,22 +226,28 @@ def encode_position(stamp: CursorStamp, position: Position, *, carry: bool = Fal
         [p.resume[0][0], p.resume[0][1], p.resume[1], p.resume[2]] if p.resume else None,
         p.count,
         p.total,
-        p.since,
     ]
     if p.outlined is not None:  # an optional last field: cursors without it still decode
         tail.append([p.outlined[0], p.outlined[1]])
+    if not 0 <= p.since < 10**SINCE_DIGITS:
+        raise ValueError(f"page time out of range: {p.since}")
+    time = f".{p.since:0{SINCE_DIGITS}d}"
     digest = stamp.digest
-    token = _token([VERSION, stamp.asked, digest, *tail])
+    token = _token([VERSION, stamp.asked, digest, *tail]) + time
     if len(token) > MAX_CURSOR_CHARS and not carry:
-        token = _token([VERSION, None, digest, *tail])
+        token = _token([VERSION, None, digest, *tail]) + time
     return token
 
 
 def decode_cursor(token: str) -> Continuation:
     """The ``Continuation`` of a cursor readmany issued; raises ``InvalidParams``
-    naming ``$.cursor`` for anything else."""
+    naming ``$.cursor`` for anything else (a token of another version, such as one
+    without the page time's digits, is refused as "from another version")."""
+    body, dot, time = token.rpartition(".")
+    if not dot:
+        body, time = token, ""
     try:
-        packed = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        packed = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
         inflate = zlib.decompressobj(-15)
         raw = inflate.decompress(packed, _MAX_PAYLOAD)
         if inflate.unconsumed_tail or not inflate.eof:
@@ -244,10 +260,13 @@ def decode_cursor(token: str) -> Continuation:
     if payload[0] != VERSION:
         raise InvalidParams("invalid params: cursor from another version", "$.cursor")
     try:
-        if len(payload) not in (9, 10):
+        if len(payload) not in (8, 9) or len(time) != SINCE_DIGITS:
             raise ValueError("bad payload")
-        _, params, digest, after, beyond, resume, count, total, since = payload[:9]
-        outlined = payload[9] if len(payload) == 10 else None
+        if not (time.isascii() and time.isdigit()):
+            raise ValueError("bad page time")
+        _, params, digest, after, beyond, resume, count, total = payload[:8]
+        since = int(time)
+        outlined = payload[8] if len(payload) == 9 else None
         position = msgspec.convert(
             {
                 "after": after,

@@ -1,7 +1,7 @@
 """The same request on an unchanged tree answers the same content whenever it is asked.
 
-A cursor holds the time its page looked at the tree (``Position.since``), so its tokens
-and characters change from call to call. The packing is judged with a stand-in cursor
+A cursor holds the time its page looked at the tree (``Position.since``), so it
+changes from call to call. The packing is judged with a stand-in cursor
 made at a fixed time; judged with the real one, the file the budget cuts (which fills
 the budget to its end) was cut at another line when the cursor's count moved, and two
 answers of an unchanged tree differed in content (PROTOCOL §4 "Stable order")."""
@@ -50,6 +50,7 @@ def test_the_content_does_not_move_with_the_page_time(
     ws = Workspace.open(str(tmp_path), Settings())
     params = {"paths": ["src/**/*.py"], "maxTotalTokens": 3000, **extra}
     texts: set[str] = set()
+    counts: set[int] = set()
     cuts: set[tuple[str, int | None]] = set()
     for t in TIMES:
         monkeypatch.setattr(paging, "now", lambda t=t: t)
@@ -58,9 +59,13 @@ def test_the_content_does_not_move_with_the_page_time(
         assert r.next_cursor in r.llm_content
         assert r.summary.estimated_tokens <= 3000
         texts.add(r.llm_content.replace(r.next_cursor, "CURSOR"))
+        counts.add(r.summary.estimated_tokens)
         cuts |= {(f.path, f.line_end) for f in r.files if f.status == "partial"}
     assert len(cuts) <= 1, cuts  # at most one file cut, at one line, whatever the time
     assert len(texts) == 1
+    # The real cursor's o200k count is its stand-in's: the estimate does not move
+    # either (it moved with the time, and passed the budget now and then).
+    assert len(counts) == 1, counts
 
 
 def test_the_real_cursor_continues(tmp_path: Path) -> None:

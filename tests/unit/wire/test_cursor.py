@@ -8,11 +8,13 @@ import re
 import zlib
 from typing import Any
 
+import msgspec
 import pytest
 
 from readmany_daemon.errors import InvalidParams, jsonrpc_code
 from readmany_daemon.wire.cursor import (
     MAX_CURSOR_CHARS,
+    SINCE_DIGITS,
     VERSION,
     Continuation,
     Position,
@@ -27,22 +29,24 @@ from readmany_daemon.wire.cursor import (
 from readmany_daemon.wire.decode import decode_read_params
 from readmany_daemon.wire.messages import ReadManyParams
 
-#: What a token may hold: base64url without padding.
-_TOKEN = re.compile(r"[A-Za-z0-9_-]+")
+#: What a token may hold: base64url without padding, then the page time's digits.
+_TOKEN = re.compile(rf"[A-Za-z0-9_-]+\.[0-9]{{{SINCE_DIGITS}}}")
 
 ROOT = "/home/u/tree"
 AT = Position(after=(0, "src/b.py"), beyond=[(0, "src/x.py")], count=2, total=7, since=5)
 
 
 def _payload(token: str) -> Any:
-    """The JSON a token carries (raw deflate of the codec's JSON array)."""
-    packed = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    """The JSON a token carries (raw deflate of the codec's JSON array, before the
+    page time)."""
+    body = token.rpartition(".")[0]
+    packed = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
     return json.loads(zlib.decompress(packed, -15))
 
 
-def _token_of(payload: Any) -> str:
+def _token_of(payload: Any, time: str = "." + "0" * SINCE_DIGITS) -> str:
     raw = json.dumps(payload).encode()
-    return base64.urlsafe_b64encode(zlib.compress(raw)[2:-4]).decode().rstrip("=")
+    return base64.urlsafe_b64encode(zlib.compress(raw)[2:-4]).decode().rstrip("=") + time
 
 
 # ---------------------------------------------------------------------------- the codec
@@ -116,8 +120,8 @@ def test_payload_format() -> None:
         None,
         2,
         7,
-        5,
     ]
+    assert token.endswith(".00000000000000000005")
 
 
 def test_digest_binds_root_and_request_but_not_how_the_root_was_named() -> None:
@@ -180,10 +184,14 @@ def test_a_request_too_large_to_carry_is_left_out_and_must_be_sent_beside() -> N
         "é",
         _token_of([VERSION]),
         _token_of({"version": VERSION}),
-        _token_of([VERSION, {}, "d", [0, 1], [], None, 0, 0, 0]),
-        _token_of([VERSION, [], "d", None, [], None, 0, 0, 0]),
-        _token_of([VERSION, {}, "d", None, [1, 2, "x"], None, 0, 0, 0]),  # shares past ""
-        _token_of([VERSION, {}, "d", None, [], None, "x", 0, 0]),
+        _token_of([VERSION, {}, "d", [0, 1], [], None, 0, 0]),
+        _token_of([VERSION, [], "d", None, [], None, 0, 0]),
+        _token_of([VERSION, {}, "d", None, [1, 2, "x"], None, 0, 0]),  # shares past ""
+        _token_of([VERSION, {}, "d", None, [], None, "x", 0]),
+        _token_of([VERSION, {}, "d", None, [], None, 0, 0], ""),  # no page time
+        _token_of([VERSION, {}, "d", None, [], None, 0, 0], ".5"),  # too few digits
+        _token_of([VERSION, {}, "d", None, [], None, 0, 0], "." + "x" * SINCE_DIGITS),
+        _token_of([VERSION, {}, "d", None, [], None, 0, 0], "." + "٣" * SINCE_DIGITS),
         base64.urlsafe_b64encode(zlib.compress(b"[" * 60000)[2:-4]).decode(),
     ],
     ids=lambda t: t[:12],
@@ -197,10 +205,49 @@ def test_bad_token_is_invalid_params_naming_cursor(token: str) -> None:
 
 
 def test_token_of_another_version_is_invalid_params_naming_cursor() -> None:
-    with pytest.raises(InvalidParams) as info:
-        decode_cursor(_token_of([1, {"paths": ["a"]}, [[0, 1]], {}]))
-    assert info.value.field == "$.cursor"
-    assert str(info.value) == "invalid params: cursor from another version"
+    old = [
+        _token_of([1, {"paths": ["a"]}, [[0, 1]], {}]),
+        _token_of([2, {}, "d", None, [], None, 0, 0, 5], ""),  # the time inside
+    ]
+    for token in old:
+        with pytest.raises(InvalidParams) as info:
+            decode_cursor(token)
+        assert info.value.field == "$.cursor"
+        assert str(info.value) == "invalid params: cursor from another version"
+
+
+def test_the_page_time_never_moves_the_tokens_length_or_o200k_count() -> None:
+    """The tokens of one position at any page time (a day's nanoseconds, the epoch,
+    the stand-in an answer is packed against) have one length and one o200k count, in
+    every format's framing: an answer packed against one holds any other in the same
+    budget. With the time inside the compressed payload, the counts moved by up to
+    ~25 tokens and the lengths by a few characters."""
+    import random
+
+    from readmany_daemon.content import tokens
+    from readmany_daemon.engine.answer import STAND_IN_SINCE
+
+    rng = random.Random(7)
+    for _ in range(150):
+        paths = [
+            f"d{rng.randrange(6)}/{'n' * rng.randrange(40)}f{rng.randrange(30):02}.py"
+            for _ in range(rng.randrange(1, 40))
+        ]
+        params = decode_read_params({"paths": paths, "maxTotalTokens": 5000})
+        position = Position(
+            after=(rng.randrange(len(paths)), ""),
+            resume=((0, ""), rng.randrange(1, 500), None),
+            count=rng.randrange(50),
+            total=rng.getrandbits(64),
+        )
+        times = [0, STAND_IN_SINCE, *(rng.getrandbits(61) for _ in range(6))]
+        made = [
+            encode_cursor(params, ROOT, msgspec.structs.replace(position, since=t)) for t in times
+        ]
+        assert len({len(t) for t in made}) == 1
+        for frame in ("{}", 'with cursor="{}" and', '"nextCursor": "{}"}}', "<cursor>{}</cursor>"):
+            assert len({tokens.count(frame.format(t)) for t in made}) == 1, made
+        assert [decode_cursor(t).position.since for t in made] == times
 
 
 # ------------------------------------------------------------------ decode_read_request
