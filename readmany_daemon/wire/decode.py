@@ -51,26 +51,65 @@ def _convert(obj: Any, cls: type[msgspec.Struct], spelled: Mapping[str, str] | N
     try:
         return msgspec.convert(obj, cls)
     except msgspec.ValidationError as exc:
-        text = str(exc)
-        unknown = _UNKNOWN.search(text)
-        if unknown:
-            where = unknown.group(2) or "$"
-            name = unknown.group(1)
-            if where == "$" and spelled:
-                name = spelled.get(name, name)
-                text = text.replace(f"`{unknown.group(1)}`", f"`{name}`", 1)
-            field = member(where, name)
-            raise InvalidParams(one_line(f"invalid params: {text}"), field) from None
-        missing = _MISSING.search(text)
-        if missing:
-            where = missing.group(2) or "$"
-            field = member(where, missing.group(1))
-            if missing.group(2) is None:
-                text += " - at `$`"
-            raise InvalidParams(one_line(f"invalid params: {text}"), field) from None
-        match = re.search(r"at `(\$[^`]*)`", text)
-        field = match.group(1) if match else "$"
-        raise InvalidParams(one_line(f"invalid params: {text}"), field) from None
+        raise _refusal(str(exc), spelled, {}) from None
+    except UnicodeEncodeError:
+        # msgspec matches member names and the values of enumerated fields as UTF-8,
+        # which a lone surrogate (JSON's "\ud800" escape) has none of. Converted again
+        # with each one replaced (U+FFFD), the same member is refused by its path.
+        keys: dict[str, str] = {}
+        try:
+            msgspec.convert(_replaced(obj, keys), cls)
+        except msgspec.ValidationError as exc:
+            raise _refusal(str(exc), spelled, keys) from None
+        except UnicodeEncodeError:
+            pass
+        raise InvalidParams("invalid params: a lone surrogate where none is allowed", "$") from None
+
+
+def _replaced(obj: Any, keys: dict[str, str]) -> Any:
+    """``obj`` with every lone surrogate in its strings (member names and values)
+    replaced by U+FFFD; ``keys`` gets each replaced name, mapped back to the name sent."""
+    if isinstance(obj, str):
+        return obj.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(obj, list):
+        return [_replaced(v, keys) for v in obj]
+    if isinstance(obj, dict):
+        out: dict[Any, Any] = {}
+        for k, v in obj.items():
+            name = _replaced(k, keys)
+            if name != k:
+                keys[name] = k
+            out[name] = _replaced(v, keys)
+        return out
+    return obj
+
+
+def _refusal(
+    text: str, spelled: Mapping[str, str] | None, keys: Mapping[str, str]
+) -> InvalidParams:
+    """The ``InvalidParams`` of msgspec's validation message ``text``, naming the path of
+    the member it refuses; ``keys`` maps names with replaced surrogates (``_replaced``)
+    back to the names sent."""
+    unknown = _UNKNOWN.search(text)
+    if unknown:
+        where = unknown.group(2) or "$"
+        name = keys.get(unknown.group(1), unknown.group(1))
+        if where == "$" and spelled:
+            name = spelled.get(name, name)
+        if name != unknown.group(1):
+            shown = ascii(name)[1:-1] if unknown.group(1) in keys else name
+            text = text.replace(f"`{unknown.group(1)}`", f"`{shown}`", 1)
+        return InvalidParams(one_line(f"invalid params: {text}"), member(where, name))
+    missing = _MISSING.search(text)
+    if missing:
+        where = missing.group(2) or "$"
+        field = member(where, missing.group(1))
+        if missing.group(2) is None:
+            text += " - at `$`"
+        return InvalidParams(one_line(f"invalid params: {text}"), field)
+    match = re.search(r"at `(\$[^`]*)`", text)
+    field = match.group(1) if match else "$"
+    return InvalidParams(one_line(f"invalid params: {text}"), field)
 
 
 def _check_name(value: str, field: str) -> None:

@@ -123,7 +123,9 @@ def names_field(field: str, message: str) -> bool:
         return False
     key = match.group(1) if match.group(1) is not None else json.loads(match.group(2))
     escaped = re.sub(
-        r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", lambda m: json.dumps(m.group())[1:-1], key
+        r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]",
+        lambda m: json.dumps(m.group())[1:-1],
+        key,
     )
     return key in message or escaped in message
 
@@ -337,6 +339,16 @@ def test_near_valid_params_are_answered_or_refused_with_32602(
         ({"paths": ["a.txt"], "maxTotalFiles": True}, "$.maxTotalFiles"),
         ({"paths": ["a.txt"], "cursor": "\x00"}, "$.cursor"),
         ({"paths": ["a.txt"], "root": 5}, "$.root"),
+        # A lone surrogate in a member name, or in an enumerated value (msgspec matches
+        # both as UTF-8): an encode error escaped, once.
+        ({"paths": ["a.txt"], "\ud800": 1}, '$["\ud800"]'),
+        ({"files": [{"path": "a.txt", "x\udfff": 1}]}, '$.files[0]["x\udfff"]'),
+        ({"paths": ["\udcff"], "format": "\ud800"}, "$.format"),
+        ({"paths": ["a.txt"], "order": "\ud800"}, "$.order"),
+        (
+            {"paths": ["a.txt"], "fileFilteringOptions": {"\ud800": True}},
+            '$.fileFilteringOptions["\ud800"]',
+        ),
     ],
 )
 def test_refusals_name_the_field(harness: Harness, raw: dict[str, Any], field: str) -> None:
