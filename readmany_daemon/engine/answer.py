@@ -106,6 +106,7 @@ def answer_parts(
         done_upto = paging.outlined_upto(items, cont)
         room: int | None = None
         char_steps = 0  # packings with fewer answer characters, for maxAnswerChars
+        token_steps = 0  # packings with less content, for maxTotalTokens
         fitting: _Judged | None = None  # before a fuller try
         over_at: int | None = None  # the content budget of the last packing over the limit
         fit_at: int | None = None  # and of the fullest one within it, while bisecting
@@ -187,7 +188,9 @@ def answer_parts(
                 if (
                     budget is not None
                     and over_at is not None
-                    and over_at - budget.limit > _bisect_gap(limits)
+                    and over_at - budget.limit > _bisect_gap(limits.max_total_tokens)
+                    and limit is not None
+                    and limit - total > _bisect_gap(limits.max_total_tokens)
                     and attempt < _MAX_ATTEMPTS
                 ):
                     # The shrink (doubled each time) went past what fits: a content
@@ -210,14 +213,17 @@ def answer_parts(
             if tokens_over and fit_at is not None:
                 assert budget is not None and fitting is not None
                 over_at = budget.limit
-                if over_at - fit_at <= _bisect_gap(limits) or attempt >= _MAX_ATTEMPTS:
+                if (
+                    over_at - fit_at <= _bisect_gap(limits.max_total_tokens)
+                    or attempt >= _MAX_ATTEMPTS
+                ):
                     return fitting.final()
                 budget.limit = (fit_at + over_at) // 2
                 continue
             if tokens_over:
                 assert budget is not None and limit is not None
                 over_at = budget.limit
-                more, room = _shrink(budget, room, acc, total, limit, attempt)
+                more, room, token_steps = _shrink(budget, room, acc, total, limit, token_steps)
             if chars_over and answer_budget is not None:
                 assert limits.max_answer_chars is not None
                 fewer, room, char_steps = _shrink_answer(
@@ -310,28 +316,33 @@ def _answer_budget(
     )
 
 
-def _bisect_gap(limits: BudgetOptions) -> int:
+def _bisect_gap(limit: int | None) -> int:
     """Tokens of content budget below which bisecting between a packing that fits
-    ``maxTotalTokens`` and one over it stops: 1/32 of the limit, at least 16."""
-    return max(16, (limits.max_total_tokens or 0) // 32)
+    ``limit`` (``maxTotalTokens``) and one over it stops: 1/32 of it, at least 16."""
+    return max(16, (limit or 0) // 32)
 
 
 def _shrink(
-    budget: TokenBudget, room: int | None, acc: Account, total: int, limit: int, attempt: int
-) -> tuple[bool, int | None]:
+    budget: TokenBudget, room: int | None, acc: Account, total: int, limit: int, steps: int
+) -> tuple[bool, int | None, int]:
     """After an answer of ``total`` tokens, over ``limit`` (``maxTotalTokens``): when its
     framing and notices take over half of the limit (names of omitted files, framed
     errors) or no content is left, name fewer entries; else leave out as many more
-    tokens of content as it was over (at least 16, doubled on each later ``attempt``:
-    the packing changes only when a whole file no longer fits). Returns whether
-    anything was left out, and the new ``room`` of :class:`Notices`."""
+    tokens of content as it was over and an eighth more (at least 16; the eighth at
+    most half the bisecting gap, so that a packing that fits is not bisected for it),
+    doubled after each of ``steps`` such packings (the packing changes only when a
+    whole file no longer fits; the eighth, because the notices change with the
+    packing: other omitted files named, another file cut). Returns whether anything
+    was left out, the new ``room`` of :class:`Notices` and ``steps``."""
     other = total - sum(p.tokens or 0 for p in acc.pieces)
     if room != 0 and (budget.limit <= 0 or other > limit // 2):
-        return True, 0 if room is not None and room <= _ROOM_STEP else _ROOM_STEP
+        return True, 0 if room is not None and room <= _ROOM_STEP else _ROOM_STEP, steps
     if budget.limit <= 0:
-        return False, room
-    budget.limit = max(0, budget.limit - max(total - limit, 16) * 2**attempt)
-    return True, room
+        return False, room, steps
+    over = max(total - limit, 16)
+    margin = min(over // 8, _bisect_gap(limit) // 2)
+    budget.limit = max(0, budget.limit - (over + margin) * 2**steps)
+    return True, room, steps + 1
 
 
 def _shrink_answer(
