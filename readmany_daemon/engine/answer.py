@@ -95,6 +95,9 @@ def answer_parts(
         positions = focused.positions
     elif limits.order == "stable":
         positions = order.stable(ws, items, positions)
+    resumed: int | None = None
+    if focused is None:  # (a focused page puts it first itself: ``focus.resuming``)
+        positions, resumed = paging.resumed_first(items, positions, cont)
     created = paging.created_files(ws, items, cont) if cont is not None else []
     exact = None if limits.budgeted else EXACT_COUNT_CHARS
     with RequestPaths(ws) as paths:
@@ -120,7 +123,16 @@ def answer_parts(
                 )
             else:
                 plan, switched = choose_plan(
-                    ws, items, active, loads, limits, budget, outliner, answer_budget, done_upto
+                    ws,
+                    items,
+                    active,
+                    loads,
+                    limits,
+                    budget,
+                    outliner,
+                    answer_budget,
+                    done_upto,
+                    resumed,
                 )
             laid = _laid(ws, items, positions, plan, limits)
             acc = account(

@@ -137,6 +137,7 @@ def choose_plan(
     outliner: Outliner | None = None,
     answer: AnswerBudget | None = None,
     done_upto: int = -1,
+    first: int | None = None,
 ) -> tuple[PackPlan, bool]:
     """The packing of the ``active`` item positions under the request's totals (and
     ``tokens``, when a token budget applies), and whether ``packing: "auto"`` switched
@@ -145,7 +146,8 @@ def choose_plan(
     Under ``maxAnswerChars`` (``answer``) each file also costs its answer characters,
     framing included (an empty file its framing alone: PROTOCOL §3 ``maxAnswerChars``).
     ``packing: "outlines"`` is :func:`plan_outlines` (with ``outliner``, ``answer``
-    and ``done_upto``)."""
+    and ``done_upto``). ``first``: the position of a file a cursor resumes, first in
+    ``active`` and kept first by smallest first too (``paging.resumed_first``)."""
     if opts.order == "stable" and opts.focus is None:  # stable fills, whatever packing says
         least = MIN_PARTIAL_NUMBERED if opts.line_numbers else 1
         totals = (opts.max_total_files, opts.max_total_chars)
@@ -168,6 +170,9 @@ def choose_plan(
         by_size = tokens.by_size if tokens is not None else None
         if by_size is None:
             by_size = sorted(active, key=lambda i: (_size_hint(ws, items[i], loads.peek(i)), i))
+            if first is not None and active and active[0] == first:
+                by_size.remove(first)
+                by_size.insert(0, first)
             if tokens is not None:
                 tokens.by_size = by_size
         alt = _pack(by_size, loads, *totals, "smallest-first", tokens, least, answer)

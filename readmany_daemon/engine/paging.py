@@ -22,7 +22,7 @@ import msgspec
 from readmany_daemon.engine.account import Account
 from readmany_daemon.engine.items import Expansion, Items, key_order
 from readmany_daemon.engine.options import PageOptions
-from readmany_daemon.engine.pack import Flat
+from readmany_daemon.engine.pack import Flat, Ordered
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.wire.cursor import (
     MAX_CURSOR_CHARS,
@@ -56,6 +56,25 @@ def positions(items: Items, continuation: Continuation | None) -> Flat:
             # Budget cuts resume at a line's start: a column asked for is behind.
             items.replace(cut, offset=at.resume[1], limit=at.resume[2], column=None)
     return Flat([r for r in ranges if r[0] < r[1]])
+
+
+def resumed_first(
+    items: Items, positions: Flat, continuation: Continuation | None
+) -> tuple[Flat, int | None]:
+    """``positions`` with the file ``continuation`` resumes (the budget cut it at the end
+    of the page before) first, and its position; ``(positions, None)`` when there is
+    none to resume or it is not among them. Its rest then gets the budget before any
+    other file, so no other file is cut while it waits: a cursor resumes one file, and
+    one delivered beyond the prefix (a smallest-first page) came again whole when the
+    next page, in request order, cut another (PROTOCOL §4 "Cursors")."""
+    if continuation is None or continuation.position.resume is None:
+        return positions, None
+    at = items.find(continuation.position.resume[0])
+    if at is None or not any(a <= at < b for a, b in positions.ranges):
+        return positions, None
+    if positions[0] == at:
+        return positions, at
+    return Ordered(positions, [at, *(i for i in positions if i != at)]), at
 
 
 def outlined_upto(items: Items, continuation: Continuation | None) -> int:

@@ -4,6 +4,7 @@ request, at most 1,000 characters (PROTOCOL §4, "nextCursor")."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from collections import Counter
@@ -298,3 +299,46 @@ def test_a_cursor_near_its_limit_still_carries_a_small_request(huge_glob_tree: P
         r = answer(ws, decode_read_params(params))
         assert r.next_cursor and len(r.next_cursor) <= MAX_CURSOR_CHARS
         assert decode_cursor(r.next_cursor).params is not None, n
+
+
+def _lines_delivered(pages: list[ReadManyResult]) -> dict[str, list[tuple[int, int]]]:
+    """Per path, the line ranges (1-based, inclusive; a whole file's ends at 0) each
+    page delivered of it."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for r in pages:
+        for f in r.files:
+            if f.status in ("ok", "partial"):
+                out.setdefault(f.path, []).append((f.line_start or 1, f.line_end or 0))
+    return out
+
+
+@pytest.mark.parametrize("packing", ["auto", "smallest-first", "request-order"])
+def test_a_file_cut_beyond_the_prefix_resumes_before_another_is_cut(
+    tmp_path: Path, packing: str
+) -> None:
+    """A smallest-first page cuts ``b.py`` (after ``a.py`` in request order, too big for
+    a page); the next page, in request order, cut ``a.py`` and the cursor kept that cut
+    only, so ``b.py`` came again whole, its first part twice. The rest of the file a
+    cursor resumes now comes first on the next page, whatever the packing."""
+    write_tree(
+        tmp_path,
+        {
+            "a.py": "".join(
+                f"def alpha_{i}(value):\n    return value * {i} + len(str(value))\n"
+                for i in range(250)
+            ),
+            "b.py": "".join(
+                f"BETA_{i} = 'some moderately long constant string number {i}'\n" for i in range(60)
+            ),
+            **{f"t{i}.py": f"x{i} = {i}\n" for i in range(4)},
+        },
+    )
+    pages = follow(tmp_path, {"paths": ["*.py"], "maxTotalTokens": 1000, "packing": packing})
+    got = _lines_delivered(pages)
+    assert set(got) == {"a.py", "b.py", "t0.py", "t1.py", "t2.py", "t3.py"}
+    for path, ranges in got.items():
+        total = len((tmp_path / path).read_text().splitlines())
+        covered = [(a, b or total) for a, b in sorted(ranges)]
+        assert covered[0][0] == 1 and covered[-1][1] == total, (path, covered)
+        for (_, end), (start, _) in itertools.pairwise(covered):
+            assert start == end + 1, f"{path}: lines delivered twice or skipped: {covered}"
