@@ -86,18 +86,21 @@ def answer_parts(
     changed = changes_result(ws, opts.resolve, changes) if changes is not None else None
     items = resolved.items
     positions = paging.positions(items, cont)
+    prefix = paging.crowded_prefix(page, items, positions, cont)
     focused: focus.FocusOrder | None = None
     if limits.focus is not None:
         named = frozenset(e.rel for e in opts.resolve.entries if e.rel and not e.magic)
         focused = focus.ranked_positions(ws.ranking, items, positions, limits.focus, named)
+        if prefix is not None:
+            focused = focus.resuming(focused, prefix)
         if cont is not None and cont.position.resume is not None:
             focused = focus.resuming(focused, items.find(cont.position.resume[0]))
         positions = focused.positions
     elif limits.order == "stable":
         positions = order.stable(ws, items, positions)
     resumed: int | None = None
-    if focused is None:  # (a focused page puts it first itself: ``focus.resuming``)
-        positions, resumed = paging.resumed_first(items, positions, cont)
+    if focused is None:  # (a focused page puts them first itself: ``focus.resuming``)
+        positions, resumed = paging.resumed_first(items, positions, cont, prefix)
     created = paging.created_files(ws, items, cont) if cont is not None else []
     exact = None if limits.budgeted else EXACT_COUNT_CHARS
     with RequestPaths(ws) as paths:

@@ -58,23 +58,45 @@ def positions(items: Items, continuation: Continuation | None) -> Flat:
     return Flat([r for r in ranges if r[0] < r[1]])
 
 
+def crowded_prefix(
+    page: PageOptions, items: Items, positions: Flat, continuation: Continuation | None
+) -> int | None:
+    """The first position left in request order (``positions.ranges``' first) when the
+    keys ``continuation`` holds beyond its prefix take over half of
+    ``MAX_CURSOR_CHARS``; else None. A page in stable or rank order delivers files
+    beyond the prefix, and their keys grow the cursor: past the limit, a page left
+    them out again and the chain made no progress. Given first, this file moves the
+    prefix on, and the keys after it that were delivered go with it."""
+    if continuation is None or not continuation.position.beyond or not positions.ranges:
+        return None
+    if len(_token(page, continuation.position, True)) <= MAX_CURSOR_CHARS // 2:
+        return None
+    return positions.ranges[0][0]
+
+
 def resumed_first(
-    items: Items, positions: Flat, continuation: Continuation | None
+    items: Items, positions: Flat, continuation: Continuation | None, prefix: int | None = None
 ) -> tuple[Flat, int | None]:
     """``positions`` with the file ``continuation`` resumes (the budget cut it at the end
-    of the page before) first, and its position; ``(positions, None)`` when there is
-    none to resume or it is not among them. Its rest then gets the budget before any
-    other file, so no other file is cut while it waits: a cursor resumes one file, and
-    one delivered beyond the prefix (a smallest-first page) came again whole when the
-    next page, in request order, cut another (PROTOCOL §4 "Cursors")."""
-    if continuation is None or continuation.position.resume is None:
+    of the page before) first, then ``prefix`` (:func:`crowded_prefix`), and the first
+    of them; ``(positions, None)`` when neither is among them. The resumed file's rest
+    then gets the budget before any other file, so no other file is cut while it
+    waits: a cursor resumes one file, and one delivered beyond the prefix (a
+    smallest-first page) came again whole when the next page, in request order, cut
+    another (PROTOCOL §4 "Cursors")."""
+    front: list[int] = []
+    if continuation is not None and continuation.position.resume is not None:
+        at = items.find(continuation.position.resume[0])
+        if at is not None and any(a <= at < b for a, b in positions.ranges):
+            front.append(at)
+    if prefix is not None and prefix not in front:
+        front.append(prefix)
+    if not front:
         return positions, None
-    at = items.find(continuation.position.resume[0])
-    if at is None or not any(a <= at < b for a, b in positions.ranges):
-        return positions, None
-    if positions[0] == at:
-        return positions, at
-    return Ordered(positions, [at, *(i for i in positions if i != at)]), at
+    if list(positions[: len(front)]) == front:
+        return positions, front[0]
+    chosen = set(front)
+    return Ordered(positions, [*front, *(i for i in positions if i not in chosen)]), front[0]
 
 
 def outlined_upto(items: Items, continuation: Continuation | None) -> int:
@@ -316,13 +338,24 @@ def overflow(
     acc: Account,
 ) -> set[int]:
     """The files delivered beyond the prefix, last keys first, to leave for later pages
-    so that the cursor fits in ``MAX_CURSOR_CHARS``."""
+    so that the cursor fits in ``MAX_CURSOR_CHARS``. When the page moved neither the
+    prefix nor the resumed file on, the first of them in the page's order stays: a
+    page that left out every file it delivered would make the same cursor again, and
+    the chain would never end (:func:`crowded_prefix` keeps that rare)."""
     made = _position(items, positions, page.continuation, since, acc)
     if made is None:
         return set()
     position, extra = made
+    if not extra:
+        return set()
+    before = page.continuation.position if page.continuation is not None else Position()
+    first = None
+    if position.after == before.after and position.resume == before.resume:  # no progress
+        delivered = set(extra)
+        first = next((i for i in positions if i in delivered), None)
     droppable = sorted(
-        (i for i in extra if not items.is_preset(i)), key=lambda i: key_order(items.key(i))
+        (i for i in extra if i != first and not items.is_preset(i)),
+        key=lambda i: key_order(items.key(i)),
     )
 
     def fits(k: int) -> bool:

@@ -342,3 +342,35 @@ def test_a_file_cut_beyond_the_prefix_resumes_before_another_is_cut(
         assert covered[0][0] == 1 and covered[-1][1] == total, (path, covered)
         for (_, end), (start, _) in itertools.pairwise(covered):
             assert start == end + 1, f"{path}: lines delivered twice or skipped: {covered}"
+
+
+def test_a_chain_whose_keys_pass_the_cursor_limit_still_ends(tmp_path: Path) -> None:
+    """Pages in an order far from path order (here a fixed ranking of 150 files with
+    40-letter names) deliver files beyond the prefix, whose keys the cursor holds. Once
+    those passed 1,000 characters, a page left out every file it delivered beyond the
+    prefix to keep the cursor short, made the same cursor again, and the chain never
+    ended. A page now keeps at least its first file: every file comes once, and the
+    chain ends."""
+    import random
+    import string
+
+    from tests.unit.engine.test_focus import open_ws
+
+    rng = random.Random(5)
+    names = sorted(
+        "".join(rng.choice(string.ascii_lowercase) for _ in range(40)) + ".py" for _ in range(150)
+    )
+    write_tree(tmp_path, {n: f"def f():\n    return {i}\n" * 3 for i, n in enumerate(names)})
+    best = names[:]
+    rng.shuffle(best)
+    ws = open_ws(tmp_path, best)
+    params: dict[str, Any] = {"paths": ["*.py"], "focus": "anything", "maxTotalTokens": 1000}
+    r = answer(ws, decode_read_params(params))
+    pages = [r]
+    while r.next_cursor:
+        assert len(pages) < 200, "the chain does not end"
+        r = answer(ws, decode_read_params({**params, "cursor": r.next_cursor}))
+        pages.append(r)
+    got = delivered(pages)
+    once(got)
+    assert sorted(got) == names
