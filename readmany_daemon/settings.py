@@ -105,8 +105,9 @@ class Settings(msgspec.Struct, rename="camel", forbid_unknown_fields=False, kw_o
     def merged(self, overrides: Mapping[str, Any], source: str, warnings: list[str]) -> Settings:
         """A copy with ``overrides`` (camelCase or snake_case keys) applied one by one.
 
-        A key that is unknown or whose value has the wrong type is skipped, and a line
-        naming ``source`` and the key is appended to ``warnings``.
+        A key that is unknown or whose value has the wrong type (or holds a lone
+        surrogate) is skipped, and a line naming ``source`` and the key is appended to
+        ``warnings``.
         """
         current = msgspec.to_builtins(self)
         fields = {f.encode_name: f.name for f in msgspec.structs.fields(Settings)}
@@ -120,6 +121,13 @@ class Settings(msgspec.Struct, rename="camel", forbid_unknown_fields=False, kw_o
                 msgspec.convert(trial, Settings)
             except msgspec.ValidationError as exc:
                 warnings.append(f"{source}: ignoring setting {wire}: {exc}")
+                continue
+            except UnicodeEncodeError:
+                # msgspec matches enumerated values as UTF-8: a lone surrogate (a JSON
+                # "\ud800", or an environment value that is not UTF-8) has none
+                warnings.append(
+                    f"{source}: ignoring setting {wire}: not valid Unicode (a lone surrogate)"
+                )
                 continue
             current = trial
         return msgspec.convert(current, Settings)

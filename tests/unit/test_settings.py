@@ -149,6 +149,23 @@ def test_a_bad_environment_value_warns_and_keeps_the_default(
     assert warnings[0].startswith(f"environment: ignoring setting {message}"), warnings
 
 
+@pytest.mark.parametrize("key", ["redactSecrets", "rankingIndex", "maxFileBytes", "shareOverlays"])
+def test_a_lone_surrogate_is_a_warning_and_the_default(key: str) -> None:
+    """An environment value that is not UTF-8 (``READMANY_REDACT_SECRETS=$'\\xff'``
+    reaches Python as ``"\\udcff"``) or a JSON ``"\\ud800"`` in initializationOptions:
+    msgspec raised UnicodeEncodeError matching an enumerated value, and the CLI died
+    with a traceback (the LSP server answered -32603 and kept no workspace folder)."""
+    for value in ("\udcff", "\ud800"):
+        warnings: list[str] = []
+        got = Settings().merged({key: value, "cacheBytes": 7}, "initializationOptions", warnings)
+        assert got == msgspec.structs.replace(Settings(), cache_bytes=7)
+        assert warnings == [
+            f"initializationOptions: ignoring setting {key}: not valid Unicode (a lone surrogate)"
+        ]
+    settings, warnings = load_settings(environ={"READMANY_REDACT_SECRETS": "\udcff"})
+    assert settings == Settings() and len(warnings) == 1
+
+
 def test_a_bad_value_spoils_only_its_own_setting() -> None:
     settings, warnings = load_settings(
         environ={"READMANY_MAX_FILE_BYTES": "lots", "READMANY_CACHE_BYTES": "7"}
