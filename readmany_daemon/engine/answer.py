@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from readmany_daemon.content import tokens
 from readmany_daemon.engine import focus, order, paging
@@ -113,7 +112,7 @@ def answer_parts(
         room: int | None = None
         char_steps = 0  # packings with fewer answer characters, for maxAnswerChars
         token_steps = 0  # packings with less content, for maxTotalTokens
-        fitting: _Judged | None = None  # before a fuller try
+        fitting: paging.Judged | None = None  # before a fuller try
         over_at: int | None = None  # the content budget of the last packing over the limit
         fit_at: int | None = None  # and of the fullest one within it, while bisecting
         for attempt in itertools.count():
@@ -173,16 +172,16 @@ def answer_parts(
             # them, the cut file's extent (which fills the budget to its end) would
             # change too, and two answers for an unchanged tree would differ in content
             # (PROTOCOL §4 "Stable order"). The real cursor replaces the stand-in once
-            # the answer is chosen (``_Judged.final``): the time is the token's last
+            # the answer is chosen (``paging.Judged.final``): the time is the token's last
             # digits, so the real cursor has the stand-in's length and o200k count
             # (``wire.cursor.SINCE_DIGITS``).
             stand_in = (
                 None
                 if cursor is None
-                else paging.next_cursor(page, items, laid, STAND_IN_SINCE, acc, carry=carry)
+                else paging.next_cursor(page, items, laid, paging.STAND_IN_SINCE, acc, carry=carry)
             )
             acc.created = [items.label(i) for i in created[:MAX_LISTED]]
-            answered = _Judged(
+            answered = paging.Judged(
                 *_assemble(
                     ws, limits, resolved, plan, switched, acc, stand_in, room, focused is not None
                 ),
@@ -250,32 +249,6 @@ def answer_parts(
                 # could not fit where the answer before it did.
                 return (answered if fitting is None else fitting).final()
         raise AssertionError("unreachable")
-
-
-#: The page time (``Position.since``) of the stand-in cursor an answer is judged with
-#: (``answer_parts``): a fixed time, so that the same page judges the same.
-STAND_IN_SINCE = 1 << 60
-
-
-class _Judged(NamedTuple):
-    """An answer as it was judged against the limits (``result`` and its ``llmContent``
-    ``parts``), with the cursor's ``stand_in`` in place of the real ``cursor``."""
-
-    result: ReadManyResult
-    parts: list[str]
-    stand_in: str | None
-    cursor: str | None
-
-    def final(self) -> tuple[ReadManyResult, list[str]]:
-        """The answer with the real cursor in place of its stand-in (in the text and
-        ``nextCursor``; ``summary.estimatedTokens`` by the difference of their counts)."""
-        if self.stand_in is None or self.cursor is None or self.stand_in == self.cursor:
-            return self.result, self.parts
-        self.result.next_cursor = self.cursor
-        self.result.summary.estimated_tokens += tokens.count(self.cursor) - tokens.count(
-            self.stand_in
-        )
-        return self.result, [p.replace(self.stand_in, self.cursor) for p in self.parts]
 
 
 #: Characters of text an answer without a token budget counts exactly (besides the

@@ -6,7 +6,9 @@ Positions come from keys (``wire.cursor``), so files created or deleted between 
 move nothing: each file matched at the first page and still there when its page is
 built is delivered exactly once. The cursor carries a fingerprint of the delivered part
 (how many files, the sum of their key hashes) and a time; a created file found there is
-named in a notice instead (``created_files``).
+named in a notice instead (``created_files``). An answer is packed against a stand-in
+cursor made at a fixed time (``STAND_IN_SINCE``), then given the real one
+(``Judged.final``).
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import math
 import os
 import time
 from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
 import msgspec
 
+from readmany_daemon.content import tokens
 from readmany_daemon.engine.account import Account
 from readmany_daemon.engine.items import Expansion, Items, key_order
 from readmany_daemon.engine.options import PageOptions
@@ -32,6 +36,7 @@ from readmany_daemon.wire.cursor import (
     encode_position,
     key_hash,
 )
+from readmany_daemon.wire.messages import ReadManyResult
 
 
 def positions(items: Items, continuation: Continuation | None) -> Flat:
@@ -378,3 +383,29 @@ def overflow(
         low, high = (low, mid) if fits(mid) else (mid, high)
     dropped = set(droppable[len(droppable) - high :])
     return dropped
+
+
+#: The page time (``Position.since``) of the stand-in cursor an answer is judged with
+#: (``engine.answer.answer_parts``): a fixed time, so that the same page judges the same.
+STAND_IN_SINCE = 1 << 60
+
+
+class Judged(NamedTuple):
+    """An answer as it was judged against the limits (``result`` and its ``llmContent``
+    ``parts``), with the cursor's ``stand_in`` in place of the real ``cursor``."""
+
+    result: ReadManyResult
+    parts: list[str]
+    stand_in: str | None
+    cursor: str | None
+
+    def final(self) -> tuple[ReadManyResult, list[str]]:
+        """The answer with the real cursor in place of its stand-in (in the text and
+        ``nextCursor``; ``summary.estimatedTokens`` by the difference of their counts)."""
+        if self.stand_in is None or self.cursor is None or self.stand_in == self.cursor:
+            return self.result, self.parts
+        self.result.next_cursor = self.cursor
+        self.result.summary.estimated_tokens += tokens.count(self.cursor) - tokens.count(
+            self.stand_in
+        )
+        return self.result, [p.replace(self.stand_in, self.cursor) for p in self.parts]

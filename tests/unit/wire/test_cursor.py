@@ -225,7 +225,7 @@ def test_the_page_time_never_moves_the_tokens_length_or_o200k_count() -> None:
     import random
 
     from readmany_daemon.content import tokens
-    from readmany_daemon.engine.answer import STAND_IN_SINCE
+    from readmany_daemon.engine.paging import STAND_IN_SINCE
 
     rng = random.Random(7)
     for _ in range(150):
