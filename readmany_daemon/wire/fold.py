@@ -60,9 +60,14 @@ def one_line(text: str) -> str:
 
 def member(where: str, key: str) -> str:
     """JSON path of member ``key`` of the object at ``where``: ``$.paths``, or
-    ``$["a b"]`` for a key that is not a plain name."""
+    ``$["a b"]`` for a key that is not a plain name (one holding a lone surrogate with
+    JSON's ``\\uXXXX`` escapes, so that the path is valid Unicode)."""
     if key and all(c in _PLAIN for c in key):
         return f"{where}.{key}"
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{where}[{dumps(key, ensure_ascii=True)}]"
     return f"{where}[{dumps(key)}]"
 
 

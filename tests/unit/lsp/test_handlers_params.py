@@ -341,13 +341,13 @@ def test_near_valid_params_are_answered_or_refused_with_32602(
         ({"paths": ["a.txt"], "root": 5}, "$.root"),
         # A lone surrogate in a member name, or in an enumerated value (msgspec matches
         # both as UTF-8): an encode error escaped, once.
-        ({"paths": ["a.txt"], "\ud800": 1}, '$["\ud800"]'),
-        ({"files": [{"path": "a.txt", "x\udfff": 1}]}, '$.files[0]["x\udfff"]'),
+        ({"paths": ["a.txt"], "\ud800": 1}, '$["\\ud800"]'),
+        ({"files": [{"path": "a.txt", "x\udfff": 1}]}, '$.files[0]["x\\udfff"]'),
         ({"paths": ["\udcff"], "format": "\ud800"}, "$.format"),
         ({"paths": ["a.txt"], "order": "\ud800"}, "$.order"),
         (
             {"paths": ["a.txt"], "fileFilteringOptions": {"\ud800": True}},
-            '$.fileFilteringOptions["\ud800"]',
+            '$.fileFilteringOptions["\\ud800"]',
         ),
     ],
 )
