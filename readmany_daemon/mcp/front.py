@@ -40,6 +40,7 @@ import os
 import queue
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,8 +49,9 @@ import msgspec
 from readmany_daemon import __version__
 from readmany_daemon.errors import RootNotFound
 from readmany_daemon.frames import write_all
-from readmany_daemon.mcp import modern
+from readmany_daemon.mcp import modern, screen
 from readmany_daemon.settings import Settings, load_settings
+from readmany_daemon.wire.fold import one_line
 from readmany_daemon.wire.messages import SERVER_NAME
 
 log = logging.getLogger("readmany.mcp")
@@ -315,11 +317,19 @@ def _claim_stdio() -> tuple[int, int]:
 
 
 class _Lines:
-    """The SDK transport's stdin: the kept lines, then the rest of the client's."""
+    """The SDK transport's stdin: the kept lines, then the rest of the client's. A line
+    the transport would drop unanswered (``check`` raises: the SDK's own check) is
+    answered here with ``screen.refusal``'s error, through ``out``, and not passed on."""
 
-    def __init__(self, kept: list[bytes], events: queue.SimpleQueue[Any]) -> None:
+    def __init__(
+        self,
+        kept: list[bytes],
+        events: queue.SimpleQueue[Any],
+        check: Callable[[str], None],
+        out: _Out,
+    ) -> None:
         self.kept = list(reversed(kept))
-        self.events = events
+        self.events, self.check, self.out = events, check, out
 
     def __aiter__(self) -> _Lines:
         return self
@@ -327,13 +337,23 @@ class _Lines:
     async def __anext__(self) -> str:
         import anyio.to_thread
 
-        if self.kept:
-            line = self.kept.pop()
-        else:
-            line = await anyio.to_thread.run_sync(self.events.get, abandon_on_cancel=True)
-            if line is _EOF:
-                raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace") + "\n"
+        while True:
+            if self.kept:
+                raw = self.kept.pop()
+            else:
+                raw = await anyio.to_thread.run_sync(self.events.get, abandon_on_cancel=True)
+                if raw is _EOF:
+                    raise StopAsyncIteration
+            line = raw.decode("utf-8", errors="replace") + "\n"
+            try:
+                self.check(line)
+            except Exception:  # the SDK's validation error: the transport would drop it
+                answer = screen.refusal(line)
+                log.warning("refused a line of stdin: %s", one_line(line.strip())[:200])
+                if answer is not None:
+                    await self.out.write_raw(answer)
+                continue
+            return line
 
 
 class _Out:
@@ -344,6 +364,17 @@ class _Out:
     def __init__(self, fd: int, front: Front) -> None:
         self.fd = fd
         self.drop_id, self.sent = front.init_id, front.init_answer
+        self._lock = threading.Lock()  # the SDK's writer and ``_Lines``' refusals
+
+    def _write_all(self, data: bytes) -> None:
+        with self._lock:
+            write_all(self.fd, data)
+
+    async def write_raw(self, data: bytes) -> None:
+        """Write ``data`` (whole messages) to the client as it is."""
+        import anyio.to_thread
+
+        await anyio.to_thread.run_sync(self._write_all, data)
 
     async def write(self, text: str) -> None:
         import anyio.to_thread
@@ -360,7 +391,7 @@ class _Out:
                     )
                 self.sent = None
                 return
-        await anyio.to_thread.run_sync(write_all, self.fd, data)
+        await anyio.to_thread.run_sync(self._write_all, data)
 
     async def flush(self) -> None:
         """Nothing: every write goes straight to the descriptor."""
@@ -425,5 +456,6 @@ def run(
 
     from readmany_daemon.mcp import sdk
 
-    anyio.run(sdk.serve, item.app, _Lines(front.kept, events), _Out(wire_out, front))
+    out = _Out(wire_out, front)
+    anyio.run(sdk.serve, item.app, _Lines(front.kept, events, sdk.line_check(), out), out)
     return 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from readmany_daemon import __version__
@@ -126,6 +127,30 @@ def build_server(app: ReadManyMcp) -> Any:
 
     legacy.notification_handlers[types.RootsListChangedNotification] = _roots_changed
     return legacy
+
+
+def line_check() -> Callable[[str], None]:
+    """The SDK stdio transport's own check of one line of stdin: a callable that raises
+    (pydantic's ``ValidationError``) for a line the transport would drop (``mcp/screen.py``
+    answers those). SDK 2.x validates with ``types.jsonrpc_message_adapter`` (a
+    ``TypeAdapter``), 1.x with ``types.JSONRPCMessage.model_validate_json``; checked here
+    once, the 1.x form the fallback."""
+    import mcp.types as types
+
+    adapter = getattr(types, "jsonrpc_message_adapter", None)
+    validate = getattr(adapter, "validate_json", None)
+    if callable(validate):
+
+        def check(line: str) -> None:
+            validate(line, by_name=False)
+
+        return check
+    model: Any = types.JSONRPCMessage  # 1.x: a RootModel (2.x: a union, with the adapter)
+
+    def check_model(line: str) -> None:
+        model.model_validate_json(line)
+
+    return check_model
 
 
 def load() -> None:

@@ -263,3 +263,60 @@ def test_the_era_is_the_first_requests_and_a_legacy_only_sdk_refuses_the_probe(
         assert "error" in probe
         assert handshake["result"]["protocolVersion"] == "2025-06-18"
     _finish(proc)
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["sdk-loaded", "sdk-held-back"])
+def test_lines_the_sdk_would_drop_get_an_error_and_the_server_goes_on(
+    env: dict[str, str], tree: Path, tmp_path: Path, held: bool
+) -> None:
+    """The SDK's transport drops a line it cannot validate (not JSON, a batch, a lone
+    surrogate) and the client would wait for ever: each request gets its JSON-RPC error
+    (``mcp/screen.py``), also when it was kept by the front stage, and the next call is
+    served."""
+    extra = {}
+    if held:
+        gate = tmp_path / "sdk-gate"
+        os.mkfifo(gate)
+        extra = {"READMANY_MCP_SDK_GATE": str(gate)}
+    proc = _start({**env, **extra}, "--root", str(tree), cwd=tree)
+    assert proc.stdin is not None
+    bad_call = json.dumps({**TOOLS_CALL, "id": 11}).replace('"a.py"', '"a.py\\ud800"')
+    _send(proc, _init("2025-06-18"), INITIALIZED)
+    proc.stdin.write(f"{bad_call}\nnot json\n[1]\n".encode())
+    _send(proc, TOOLS_CALL)
+    assert json.loads(_line(proc))["id"] == 1
+    if held:
+        os.close(os.open(gate, os.O_WRONLY | os.O_NONBLOCK))  # the SDK loads now
+    answers = [json.loads(_line(proc)) for _ in range(4)]
+    assert answers[:3] == [
+        {
+            "jsonrpc": "2.0",
+            "id": 11,
+            "error": {
+                "code": -32602,
+                "message": "Invalid params: a lone surrogate at "
+                "`$.params.arguments.paths[0]`; the server reads only text UTF-8 can carry",
+                "data": {"field": "$.params.arguments.paths[0]"},
+            },
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32700,
+                "message": "Parse error: the line is not JSON "
+                "(Expecting value: line 1 column 1 (char 0))",
+            },
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32600,
+                "message": "Invalid Request: the message is an array (batches are not supported)",
+            },
+        },
+    ]
+    assert answers[3]["id"] == 3 and not answers[3]["result"]["isError"]
+    err = _finish(proc)
+    assert err.count("refused a line of stdin") == 3, err
