@@ -30,6 +30,7 @@ import binascii
 import hashlib
 import json
 import os
+import re
 import zlib
 from collections.abc import Mapping
 from typing import Any
@@ -61,6 +62,8 @@ SINCE_DIGITS = 20
 _MAX_PAYLOAD = 1 << 20
 
 _NOT_OURS = "invalid params: cursor is not a cursor readmany issued"
+#: A cursor's payload: URL-safe base64 without padding (RFC 4648 §5), as ``_token`` writes.
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
 
 
 class Position(msgspec.Struct, frozen=True, kw_only=True):
@@ -246,6 +249,8 @@ def decode_cursor(token: str) -> Continuation:
     body, dot, time = token.rpartition(".")
     if not dot:
         body, time = token, ""
+    if not _BASE64URL.fullmatch(body):  # base64's decoder would skip other characters
+        raise InvalidParams(_NOT_OURS, "$.cursor")
     try:
         packed = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
         inflate = zlib.decompressobj(-15)

@@ -174,6 +174,22 @@ def test_a_request_too_large_to_carry_is_left_out_and_must_be_sent_beside() -> N
     assert req.continuation.digest == cursor_digest(ROOT, req.params)
 
 
+def _tampered() -> list[str]:
+    """A real cursor with characters base64's lenient decoder skips: four spaces, four
+    ``=``, four ``!``, two line breaks (each would decode to the same payload were it not
+    refused first), and standard base64's ``+`` and ``/`` in place of ``-`` and ``_``."""
+    good = _token_of([VERSION, {"paths": [",JWy[):~0N$g"]}, "d", None, [], None, 0, 0])
+    body, _, time = good.rpartition(".")
+    assert "-" in body or "_" in body
+    return [
+        body[:4] + "    " + body[4:] + "." + time,
+        body + "====." + time,
+        body[:8] + "!!!!" + body[8:] + "." + time,
+        body[:4] + "\r\n\r\n" + body[4:] + "." + time,
+        body.replace("-", "+").replace("_", "/") + "." + time,
+    ]
+
+
 @pytest.mark.parametrize(
     "token",
     [
@@ -193,6 +209,7 @@ def test_a_request_too_large_to_carry_is_left_out_and_must_be_sent_beside() -> N
         _token_of([VERSION, {}, "d", None, [], None, 0, 0], "." + "x" * SINCE_DIGITS),
         _token_of([VERSION, {}, "d", None, [], None, 0, 0], "." + "٣" * SINCE_DIGITS),
         base64.urlsafe_b64encode(zlib.compress(b"[" * 60000)[2:-4]).decode(),
+        *_tampered(),
     ],
     ids=lambda t: t[:12],
 )
