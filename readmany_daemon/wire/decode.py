@@ -38,6 +38,7 @@ from readmany_daemon.wire.messages import (
     StopDaemonParams,
 )
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _UNKNOWN = re.compile(r"unknown field `(.*?)`(?: - at `(\$[^`]*)`)?$", re.DOTALL)
 #: A required member missing (or ``null``: ``wire.fold.drop_nulls``), at the top or
 #: deeper (`` - at `$.files[0]```).
@@ -47,7 +48,7 @@ _MISSING = re.compile(r"^Object missing required field `(.*?)`(?: - at `(\$[^`]*
 def _convert(obj: Any, cls: type[msgspec.Struct], spelled: Mapping[str, str] | None = None) -> Any:
     """``msgspec.convert`` raising ``InvalidParams`` whose ``field`` is the JSON path of
     the offending member (for an unknown member, the member itself, under the name the
-    client sent: ``spelled`` maps canonical top-level names back to it)."""
+    client sent: ``spelled`` maps the canonical members' paths back to it, ``fold``)."""
     try:
         return msgspec.convert(obj, cls)
     except msgspec.ValidationError as exc:
@@ -68,18 +69,18 @@ def _convert(obj: Any, cls: type[msgspec.Struct], spelled: Mapping[str, str] | N
 
 def _replaced(obj: Any, keys: dict[str, str]) -> Any:
     """``obj`` with every lone surrogate in its strings (member names and values)
-    replaced by U+FFFD; ``keys`` gets each replaced name, mapped back to the name sent."""
+    replaced by U+FFFD; ``keys`` gets each replaced string, mapped back to the one sent."""
     if isinstance(obj, str):
-        return obj.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        out = _SURROGATE.sub("\ufffd", obj)
+        if out != obj:
+            keys[out] = obj
+        return out
     if isinstance(obj, list):
         return [_replaced(v, keys) for v in obj]
     if isinstance(obj, dict):
         out: dict[Any, Any] = {}
         for k, v in obj.items():
-            name = _replaced(k, keys)
-            if name != k:
-                keys[name] = k
-            out[name] = _replaced(v, keys)
+            out[_replaced(k, keys)] = _replaced(v, keys)
         return out
     return obj
 
@@ -94,12 +95,15 @@ def _refusal(
     if unknown:
         where = unknown.group(2) or "$"
         name = keys.get(unknown.group(1), unknown.group(1))
-        if where == "$" and spelled:
-            name = spelled.get(name, name)
+        if spelled:
+            name = spelled.get(member(where, name), name)
         if name != unknown.group(1):
             shown = ascii(name)[1:-1] if unknown.group(1) in keys else name
             text = text.replace(f"`{unknown.group(1)}`", f"`{shown}`", 1)
-        return InvalidParams(one_line(f"invalid params: {text}"), member(where, name))
+        sent_where = _as_sent(where, spelled)
+        if sent_where != where:
+            text = text.replace(f"at `{where}`", f"at `{sent_where}`", 1)
+        return InvalidParams(one_line(f"invalid params: {text}"), member(sent_where, name))
     missing = _MISSING.search(text)
     if missing:
         where = missing.group(2) or "$"
@@ -109,7 +113,36 @@ def _refusal(
         return InvalidParams(one_line(f"invalid params: {text}"), field)
     match = re.search(r"at `(\$[^`]*)`", text)
     field = match.group(1) if match else "$"
-    return InvalidParams(one_line(f"invalid params: {text}"), field)
+    for shown, value in keys.items():  # an enumerated value: as sent, JSON-escaped
+        text = text.replace(f"'{shown}'", f"'{ascii(value)[1:-1]}'", 1)
+    sent = _as_sent(field, spelled)
+    if sent != field:
+        text = text.replace(f"at `{field}`", f"at `{sent}`", 1)
+    return InvalidParams(one_line(f"invalid params: {text}"), sent)
+
+
+_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[[^\]]*\]")
+
+
+def _as_sent(path: str, spelled: Mapping[str, str] | None) -> str:
+    """JSON path ``path`` of canonical members (msgspec's) with each member the client
+    sent under another spelling (``spelled``: ``fold``) named as sent:
+    ``$.fileFilteringOptions.respectGit`` → ``$.file_filtering_options.respect_git``."""
+    if not spelled or not path.startswith("$"):
+        return path
+    canonical, sent, at = "$", "$", 1
+    while at < len(path):
+        step = _STEP.match(path, at)
+        if step is None:
+            return path  # not a path of plain names and indexes: as msgspec wrote it
+        if step.group(1) is not None:
+            canonical = f"{canonical}.{step.group(1)}"
+            sent = member(sent, spelled.get(canonical, step.group(1)))
+        else:
+            canonical += step.group(0)
+            sent += step.group(0)
+        at = step.end()
+    return sent
 
 
 def _check_name(value: str, field: str) -> None:
@@ -245,11 +278,14 @@ def as_object(raw: Any) -> dict[str, Any]:
 def decode_files_params(raw: Any) -> FilesParams:
     """Validate ``readMany/files`` params (``null`` members absent, at any depth:
     ``wire.fold.drop_nulls``); raises ``InvalidParams`` naming the field."""
-    params = fold(drop_nulls(as_object(raw)), TOP_ALIASES, "$")
+    spelled: dict[str, str] = {}
+    params = fold(drop_nulls(as_object(raw)), TOP_ALIASES, "$", spelled)
     ffo = params.get("fileFilteringOptions")
     if isinstance(ffo, Mapping):
-        params["fileFilteringOptions"] = fold(ffo, FILTER_ALIASES, "$.fileFilteringOptions")
-    result: FilesParams = _convert(params, FilesParams)
+        params["fileFilteringOptions"] = fold(
+            ffo, FILTER_ALIASES, "$.fileFilteringOptions", spelled
+        )
+    result: FilesParams = _convert(params, FilesParams, spelled)
     for name in ("patterns", "exclude"):
         for i, pattern in enumerate(getattr(result, name)):
             _check_name(pattern, f"$.{name}[{i}]")

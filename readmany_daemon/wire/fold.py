@@ -118,18 +118,22 @@ def fold(
 ) -> dict[str, Any]:
     """Rename alias and snake_case keys to canonical camelCase; a name given twice with
     different values is an error naming both spellings (``InvalidParams``). ``spelled``
-    (when given) maps each canonical name to the key the client sent."""
+    (when given) maps the JSON path of each canonical member (``$.maxTotalTokens``,
+    ``$.fileFilteringOptions.respectGit``: ``member(where, name)``) to the key the client
+    sent, so that an error names the member as sent."""
     out: dict[str, Any] = {}
-    spelled = {} if spelled is None else spelled
+    sent: dict[str, str] = {}
     for key, value in obj.items():
         if not isinstance(key, str):
             raise InvalidParams(f"invalid params: non-string key at {where}", where)
         canonical = aliases.get(key) or _camel(key)
         if canonical in out and out[canonical] != value:
-            first, second = member(where, spelled[canonical]), member(where, key)
+            first, second = member(where, sent[canonical]), member(where, key)
             raise InvalidParams(one_line(f"invalid params: {first} and {second} disagree"), second)
         out[canonical] = value
-        spelled[canonical] = key
+        sent[canonical] = key
+    if spelled is not None:
+        spelled.update((member(where, name), key) for name, key in sent.items())
     return out
 
 
@@ -160,7 +164,7 @@ def fold_read_params(raw: Any, spelled: dict[str, str] | None = None) -> dict[st
     ``null`` members left out at any depth: :func:`drop_nulls`), not yet validated
     beyond the container types of ``paths``, ``files``, ``include``, ``exclude``,
     ``known`` (arrays) and ``fileFilteringOptions`` (an object). ``spelled`` as for
-    :func:`fold` (top-level names).
+    :func:`fold` (the top-level names and ``fileFilteringOptions``').
 
     Raises ``InvalidParams`` when ``raw`` is not an object, an alias conflicts or one of
     those members has the wrong type.
@@ -172,7 +176,9 @@ def fold_read_params(raw: Any, spelled: dict[str, str] | None = None) -> dict[st
     params = fold(drop_nulls(raw), TOP_ALIASES, "$", spelled)
     ffo = params.get("fileFilteringOptions")
     if isinstance(ffo, dict):
-        params["fileFilteringOptions"] = fold(ffo, FILTER_ALIASES, "$.fileFilteringOptions")
+        params["fileFilteringOptions"] = fold(
+            ffo, FILTER_ALIASES, "$.fileFilteringOptions", spelled
+        )
     for name, kind, label in _CONTAINERS:
         value = params.get(name)
         if value is not None and not isinstance(value, kind):

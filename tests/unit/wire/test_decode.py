@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from readmany_daemon.errors import InvalidParams, jsonrpc_code
-from readmany_daemon.wire.decode import decode_read_params
+from readmany_daemon.wire.decode import decode_files_params, decode_read_params
 from readmany_daemon.wire.messages import FileSpec
 
 
@@ -86,3 +86,44 @@ def test_invalid_params_name_the_field(raw: object, field: str) -> None:
 def test_unknown_field_is_named() -> None:
     with pytest.raises(InvalidParams, match="bogus"):
         decode_read_params({"paths": ["a"], "bogus": 1})
+
+
+@pytest.mark.parametrize(
+    ("raw", "field", "words"),
+    [
+        # A member sent under a snake_case spelling is named as sent, at any depth.
+        ({"paths": ["a"], "max_total_tokens": "x"}, "$.max_total_tokens", "at `$.max_total"),
+        ({"paths": ["a"], "maxTotalTokens": "x"}, "$.maxTotalTokens", "at `$.maxTotalTokens`"),
+        (
+            {"paths": ["a"], "file_filtering_options": {"respect_git_ignore": 1}},
+            "$.file_filtering_options.respect_git_ignore",
+            "at `$.file_filtering_options.respect_git_ignore`",
+        ),
+        (
+            {"paths": ["a"], "fileFilteringOptions": {"respect_git": 1}},
+            "$.fileFilteringOptions.respect_git",
+            "unknown field `respect_git` - at `$.fileFilteringOptions`",
+        ),
+        (
+            {"paths": ["a"], "file_filtering_options": {"respect_git": 1}},
+            "$.file_filtering_options.respect_git",
+            "unknown field `respect_git` - at `$.file_filtering_options`",
+        ),
+        # An enumerated value holding a lone surrogate is shown as sent, JSON-escaped.
+        ({"paths": ["a"], "format": "x\ud800y"}, "$.format", "Invalid enum value 'x\\ud800y'"),
+        ({"paths": ["a"], "packing": "\udfff"}, "$.packing", "Invalid enum value '\\udfff'"),
+    ],
+)
+def test_a_refusal_names_the_member_as_the_client_sent_it(
+    raw: dict[str, object], field: str, words: str
+) -> None:
+    with pytest.raises(InvalidParams) as info:
+        decode_read_params(raw)
+    assert info.value.field == field
+    assert words in str(info.value) and "\ufffd" not in str(info.value)
+
+
+def test_a_files_refusal_names_the_member_as_sent() -> None:
+    with pytest.raises(InvalidParams) as info:
+        decode_files_params({"patterns": ["a"], "file_filtering_options": {"bad_key": 1}})
+    assert info.value.field == "$.file_filtering_options.bad_key"
