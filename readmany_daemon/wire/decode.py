@@ -71,10 +71,10 @@ def _replaced(obj: Any, keys: dict[str, str]) -> Any:
     """``obj`` with every lone surrogate in its strings (member names and values)
     replaced by U+FFFD; ``keys`` gets each replaced string, mapped back to the one sent."""
     if isinstance(obj, str):
-        out = _SURROGATE.sub("\ufffd", obj)
-        if out != obj:
-            keys[out] = obj
-        return out
+        shown = _SURROGATE.sub("\ufffd", obj)
+        if shown != obj:
+            keys[shown] = obj
+        return shown
     if isinstance(obj, list):
         return [_replaced(v, keys) for v in obj]
     if isinstance(obj, dict):
