@@ -146,7 +146,8 @@ class Workspace:
     def stable_order(self) -> StableOrder:
         """The root's stable order (``order: "stable"``), kept in ``order_file`` unless
         that lies inside the root (never in the workspace), seeded from git (and files
-        changing at once ordered by git's last change)."""
+        changing at once ordered by git's last change); deleted files' paths dropped
+        now and then (``StableOrder``)."""
         order = self._order
         if order is None:
             path = self.order_file
@@ -156,6 +157,7 @@ class Workspace:
                 path,
                 lambda: git_seed(self.root),
                 lambda rels: git_last_changes(self.root, rels),
+                lambda rel: os.path.lexists(os.path.join(self.root, rel)),
             )
         return order
 

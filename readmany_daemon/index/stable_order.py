@@ -52,6 +52,9 @@ Mark = tuple[int, int, int]
 #: The seed reads at most this many commits of ``git log`` (pytest-dev/pytest has
 #: ~18,000: about 0.4 s); files no commit among them changed count as the oldest.
 SEED_COMMITS = 50_000
+#: Paths the order may gain (deleted files' included) past twice its size after the
+#: last sweep before deleted files' paths are dropped (``StableOrder``).
+PRUNE_SLACK = 1_000
 #: Files that change at once are ordered by the last of at most this many commits
 #: (``git_last_changes``, asked on the read that sees them: ~0.1 s on pytest-dev/pytest).
 BATCH_COMMITS = 5_000
@@ -137,7 +140,13 @@ class StableOrder:
     """The stable order of one root: ``path`` its file (None: kept in memory only),
     ``seed`` the function that lists the root's files oldest first (``git_seed``),
     ``last_changes`` the one that gives files' last change times (``git_last_changes``;
-    None: files that change at once go in path order).
+    None: files that change at once go in path order), ``exists`` whether a path is
+    still a file of the root (None: paths are never dropped).
+
+    Paths of deleted files are dropped (``exists``) when the order has grown past twice
+    its size after the last such sweep plus ``PRUNE_SLACK``: a deleted file that comes
+    back has a new mark, so it would go last anyway, and without the sweep the file
+    grows with every rename for as long as the snapshot lives.
 
     Not thread-safe: the daemon calls it under the root's lock (``RootEntry.lock``);
     processes share the file by atomic replacement (the last writer wins, each a valid
@@ -148,10 +157,13 @@ class StableOrder:
         path: str | None,
         seed: Callable[[], list[str]],
         last_changes: Callable[[Sequence[str]], Mapping[str, int]] | None = None,
+        exists: Callable[[str], bool] | None = None,
     ) -> None:
         self.path = path
         self._seed = seed
         self._last_changes = last_changes
+        self._exists = exists
+        self._swept = 0  # paths in the order after the last sweep (or load, or seed)
         self._seq: dict[str, int] = {}
         self._mark: dict[str, Mark | None] = {}
         self._next = 0
@@ -184,6 +196,7 @@ class StableOrder:
                         self._mark[rel] = mark
                     self._next = stored.next
                     self._loaded, self._seeded = stamp, True
+                    self._swept = min(self._swept or len(self._seq), len(self._seq))
                     return
             except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
                 log.info("seeding the stable order again: %s: %s", self.path, exc)
@@ -193,6 +206,7 @@ class StableOrder:
             self._next += 1
         self._seeded = True
         self._loaded = None
+        self._swept = len(self._seq)
         self._save()
 
     def places(self, rels: Sequence[str], marks: Sequence[Mark | None]) -> list[int]:
@@ -221,9 +235,18 @@ class StableOrder:
             if mark is not None and self._mark.get(rel) != mark:
                 self._mark[rel] = mark
                 changed = True
+        places = [self._seq[rel] for rel in rels]
+        if self._exists is not None and len(self._seq) > 2 * self._swept + PRUNE_SLACK:
+            asked = set(rels)
+            gone = [rel for rel in self._seq if rel not in asked and not self._exists(rel)]
+            for rel in gone:
+                del self._seq[rel]
+                self._mark.pop(rel, None)
+            self._swept = len(self._seq)
+            changed = changed or bool(gone)
         if changed:
             self._save()
-        return [self._seq[rel] for rel in rels]
+        return places
 
     def _save(self) -> None:
         if self.path is None:

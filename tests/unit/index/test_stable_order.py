@@ -96,6 +96,39 @@ def test_a_changed_or_new_file_goes_last_and_the_others_keep_their_places() -> N
     assert order.places(["y", "z"], [None, None]) == places[1:3]
 
 
+def test_deleted_files_paths_are_dropped_once_the_order_has_doubled(
+    tmp_path: Path,
+) -> None:
+    """Renames leave the old paths behind; once the order holds more than twice its
+    size after the last sweep plus ``PRUNE_SLACK``, paths that are no file any more
+    are dropped (those a read asks for never), the file is rewritten smaller, and the
+    files left keep their places."""
+    path = str(tmp_path / "cache" / f"index-{'0' * 32}.order")
+    live = {"keep", "other"}
+    order = StableOrder(path, lambda: ["keep", "other"], exists=live.__contains__)
+    first = order.places(["keep", "other"], [(1, 1, 1), (1, 1, 2)])
+    slack = stable_order.PRUNE_SLACK
+    for n in range(2 + slack):  # a file renamed again and again: each name new
+        live.discard(f"v{n - 1}")
+        live.add(f"v{n}")
+        order.places([f"v{n}"], [(1, 1, 10 + n)])
+    assert len(order._seq) == 4 + slack  # not yet past 2 * 2 + slack
+    size = os.path.getsize(path)
+    live.discard(f"v{1 + slack}")
+    live.add("last")
+    places = order.places(["last"], [(1, 1, 5)])
+    assert set(order._seq) == {"keep", "other", "last"}
+    assert os.path.getsize(path) < size / 100
+    assert order.places(["keep", "other"], [(1, 1, 1), (1, 1, 2)]) == first
+    assert places == [order._seq["last"]] and places[0] > max(first)
+    again = StableOrder(path, lambda: ["never"], exists=live.__contains__)
+    assert again.places(["other", "last", "keep"], [None, None, None]) == [
+        first[1],
+        places[0],
+        first[0],
+    ]
+
+
 def test_the_order_is_kept_0600_in_a_0700_folder_and_read_by_another_instance(
     tmp_path: Path,
 ) -> None:
