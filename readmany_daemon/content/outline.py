@@ -29,6 +29,7 @@ Units: lines are 1-based and inclusive, counted by ``"\\n"`` only (the line mode
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import re
@@ -44,7 +45,7 @@ from readmany_daemon.content.lines import count_lines
 from readmany_daemon.content.outline_queries import QUERIES, REFERENCE_KINDS
 
 if TYPE_CHECKING:
-    from tree_sitter import Language, Node, Query, Tree
+    from tree_sitter import Language, Node, Query, QueryPredicate, Tree
 
 __all__ = [
     "MAX_ERROR_WIDTH",
@@ -372,12 +373,41 @@ def _make(lang: str, data: bytes, text: str, trees: list[Tree] | None = None) ->
     if tree.root_node.has_error and (width := _widest_error(tree.root_node)) > MAX_ERROR_WIDTH:
         reason = f"too broken to outline: an error spans {width:,} nodes"
         return Outline(lang, reason=reason, lines=lines)
-    matches = tree_sitter.QueryCursor(grammar.query).matches(tree.root_node)
+    matches = tree_sitter.QueryCursor(grammar.query).matches(tree.root_node, _predicates(data))
     tops = _tops(tree.root_node, data)
     if lang == "markdown":
         return Outline(lang, _headings(data, matches, lines), lines=lines, tops=tops)
     symbols, inner = _symbols(data, matches)
     return Outline(lang, symbols, lines=lines, inner=inner, tops=tops)
+
+
+@functools.lru_cache(maxsize=16)
+def _name_pattern(regex: str) -> re.Pattern[bytes]:
+    return re.compile(regex.encode())
+
+
+def _predicates(data: bytes) -> QueryPredicate:
+    """The query predicates the outline queries use (``outline_queries``), evaluated on
+    ``data``, the parsed bytes: ``(#name-match? @capture "REGEX")`` holds when the
+    first node of ``capture`` has text that ``REGEX`` matches (``re.search``). Any other
+    predicate holds. (tree-sitter's ``#match?`` reads the text through the parse's read
+    callback, the whole text for each match.)"""
+
+    def check(
+        predicate: str,
+        args: Sequence[tuple[str, str]],
+        pattern_index: int,
+        captures: dict[str, list[Node]],
+    ) -> bool:
+        if predicate != "name-match?" or len(args) != 2:
+            return True
+        nodes = captures.get(args[0][0])
+        if not nodes:
+            return False
+        node = nodes[0]
+        return _name_pattern(args[1][0]).search(data[node.start_byte : node.end_byte]) is not None
+
+    return check
 
 
 def _tops(root: Node, data: bytes) -> tuple[tuple[int, int], ...]:

@@ -18,6 +18,12 @@ Capture names, the contract with the outline module:
 * ``@trait`` (Rust): an impl's trait, shown as ``impl Trait for Type``; an impl without
   one is ``impl Type``.
 
+One predicate: ``(#name-match? @name "REGEX")``, the captured name matching a regular
+expression (Python's ``re``, searched in the name's UTF-8 bytes), which the outline
+module evaluates itself on the parsed bytes. tree-sitter's own ``#match?`` fetches the
+node's text through the parse's read callback, which costs the whole text per match
+on a text parsed in chunks (40,000 constants: 11 s instead of 0.2 s).
+
 Why our own queries rather than the ``queries/tags.scm`` the grammar wheels ship: those
 serve code navigation, not outlines. They capture references and doc comments, disagree
 between languages (C's captures the declarator, not the definition, and so matches
@@ -45,7 +51,7 @@ _PYTHON: Final = f"""
 (class_definition name: (identifier) @name) @class
 (function_definition name: (identifier) @name) @function
 (module (expression_statement (assignment left: (identifier) @name) @constant)
-  (#match? @name {_UPPER}))
+  (#name-match? @name {_UPPER}))
 """
 
 #: JavaScript; also the start of TypeScript's (the TypeScript grammars extend it).
@@ -61,13 +67,13 @@ _JS_COMMON: Final = f"""
     value: [(number) (string) (template_string) (true) (false) (null) (unary_expression)
             (binary_expression) (array) (object) (regex) (new_expression)
             (call_expression) (member_expression)]) @constant)
-  (#match? @name {_UPPER}))
+  (#name-match? @name {_UPPER}))
 (program (export_statement (lexical_declaration
   (variable_declarator name: (identifier) @name
     value: [(number) (string) (template_string) (true) (false) (null) (unary_expression)
             (binary_expression) (array) (object) (regex) (new_expression)
             (call_expression) (member_expression)]) @constant))
-  (#match? @name {_UPPER}))
+  (#name-match? @name {_UPPER}))
 """
 
 _TYPESCRIPT: Final = (
@@ -118,7 +124,7 @@ _JAVA: Final = f"""
  (constructor_declaration name: (identifier) @name)] @method
 (field_declaration (modifiers "static" "final")
   declarator: (variable_declarator name: (identifier) @name) @constant
-  (#match? @name {_UPPER}))
+  (#name-match? @name {_UPPER}))
 """
 
 #: C; also the start of C++'s.
