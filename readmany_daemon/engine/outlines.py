@@ -127,13 +127,23 @@ def _cut_block(
         # One line of valid Unicode, whatever the file's name holds.
         phrase = f"[No outline: {wire_safe(' '.join(o.reason.split()))}.]\n"
         return (phrase, None) if len(phrase) <= cap else ("", None)
-    symbols = o.overlapping(first, last)
-    span = f"lines {first}-{last}" if first < last else f"line {first}"
+    # A file over maxFileBytes: the outline is of the part read, its first o.lines lines.
+    covered = min(last, o.lines)
+    beyond = ""
+    if covered < last:
+        rest = f"lines {max(first, covered + 1)}-{last}" if covered + 1 < last else f"line {last}"
+        beyond = f"[No outline of {rest}: past maxFileBytes.]\n"
+        if first > covered:
+            return (beyond, None) if len(beyond) <= cap else ("", None)
+    symbols = o.overlapping(first, covered)
+    span = f"lines {first}-{covered}" if first < covered else f"line {first}"
     if not symbols:
-        phrase = f"[No symbols in {span} (not shown).]\n"
+        phrase = f"[No symbols in {span} (not shown).]\n{beyond}"
         return (phrase, []) if len(phrase) <= cap else ("", None)
-    text, lines = _lines(f"[Outline of {span} (not shown):]\n", symbols, cap)
-    return text, (wire_symbols(lines) if lines else None)
+    text, lines = _lines(f"[Outline of {span} (not shown):]\n", symbols, cap - len(beyond))
+    if not text:
+        return "", None
+    return text + beyond, wire_symbols(lines)
 
 
 def with_cut_block(
@@ -224,10 +234,19 @@ class Outliner:
             return None
         item = lo.item
         first = item.offset or 1
-        last = first + item.limit - 1 if item.limit is not None else max(o.lines, first)
+        # Lines in the file: more than the outline's for a file over maxFileBytes, whose
+        # outline is of the part read.
+        total = max((lo.window.total_lines if lo.window is not None else None) or 0, o.lines)
+        last = first + item.limit - 1 if item.limit is not None else max(total, first)
         symbols = o.overlapping(first, last)
         whole = item.limit is None and first == 1
         lines = f"{o.lines:,} lines" if whole else f"lines {first}-{last}"
+        if total > o.lines and last > o.lines:  # over maxFileBytes: the part read only
+            lines = (
+                f"lines {first}-{o.lines} of {total:,}; the rest is past maxFileBytes"
+                if first <= o.lines
+                else f"lines {first}-{last}, past maxFileBytes: no outline"
+            )
         head = f"[Outline only, not the content ({lines}; not read: budget):]\n"
         shown: tuple[Symbol, ...]
         if not symbols:
