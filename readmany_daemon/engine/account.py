@@ -19,7 +19,7 @@ from readmany_daemon.engine.items import Item, Items, LoadedItem, Piece, Resolve
 from readmany_daemon.engine.load import Loads
 from readmany_daemon.engine.notices import MAX_NAMED_IN_CONTENT, continuation_request
 from readmany_daemon.engine.options import LoadOptions, Options
-from readmany_daemon.engine.outlines import Outlined
+from readmany_daemon.engine.outlines import MAX_OUTLINE_CHARS, Outlined
 from readmany_daemon.engine.pack import MAX_LISTED, Flat, Ordered, PackPlan
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.wire.messages import Attachment, FileResult, Summary
@@ -394,7 +394,9 @@ def _account_one(
         return
     lo = loads(i)
     if plan.partial is not None and plan.partial[0] == i and lo.window is not None:
-        lo = _cut_partial(acc, i, lo, plan.partial[1], plan.partial_tokens, loads, opts.load)
+        lo = _cut_partial(
+            acc, i, lo, plan.partial[1], plan.partial_tokens, loads, opts.load, plan.partial_outline
+        )
     elif plan.partial is not None and plan.partial[0] == i and lo.recut is not None:
         lo = _recut(lo, plan.partial[1], plan.partial_tokens, loads)  # a notebook
     _add_loaded(acc, lo, loads)
@@ -419,14 +421,16 @@ def _cut_partial(
     allowed_tokens: int | None,
     loads: Loads,
     shown: LoadOptions,
+    outline_chars: int = MAX_OUTLINE_CHARS,
 ) -> LoadedItem:
     """The plan's partial entry cut to ``allowed`` characters (and ``allowed_tokens``
-    tokens when set); when it goes on, the cursor resumes it at its next offset (with
-    what is left of its ``limit``)."""
+    tokens when set), its outline block to ``outline_chars`` characters; when it goes
+    on, the cursor resumes it at its next offset (with what is left of its
+    ``limit``)."""
     item = lo.item
-    lo = budget_cut(lo, allowed, shown)
+    lo = budget_cut(lo, allowed, shown, outline_chars=outline_chars)
     if allowed_tokens is not None:
-        lo = token_cut(lo, allowed_tokens, shown, loads.cache)
+        lo = token_cut(lo, allowed_tokens, shown, loads.cache, outline_chars=outline_chars)
     if lo.result.next_offset is not None:
         acc.remaining.append((i, i + 1))
         left = (item.offset or 1) + item.limit - lo.result.next_offset if item.limit else None

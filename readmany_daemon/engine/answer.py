@@ -115,6 +115,7 @@ def answer_parts(
         fitting: paging.Judged | None = None  # before a fuller try
         over_at: int | None = None  # the content budget of the last packing over the limit
         fit_at: int | None = None  # and of the fullest one within it, while bisecting
+        filled_from: int | None = None  # the answer budget of ``fitting`` (maxAnswerChars)
         for attempt in itertools.count():
             if focused is not None and limits.packing != "outlines":
                 plan, switched = (
@@ -219,6 +220,7 @@ def answer_parts(
                     # limit, this answer kept in case that cannot fit).
                     assert answer_budget is not None and limits.max_answer_chars is not None
                     slack = limits.max_answer_chars - text_chars - _FILL_MARGIN
+                    filled_from = answer_budget.limit
                     answer_budget.limit = max(answer_budget.limit, 0) + slack
                     fitting = answered
                     continue
@@ -243,6 +245,12 @@ def answer_parts(
                 fewer, room, char_steps = _shrink_answer(
                     answer_budget, room, acc, text_chars, limits.max_answer_chars, char_steps
                 )
+                if (
+                    fitting is not None
+                    and filled_from is not None
+                    and answer_budget.limit <= filled_from
+                ):
+                    return fitting.final()  # the fuller try, shrunk, plans no more
                 more = more or fewer
             if not more or attempt >= _MAX_ATTEMPTS:
                 # Nothing left to leave out (see MIN_TOTAL_TOKENS), or the fuller try

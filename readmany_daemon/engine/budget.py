@@ -240,19 +240,21 @@ def token_cut(
     opts: LoadOptions,
     cache: ContentCache | None,
     budget: bool = True,
+    outline_chars: int = MAX_OUTLINE_CHARS,
 ) -> LoadedItem:
     """``lo`` cut (as :func:`budget_cut` cuts, at a line end or inside a first line
     longer than what fits) so that :func:`tokens_of` is at most ``allowed`` tokens when
     anything can fit (the cut notice alone may be more; then the shortest cut is
     returned and the caller decides). Returns ``lo`` itself when it fits already. The
     outline block of the cut takes at most half of ``allowed``
-    (:func:`outlines.outline_room`), so that the content keeps the rest."""
+    (:func:`outlines.outline_room`), and at most ``outline_chars`` characters, so that
+    the content keeps the rest."""
     have = tokens_of(lo, opts, cache)
     if have <= allowed or lo.window is None or lo.full is None:
         return lo
-    room = MAX_OUTLINE_CHARS
+    room = outline_chars
     if lo.outline_for is not None:
-        room = outline_room(lo.outline_for(), allowed // 2, opts.format)
+        room = min(room, outline_room(lo.outline_for(), allowed // 2, opts.format))
     chars = lo.result.chars
     guess = max(chars * allowed // max(have, 1), 1)
     best: LoadedItem | None = None

@@ -26,6 +26,7 @@ from typing import overload
 from readmany_daemon.engine import order as stable_order
 from readmany_daemon.engine.items import Expansion, Items, LoadedItem
 from readmany_daemon.engine.options import BudgetOptions
+from readmany_daemon.engine.outlines import MAX_OUTLINE_CHARS
 from readmany_daemon.engine.pack import (
     MIN_PARTIAL_NUMBERED,
     MIN_PARTIAL_TOKENS,
@@ -330,8 +331,10 @@ def plan_ranked(
         allowed = room.chars
         if room.tokens is not None:
             partial_tokens = room.tokens - (cost(lo)[1] - (lo.tokens or 0))  # less framing
+        block = MAX_OUTLINE_CHARS
         if answer is not None and room.answer is not None:
-            allowed = min(allowed, answer.cut_room(lo, room.answer))
+            content, block = answer.cut_split(lo, room.answer)
+            allowed = min(allowed, content)
         enough = partial_tokens is None or partial_tokens >= MIN_PARTIAL_TOKENS
         if lo.result.chars > 0 and allowed >= least and enough:
             partial = (passed[0], allowed)
@@ -339,6 +342,8 @@ def plan_ranked(
             partial_tokens = None
     plan = PackPlan("rank", fill, 0, included, partial, len(included), full_count)
     plan.partial_tokens = partial_tokens
+    if partial is not None:
+        plan.partial_outline = block
     plan.answered, plan.places = answered, places
     return plan
 

@@ -43,6 +43,9 @@ class PackPlan:
     dropped: set[int] = field(default_factory=set)
     #: The tokens the partial entry's content may have (``maxTotalTokens``), or None.
     partial_tokens: int | None = None
+    #: The characters the partial entry's outline block may take (``maxAnswerChars``
+    #: plans it: :meth:`AnswerBudget.cut_split`).
+    partial_outline: int = MAX_OUTLINE_CHARS
     #: ``packing: "outlines"``: the entries given as outlines (item index → outline),
     #: all at positions in ``[stop, outline_end)`` of ``order``.
     outlined: dict[int, Outlined] = field(default_factory=dict)
@@ -226,6 +229,15 @@ class AnswerBudget:
         characters: less its framing and a cut notice (:data:`CUT_NOTICE_CHARS`)."""
         return left - self.framing(lo.result.path) - CUT_NOTICE_CHARS
 
+    def cut_split(self, lo: LoadedItem, left: int) -> tuple[int, int]:
+        """``(content, outline)``: the characters file ``lo``, cut with ``left`` answer
+        characters left, may show of its content, and those its outline block may
+        take (half of :meth:`cut_room`, at most :data:`MAX_OUTLINE_CHARS`), so that
+        the cut file with its block stays within ``left``."""
+        room = self.cut_room(lo, left)
+        block = min(MAX_OUTLINE_CHARS, max(room, 0) // 2)
+        return room - block, block
+
 
 @dataclass
 class _Room:
@@ -360,8 +372,7 @@ class _OutlinesPacker:
             return None
         chars = room.chars
         if room.answer is not None and self.answer is not None:
-            left = self.answer.cut_room(lo, room.answer)
-            chars = min(chars, left - min(MAX_OUTLINE_CHARS, max(left, 0) // 2))
+            chars = min(chars, self.answer.cut_split(lo, room.answer)[0])
         tokens_left: int | None = None
         if room.tokens is not None and self.tokens is not None:
             tokens_left = room.tokens - (self.tokens.cost(lo) - (lo.tokens or 0))
@@ -459,6 +470,8 @@ def plan_outlines(
     if cut is not None:
         plan.partial = (part, cut[0])
         plan.partial_tokens = cut[1]
+        if answer is not None and left.answer is not None:
+            plan.partial_outline = answer.cut_split(loaded_at(part), left.answer)[1]
     given = set(plan.included) | set(plan.outlined) | {part if cut is not None else -1}
     for pos in range(plan.stop, len(order)):
         if order[pos] > done_upto:
@@ -516,8 +529,10 @@ def _pack(
         if tokens is not None:
             left = tokens.limit - used - (token_cost - (lo.tokens or 0))  # less its framing
         allowed = max_chars - chars
+        block = MAX_OUTLINE_CHARS
         if answer is not None:
-            allowed = min(allowed, answer.cut_room(lo, answer.limit - shown))
+            content, block = answer.cut_split(lo, answer.limit - shown)
+            allowed = min(allowed, content)
         if (
             files < max_files
             and cost > 0  # an empty file is never cut: it is framing alone
@@ -527,6 +542,7 @@ def _pack(
             partial = (i, allowed)
         plan = PackPlan(strategy, order, pos, included, partial, full_success, full_count)
         plan.partial_tokens = left if partial is not None else None
+        plan.partial_outline = block
         return plan
     return PackPlan(strategy, order, len(order), included, partial, full_success, full_count)
 

@@ -171,3 +171,58 @@ def test_a_wide_glob_fills_the_answer_not_one_character(tmp_path: Path, packing:
     assert len(r.llm_content) <= limit and r.next_cursor
     whole = [f.path for f in r.files if f.status == "ok"]
     assert whole[0] == "a/__init__.py" and r.summary.total_chars >= 1000
+
+
+def _functions(n: int, name: str) -> str:
+    """A module of ``n`` short functions: its outline block after a cut is large."""
+    return "".join(
+        f"def {name}_{k}(x):\n    return x + {k}  # some padding text here\n\n" for k in range(n)
+    )
+
+
+@pytest.mark.parametrize("limit", [4000, 5000, 6000, 8000])
+@pytest.mark.parametrize("packing", ["auto", "request-order", "smallest-first", "outlines"])
+def test_a_cut_files_outline_block_is_planned_within_the_answer(
+    tmp_path: Path, limit: int, packing: str
+) -> None:
+    """A file the answer cuts carries an outline block of its rest; planned at up to
+    4,000 characters beside a content cut that filled the answer, it passed the limit,
+    every re-packing shrank to nothing, and the chain returned the same empty page for
+    ever. Now the block gets half of what the cut file may take: each page delivers
+    (and fits), and the chain delivers every line of every file exactly once."""
+    sizes = {"a.py": 40, "b.py": 100, "c.py": 100, "big/code.py": 600}
+    files = {path: _functions(n, path.replace("/", "_")[:-3]) for path, n in sizes.items()}
+    write_tree(tmp_path, files)
+    ws = Workspace.open(str(tmp_path), Settings())
+    raw: dict[str, object] = {"paths": list(files), "maxAnswerChars": limit, "packing": packing}
+    raw["preferFullRead"] = True  # every line of every file, through the cursors
+    lines: dict[str, list[int]] = {path: [] for path in files}
+    for _ in range(200):
+        r = answer(ws, decode_read_request(raw))
+        assert len(r.llm_content) <= limit
+        given = [f for f in r.files if f.status in ("ok", "partial")]
+        # A page gives content, or (packing outlines) the outlines of the files next.
+        assert given or (packing == "outlines" and "[Outline only" in r.llm_content)
+        for f in given:
+            first = f.line_start or 1
+            last = f.line_end or files[f.path].count("\n")
+            lines[f.path].extend(range(first, last + 1))
+        if not r.next_cursor:
+            break
+        raw = {"cursor": r.next_cursor}
+    else:
+        raise AssertionError("the chain never ended")
+    for path, text in files.items():
+        assert sorted(lines[path]) == list(range(1, text.count("\n") + 1)), path
+
+
+def test_a_file_that_fits_is_not_left_out_for_the_one_cut_after_it(tmp_path: Path) -> None:
+    """Two files in request order, the first of 3,800 characters: within 6,000
+    characters it comes whole and the second is cut (with its outline block) or left
+    for the next page, never both left out."""
+    files = {"small.py": _functions(40, "small")[:3800], "big.py": _functions(600, "big")}
+    write_tree(tmp_path, files)
+    ws = Workspace.open(str(tmp_path), Settings())
+    r = answer(ws, decode_read_params({"paths": ["small.py", "big.py"], "maxAnswerChars": 6000}))
+    assert len(r.llm_content) <= 6000
+    assert r.files[0].path == "small.py" and r.files[0].status == "ok"
