@@ -90,12 +90,12 @@ def answer_parts(
     if limits.focus is not None:
         named = frozenset(e.rel for e in opts.resolve.entries if e.rel and not e.magic)
         focused = focus.ranked_positions(ws.ranking, items, positions, limits.focus, named)
-        if prefix is not None:
-            focused = focus.resuming(focused, prefix)
+        if prefix is not None:  # the cursor's keys crowd it: a page in request order
+            focused = focus.in_request_order(focused, positions)
         if cont is not None and cont.position.resume is not None:
             focused = focus.resuming(focused, items.find(cont.position.resume[0]))
         positions = focused.positions
-    elif limits.order == "stable":
+    elif limits.order == "stable" and prefix is None:
         positions = order.stable(ws, items, positions)
     resumed: int | None = None
     if focused is None:  # (a focused page puts them first itself: ``focus.resuming``)

@@ -113,6 +113,17 @@ class _Ranks(Mapping[int, tuple[int, str]]):
         return len(self._fill)
 
 
+class _KeptRanks(_Ranks):
+    """Ranks of another fill order (:func:`in_request_order`): each entry's rank is its
+    place in the fill order it was ranked in, wherever a page places it."""
+
+    def at(self, i: int, place: int) -> tuple[int, str]:
+        return super().at(i, self._places()[i])
+
+    def reordered(self, fill: Sequence[int]) -> _Ranks:
+        return self
+
+
 class _Front(Sequence[int]):
     """``rest`` with ``first`` (one of its values) moved to the front, made as it is read:
     ``first`` is looked for from the start (a resumed file is among the best-ranked)."""
@@ -143,6 +154,16 @@ class _Front(Sequence[int]):
         for k, i in enumerate(self._rest):
             if k != self._at:
                 yield i
+
+
+def in_request_order(order: FocusOrder, positions: Flat) -> FocusOrder:
+    """``order`` filling ``positions`` (what is left, in request order) in request
+    order, each entry keeping its rank and ``why``: a page whose cursor's keys crowd it
+    (``paging.crowded_prefix``) moves the request-order prefix on by a page instead of
+    adding keys of files beyond it."""
+    fill = list(positions)
+    kept = _KeptRanks(order.rank._fill, order.rank._rel, order.rank._held, order.rank._why)
+    return dataclasses.replace(order, positions=Ordered(positions, fill), rank=kept)
 
 
 def resuming(order: FocusOrder, resumed: int | None) -> FocusOrder:

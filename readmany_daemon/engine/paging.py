@@ -69,8 +69,10 @@ def crowded_prefix(
     keys ``continuation`` holds beyond its prefix take over half of
     ``MAX_CURSOR_CHARS``; else None. A page in stable or rank order delivers files
     beyond the prefix, and their keys grow the cursor: past the limit, a page left
-    them out again and the chain made no progress. Given first, this file moves the
-    prefix on, and the keys after it that were delivered go with it."""
+    them out again and the chain made no progress, or the cursor left its request out.
+    Such a page fills in request order from this file (``focus.in_request_order``;
+    without focus, the stable order is not applied), so the prefix moves on by a page,
+    the keys it passes go, and the page adds none."""
     if continuation is None or not continuation.position.beyond or not positions.ranges:
         return None
     if len(_token(page, continuation.position, True)) <= MAX_CURSOR_CHARS // 2:

@@ -374,3 +374,45 @@ def test_a_chain_whose_keys_pass_the_cursor_limit_still_ends(tmp_path: Path) -> 
     got = delivered(pages)
     once(got)
     assert sorted(got) == names
+
+
+@pytest.mark.parametrize("packing", ["auto", "outlines"])
+def test_a_crowded_cursor_keeps_its_request_and_its_limit(tmp_path: Path, packing: str) -> None:
+    """The cursor alone (beside the same focus) continues a ranked chain to its end:
+    once the keys of files delivered beyond the request-order prefix take half of the
+    cursor, pages fill in request order, so the keys stop growing. Before, they kept
+    growing past 900 characters, the cursor left its request out (and then passed
+    1,000 characters), and a client that sent the cursor alone was refused."""
+    import random
+    import string
+
+    from tests.unit.engine.test_focus import open_ws
+
+    rng = random.Random(7)
+    names = sorted(
+        "src/" + "".join(rng.choice(string.ascii_lowercase) for _ in range(30)) + ".py"
+        for _ in range(150)
+    )
+    write_tree(tmp_path, {n: f"def f():\n    return {i}\n" * 3 for i, n in enumerate(names)})
+    best = names[:]
+    rng.shuffle(best)
+    ws = open_ws(tmp_path, best)
+    focus = "anything"
+    params: dict[str, Any] = {
+        "paths": ["src/*.py"],
+        "focus": focus,
+        "maxTotalTokens": 1000,
+        "packing": packing,
+    }
+    r = answer(ws, decode_read_params(params))
+    pages = [r]
+    while r.next_cursor:
+        assert len(pages) < 200, "the chain does not end"
+        assert len(r.next_cursor) <= 1000
+        r = answer(ws, decode_read_params({"cursor": r.next_cursor, "focus": focus}))
+        pages.append(r)
+    got = delivered(pages)
+    once(got)
+    assert sorted(got) == names
+    ranked = [f for p in pages for f in p.files if f.status == "ok"]
+    assert all(f.rank is not None and f.why for f in ranked)
