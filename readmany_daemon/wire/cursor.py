@@ -6,9 +6,11 @@ fit), a digest binding it to the root it was answered in and to that request, an
 ``Position``: the last key of the part of the request order already delivered, the keys
 delivered beyond it (a smallest-first page), where a budget-cut file resumes, and what
 the delivered part held when its page was built (to name files created in it since).
-The token is the payload, JSON compressed with raw deflate in base64url, then ``.`` and
-the page's time in 20 digits (``SINCE_DIGITS``), so that the time alone never moves
-the rest of the token.
+The token is the payload, JSON compressed with raw deflate, then a check of the JSON
+(``CHECK_BYTES`` of BLAKE2b), in base64url; then ``.`` and the page's time in 20
+digits (``SINCE_DIGITS``), so that the time alone never moves the rest of the token.
+The check turns a cursor mangled on its way back (a character a model copied wrong)
+into -32602 rather than a page that silently skips files.
 
 A key is ``(entry, path)``: the entry's index in the request (``paths``, then
 ``files``, then ``include``) and, for a match of a glob or folder, its path (compared in
@@ -49,7 +51,11 @@ Key = tuple[int, str]
 MAX_CURSOR_CHARS = 1000
 
 #: The payload format; tokens of another one are refused naming ``$.cursor``.
-VERSION = 3
+VERSION = 4
+
+#: Bytes of the check that follows the deflated payload (BLAKE2b of its JSON): a
+#: mangled cursor passes it by chance once in 2**48.
+CHECK_BYTES = 6
 
 #: Digits of the page time (``Position.since``, ns since the epoch, zero-padded) that
 #: end every token after a ``.``, outside the compressed payload. Every token of one
@@ -201,12 +207,18 @@ def _unpack_keys(flat: list[Any]) -> list[Key]:
     return keys
 
 
+def payload_check(raw: bytes) -> bytes:
+    """The check a token carries after its deflated payload: BLAKE2b of the payload's
+    JSON ``raw``, :data:`CHECK_BYTES` long."""
+    return hashlib.blake2b(raw, digest_size=CHECK_BYTES, person=b"readmany-cursor").digest()
+
+
 def _token(payload: list[Any]) -> str:
     # ensure_ascii: a file name that is not UTF-8 (surrogate escapes, PEP 383) is kept
     # as ``\udcXX`` escapes.
     raw = json.dumps(payload, separators=(",", ":")).encode()
     packed = zlib.compress(raw, 9)[2:-4]  # raw deflate: no zlib header or checksum
-    return base64.urlsafe_b64encode(packed).decode().rstrip("=")
+    return base64.urlsafe_b64encode(packed + payload_check(raw)).decode().rstrip("=")
 
 
 def encode_cursor(
@@ -264,6 +276,8 @@ def decode_cursor(token: str) -> Continuation:
         raise InvalidParams(_NOT_OURS, "$.cursor") from None
     if payload[0] != VERSION:
         raise InvalidParams("invalid params: cursor from another version", "$.cursor")
+    if inflate.unused_data != payload_check(raw):  # changed on its way back
+        raise InvalidParams(_NOT_OURS, "$.cursor")
     try:
         if len(payload) not in (8, 9) or len(time) != SINCE_DIGITS:
             raise ValueError("bad payload")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import string
 import zlib
 from typing import Any
 
@@ -25,6 +26,7 @@ from readmany_daemon.wire.cursor import (
     decode_read_request,
     encode_cursor,
     encode_position,
+    payload_check,
 )
 from readmany_daemon.wire.decode import decode_read_params
 from readmany_daemon.wire.messages import ReadManyParams
@@ -44,9 +46,12 @@ def _payload(token: str) -> Any:
     return json.loads(zlib.decompress(packed, -15))
 
 
-def _token_of(payload: Any, time: str = "." + "0" * SINCE_DIGITS) -> str:
+def _token_of(payload: Any, time: str = "." + "0" * SINCE_DIGITS, check: bool = True) -> str:
+    """A token of ``payload`` as ``wire.cursor`` writes one (``check``: with the right
+    check after the deflated JSON), so that what refuses it is its payload."""
     raw = json.dumps(payload).encode()
-    return base64.urlsafe_b64encode(zlib.compress(raw)[2:-4]).decode().rstrip("=") + time
+    packed = zlib.compress(raw)[2:-4] + (payload_check(raw) if check else b"")
+    return base64.urlsafe_b64encode(packed).decode().rstrip("=") + time
 
 
 # ---------------------------------------------------------------------------- the codec
@@ -223,8 +228,9 @@ def test_bad_token_is_invalid_params_naming_cursor(token: str) -> None:
 
 def test_token_of_another_version_is_invalid_params_naming_cursor() -> None:
     old = [
-        _token_of([1, {"paths": ["a"]}, [[0, 1]], {}]),
-        _token_of([2, {}, "d", None, [], None, 0, 0, 5], ""),  # the time inside
+        _token_of([1, {"paths": ["a"]}, [[0, 1]], {}], check=False),
+        _token_of([2, {}, "d", None, [], None, 0, 0, 5], "", check=False),  # the time inside
+        _token_of([3, {}, "d", None, [], None, 0, 0], check=False),  # no check
     ]
     for token in old:
         with pytest.raises(InvalidParams) as info:
@@ -385,3 +391,37 @@ def test_a_cursor_carries_the_defaults_its_request_was_answered_with() -> None:
     req = decode_read_request({"cursor": token}, {"perFileMaxLines": 9, "format": "xml"})
     assert req.params.per_file_max_lines == 50
     assert req.params.format == "separator"
+
+
+def test_a_cursor_changed_in_any_one_character_is_refused() -> None:
+    """A cursor mangled on its way back (a model copying 400 characters gets one wrong)
+    is refused naming ``$.cursor``, never read as another place that skips files: the
+    check after the payload covers its JSON. (A change to bits deflate or base64 do not
+    use, such as the last character's low bits, decodes to the same cursor.)"""
+    params = decode_read_params({"paths": ["src/**/*.py"], "maxTotalTokens": 5000})
+    position = Position(
+        after=(0, "src/attr/_compat.py"),
+        beyond=[(0, "src/attr/_make.py"), (0, "src/attr/validators.py")],
+        resume=((0, "src/attr/_funcs.py"), 120, None),
+        count=6,
+        total=6091,
+        since=1_796_535_608_664_705_280,
+    )
+    token = encode_cursor(params, ROOT, position)
+    original = decode_cursor(token)
+    body, _, time = token.rpartition(".")
+    alphabet = string.ascii_letters + string.digits + "-_"
+    accepted = 0
+    for at in range(len(body)):
+        for other in alphabet:
+            if other == body[at]:
+                continue
+            edited = body[:at] + other + body[at + 1 :] + "." + time
+            try:
+                got = decode_cursor(edited)
+            except InvalidParams as exc:
+                assert exc.field == "$.cursor"
+                continue
+            assert got == original, (at, other)
+            accepted += 1
+    assert accepted < len(body)  # nearly every edit is refused
