@@ -138,10 +138,12 @@ class _Resolver:
         self.unseen.append(expansion)
         self.out.items.append(expansion, self.entry_no)
 
-    def preset_outside(self, raw: str, key: str) -> None:
-        """Add ``raw`` as an ``outside-workspace`` error (it resolves out of the root)."""
+    def preset_outside(self, raw: str, key: str, rel: str | None = None) -> None:
+        """Add ``raw`` as an ``outside-workspace`` error (it resolves out of the root);
+        ``rel``: its path in the root (a link out of it), so that a glob matching the
+        same link later does not list it again."""
         message = f"{raw} resolves outside the workspace {self.ws.root}"
-        self.preset(raw, key, Status.ERROR, Code.OUTSIDE_WORKSPACE, message)
+        self.preset(raw, key, Status.ERROR, Code.OUTSIDE_WORKSPACE, message, rel=rel)
 
     def preset(
         self,
@@ -213,7 +215,7 @@ class _Resolver:
                 self.preset(raw, key, Status.ERROR, code, message)
                 return
             if not inside:
-                self.preset_outside(raw, key)
+                self.preset_outside(raw, key, rel)
                 return
             if stat_mod.S_ISLNK(st.st_mode):
                 try:

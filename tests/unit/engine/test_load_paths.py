@@ -162,6 +162,24 @@ def test_a_symlinked_folder_pointing_outside_is_outside_workspace(tmp_path: Path
         assert "outside secret" not in r.llm_content
 
 
+@pytest.mark.parametrize(
+    "paths",
+    [["leak.txt", "*.txt"], ["*.txt", "leak.txt"], ["./leak.txt", "l*.txt"]],
+    ids=["named-first", "glob-first", "dotted"],
+)
+def test_a_link_out_named_and_matched_is_listed_once(tmp_path: Path, paths: list[str]) -> None:
+    """A link out of the root named by its path and matched by a glob too is one
+    ``outside-workspace`` entry, as a file named both ways is one file."""
+    root = tmp_path / "proj"
+    put_files(root, {"ok.txt": "fine\n"})
+    put_files(tmp_path / "outside", {"y.txt": "outside secret\n"})
+    (root / "leak.txt").symlink_to(tmp_path / "outside" / "y.txt")
+    r = ask(Workspace.open(str(root), Settings()), paths=paths)
+    listed = [(f.path, f.status, f.code) for f in r.files]
+    assert listed.count(("leak.txt", "error", Code.OUTSIDE_WORKSPACE)) == 1, listed
+    assert r.summary.errors == 1 and r.summary.read == 1
+
+
 def test_a_folder_swapped_for_a_link_out_after_it_was_resolved_is_not_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
