@@ -143,7 +143,7 @@ class _Resolver:
         ``rel``: its path in the root (a link out of it), so that a glob matching the
         same link later does not list it again."""
         message = f"{raw} resolves outside the workspace {self.ws.root}"
-        self.preset(raw, key, Status.ERROR, Code.OUTSIDE_WORKSPACE, message, rel=rel)
+        self.preset(raw, key, Status.ERROR, Code.OUTSIDE_WORKSPACE, message, rel=rel, label=raw)
 
     def preset(
         self,
@@ -155,11 +155,14 @@ class _Resolver:
         rel: str | None = None,
         ignored_by: str | None = None,
         names_file: bool = False,
+        label: str | None = None,
     ) -> None:
         """Add an entry whose answer is already known (an error, no-match, ignored);
         ``names_file``: the entry is an existing file (denied, ignored), counted in
-        ``summary.matched``."""
-        label = self.label(rel) if rel is not None else raw
+        ``summary.matched``; ``label``: its path as shown (default: ``rel``'s, else
+        ``raw``)."""
+        if label is None:
+            label = self.label(rel) if rel is not None else raw
         result = FileResult(
             path=label,
             status=status,
