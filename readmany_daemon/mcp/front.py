@@ -347,7 +347,7 @@ class _Lines:
             line = raw.decode("utf-8", errors="replace") + "\n"
             try:
                 self.check(line)
-            except Exception:  # the SDK's validation error: the transport would drop it
+            except ValueError:  # pydantic's ValidationError: the transport would drop it
                 answer = screen.refusal(line)
                 log.warning("refused a line of stdin: %s", one_line(line.strip())[:200])
                 if answer is not None:
