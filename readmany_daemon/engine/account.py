@@ -34,7 +34,7 @@ class Account:
     attachments: list[Attachment] = field(default_factory=list)
     continuations: list[tuple[str, str]] = field(default_factory=list)
     remaining: list[tuple[int, int]] = field(default_factory=list)
-    resume: dict[int, tuple[int, int | None]] = field(default_factory=dict)
+    resume: dict[int, tuple[int, int | None, int | None]] = field(default_factory=dict)
     omitted_labels: list[str] = field(default_factory=list)
     omitted_total: int = 0
     listed_expansion: int = 0
@@ -431,10 +431,17 @@ def _cut_partial(
     lo = budget_cut(lo, allowed, shown, outline_chars=outline_chars)
     if allowed_tokens is not None:
         lo = token_cut(lo, allowed_tokens, shown, loads.cache, outline_chars=outline_chars)
-    if lo.result.next_offset is not None:
+    r = lo.result
+    if r.next_column is not None and r.line_end is not None:
+        # Cut inside its last line (a first line longer than the page held): the next
+        # page goes on in that line, at the column where this one stopped.
         acc.remaining.append((i, i + 1))
-        left = (item.offset or 1) + item.limit - lo.result.next_offset if item.limit else None
-        acc.resume[i] = (lo.result.next_offset, left)
+        left = (item.offset or 1) + item.limit - r.line_end if item.limit else None
+        acc.resume[i] = (r.line_end, left, r.next_column)
+    elif r.next_offset is not None:
+        acc.remaining.append((i, i + 1))
+        left = (item.offset or 1) + item.limit - r.next_offset if item.limit else None
+        acc.resume[i] = (r.next_offset, left, None)
     return lo
 
 

@@ -57,8 +57,9 @@ def positions(items: Items, continuation: Continuation | None) -> Flat:
     if at.resume is not None:
         cut = items.find(at.resume[0])
         if cut is not None and cut >= start and cut not in skip:
-            # Budget cuts resume at a line's start: a column asked for is behind.
-            items.replace(cut, offset=at.resume[1], limit=at.resume[2], column=None)
+            # A budget cut resumes at a line's start (a column asked for is behind), or
+            # inside the line it cut when that line alone was longer than the page.
+            items.replace(cut, offset=at.resume[1], limit=at.resume[2], column=at.resume_column)
     return Flat([r for r in ranges if r[0] < r[1]])
 
 
@@ -288,14 +289,15 @@ def _position(
         kept = list(before.beyond)
     beyond.update(kept)
     resume = None
-    for i, (offset, limit) in acc.resume.items():
-        resume = (items.key(i), offset, limit)
+    resume_column = None
+    for i, (offset, limit, column) in acc.resume.items():
+        resume, resume_column = (items.key(i), offset, limit), column
     if resume is None and before.resume is not None:
         # Nothing of the file this page was to resume was delivered: the next page
         # resumes it where this one was to, not from its first line.
         at = items.find(before.resume[0])
         if at is not None and any(a <= at < b for a, b in remaining):
-            resume = before.resume
+            resume, resume_column = before.resume, before.resume_column
     region = _region(items, first, [*extra, *found(items, kept)])
     count, total = _fingerprint(items, region)
     outlined = before.outlined
@@ -307,6 +309,7 @@ def _position(
         after=after,
         beyond=sorted(beyond, key=key_order),
         resume=resume,
+        resume_column=resume_column if resume is not None else None,
         count=count,
         total=total,
         since=since,
@@ -347,16 +350,27 @@ def overflow(
     so that the cursor fits in ``MAX_CURSOR_CHARS``. When the page moved neither the
     prefix nor the resumed file on, the first of them in the page's order stays: a
     page that left out every file it delivered would make the same cursor again, and
-    the chain would never end (:func:`crowded_prefix` keeps that rare)."""
+    the chain would never end (:func:`crowded_prefix` keeps that rare). With nothing
+    beyond the prefix, the file the page cut, when another file moved the prefix on."""
     made = _position(items, positions, page.continuation, since, acc)
     if made is None:
         return set()
     position, extra = made
-    if not extra:
-        return set()
     before = page.continuation.position if page.continuation is not None else Position()
+    if not extra:
+        # Nothing beyond the prefix to leave out: the file this page cut, when it is not
+        # the one the cursor resumed and the prefix moved on without it, waits for the
+        # next page instead (its key in the cursor is what passes the limit).
+        cut = items.find(position.resume[0]) if position.resume is not None else None
+        if cut is not None and position.resume != before.resume and position.after != before.after:
+            return {cut}
+        return set()
     first = None
-    if position.after == before.after and position.resume == before.resume:  # no progress
+    if (position.after, position.resume, position.resume_column) == (
+        before.after,
+        before.resume,
+        before.resume_column,
+    ):  # no progress
         delivered = set(extra)
         first = next((i for i in positions if i in delivered), None)
     droppable = sorted(
@@ -373,6 +387,9 @@ def overflow(
             resume=None
             if position.resume is not None and position.resume[0] in gone
             else position.resume,
+            resume_column=None
+            if position.resume is not None and position.resume[0] in gone
+            else position.resume_column,
         )
         return len(_token(page, trial, True)) <= MAX_CURSOR_CHARS
 

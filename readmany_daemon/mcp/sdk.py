@@ -131,8 +131,8 @@ def build_server(app: ReadManyMcp) -> Any:
 
 def line_check() -> Callable[[str], None]:
     """The SDK stdio transport's own check of one line of stdin: a callable that raises
-    ``ValueError`` (pydantic's ``ValidationError``) for a line the transport would drop (``mcp/screen.py``
-    answers those). SDK 2.x validates with ``types.jsonrpc_message_adapter`` (a
+    ``ValueError`` (pydantic's ``ValidationError``) for a line the transport would drop
+    (``mcp/screen.py`` answers those). SDK 2.x validates with ``types.jsonrpc_message_adapter`` (a
     ``TypeAdapter``), 1.x with ``types.JSONRPCMessage.model_validate_json``; checked here
     once, the 1.x form the fallback."""
     import mcp.types as types

@@ -77,7 +77,9 @@ class Position(msgspec.Struct, frozen=True, kw_only=True):
 
     ``after``: every file with a key up to it was delivered (None: nothing yet).
     ``beyond``: keys after ``after`` delivered too (a smallest-first page), sorted.
-    ``resume``: ``(key, offset, limit)`` of the file the budget cut, to go on with.
+    ``resume``: ``(key, offset, limit)`` of the file the budget cut, to go on with;
+    ``resume_column``: the 1-based character of line ``offset`` it goes on at, when the
+    cut fell inside that line (a first line longer than the page held), else None.
     ``count``/``total``: how many files the delivered part (keys up to ``after`` and
     ``beyond``) held when the page was built, and the sum of their ``key_hash``es
     modulo 2**64. ``since``: the time (ns since the epoch) just before that page looked
@@ -88,6 +90,7 @@ class Position(msgspec.Struct, frozen=True, kw_only=True):
     after: Key | None = None
     beyond: list[Key] = msgspec.field(default_factory=list)
     resume: tuple[Key, int, int | None] | None = None
+    resume_column: int | None = None
     count: int = 0
     total: int = 0
     since: int = 0
@@ -238,7 +241,12 @@ def encode_position(stamp: CursorStamp, position: Position, *, carry: bool = Fal
     tail: list[Any] = [
         [p.after[0], p.after[1]] if p.after is not None else None,
         _pack_keys(p.beyond),
-        [p.resume[0][0], p.resume[0][1], p.resume[1], p.resume[2]] if p.resume else None,
+        (
+            [p.resume[0][0], p.resume[0][1], p.resume[1], p.resume[2]]
+            + ([p.resume_column] if p.resume_column is not None else [])
+            if p.resume
+            else None
+        ),
         p.count,
         p.total,
     ]
@@ -291,6 +299,7 @@ def decode_cursor(token: str) -> Continuation:
                 "after": after,
                 "beyond": _unpack_keys(beyond),
                 "resume": [[resume[0], resume[1]], resume[2], resume[3]] if resume else None,
+                "resume_column": resume[4] if resume and len(resume) == 5 else None,
                 "count": count,
                 "total": total,
                 "since": since,

@@ -275,10 +275,11 @@ def test_a_huge_glob_keeps_the_cursor_under_1000_characters(huge_glob_tree: Path
     seen = set(first)
     for _ in range(3):
         assert r.next_cursor
+        cut = {f.path for f in r.files if f.status == "partial"}  # its rest comes next
         r = ask(tmp_path, cursor=r.next_cursor)
         assert r.next_cursor is None or len(r.next_cursor) <= MAX_CURSOR_CHARS
         page = [f.path for f in r.files if f.status in Delivered]
-        assert page and page == sorted(page) and not seen & set(page)
+        assert page and page == sorted(page) and not (seen - cut) & set(page)
         seen.update(page)
 
 
@@ -416,3 +417,33 @@ def test_a_crowded_cursor_keeps_its_request_and_its_limit(tmp_path: Path, packin
     assert sorted(got) == names
     ranked = [f for p in pages for f in p.files if f.status == "ok"]
     assert all(f.rank is not None and f.why for f in ranked)
+
+
+@pytest.mark.parametrize("packing", ["auto", "request-order", "outlines"])
+def test_a_line_cut_by_the_budget_goes_on_at_its_column(tmp_path: Path, packing: str) -> None:
+    """A first line longer than what a page holds is cut inside the line; the cursor
+    went on at the next line, and the rest of that line was never delivered. The next
+    page now goes on in that line where the page before stopped: the pieces follow one
+    another and add up to the file, every character once."""
+    body = "x" * 7000 + "\nsecond line\n" + "".join(f"line {n}\n" for n in range(200))
+    write_tree(tmp_path, {"a.py": "print(1)\n", "b.txt": body})
+    ws = Workspace.open(str(tmp_path), Settings())
+    raw: dict[str, Any] = {
+        "paths": ["a.py", "b.txt"],
+        "maxTotalChars": 3000,
+        "packing": packing,
+        "preferFullRead": True,
+    }
+    pieces = []
+    for _ in range(50):
+        r = answer(ws, decode_read_params(raw))
+        pieces += [f for f in r.files if f.path == "b.txt" and f.status in ("ok", "partial")]
+        if not r.next_cursor:
+            break
+        raw = {"cursor": r.next_cursor}
+    else:
+        raise AssertionError("the chain never ended")
+    assert sum(f.chars for f in pieces) == len(body)
+    assert pieces[-1].status == "ok" and pieces[-1].line_end == 202
+    for before, after in itertools.pairwise(pieces):
+        assert after.line_start == (before.line_end if before.next_column else before.next_offset)
