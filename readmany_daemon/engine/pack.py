@@ -156,8 +156,14 @@ def choose_plan(
         totals = (opts.max_total_files, opts.max_total_chars)
         return _pack(active, loads, *totals, "stable", tokens, least, answer), False
     if opts.packing == "outlines" and outliner is not None:
-        wide = len(items) > OUTLINES_FIRST_MAX
-        plan = plan_outlines(active, loads, opts, tokens, answer, outliner, wide, done_upto)
+        # A file a cursor resumes gets the content budget first, as a wide request's
+        # first file does: reserving the next files' outlines first left its rest as an
+        # outline of its own, page after page.
+        resumes = first is not None and bool(active) and active[0] == first
+        wide = len(items) > OUTLINES_FIRST_MAX or resumes
+        plan = plan_outlines(
+            active, loads, opts, tokens, answer, outliner, wide, done_upto, resumes
+        )
         return plan, False
     totals = (opts.max_total_files, opts.max_total_chars)
     least = MIN_PARTIAL_NUMBERED if opts.line_numbers else 1
@@ -395,6 +401,7 @@ def plan_outlines(
     outliner: Outliner,
     wide: bool,
     done_upto: int = -1,
+    resumes: bool = False,
 ) -> PackPlan:
     """The ``packing: "outlines"`` plan of the positions ``order`` (PROTOCOL §4
     "Outlines"), against content characters (``maxTotalChars``), ``tokens``, answer
@@ -412,7 +419,10 @@ def plan_outlines(
     - A file no larger than its outline comes as content; a file is outlined at most
       once in a cursor walk (item indexes up to ``done_upto`` were outlined before).
       The file the budget cuts (``partial``) keeps the outline of its rest in its cut
-      block, not as an entry of its own."""
+      block, not as an entry of its own.
+    - ``resumes``: ``order``'s first file is one a cursor resumes (cut on the page
+      before): it gets the content first, cut with as much as the page holds, never an
+      outline in its place (PROTOCOL §4 "Cursors")."""
     packer = _OutlinesPacker(
         order,
         loaded_at,
@@ -458,7 +468,7 @@ def plan_outlines(
     own = plan.outlined.pop(part, None)
     if own is not None:
         left.take(packer.outline(loaded_at(part), own), -1)
-    cut = packer.cut(left, part, force=False)
+    cut = packer.cut(left, part, force=resumes and plan.stop == 0)
     if cut is None and own is not None:
         plan.outlined[part] = own  # keeps its outline: too little is left to cut it
         left.take(packer.outline(loaded_at(part), own))

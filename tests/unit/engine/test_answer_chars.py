@@ -197,12 +197,17 @@ def test_a_cut_files_outline_block_is_planned_within_the_answer(
     raw: dict[str, object] = {"paths": list(files), "maxAnswerChars": limit, "packing": packing}
     raw["preferFullRead"] = True  # every line of every file, through the cursors
     lines: dict[str, list[int]] = {path: [] for path in files}
+    cut: str | None = None
     for _ in range(200):
         r = answer(ws, decode_read_request(raw))
         assert len(r.llm_content) <= limit
         given = [f for f in r.files if f.status in ("ok", "partial")]
-        # A page gives content, or (packing outlines) the outlines of the files next.
+        # A page gives content, or (packing outlines) the outlines of the files next;
+        # the rest of a file cut on the page before comes first, as content.
         assert given or (packing == "outlines" and "[Outline only" in r.llm_content)
+        if cut is not None:
+            assert given and given[0].path == cut, (cut, r.llm_content[:300])
+        cut = next((f.path for f in given if f.status == "partial"), None)
         for f in given:
             first = f.line_start or 1
             last = f.line_end or files[f.path].count("\n")
