@@ -10,6 +10,7 @@ by the LSP handlers and the MCP tools alike.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -113,12 +114,19 @@ def _refusal(
         return InvalidParams(one_line(f"invalid params: {text}"), field)
     match = re.search(r"at `(\$[^`]*)`", text)
     field = match.group(1) if match else "$"
-    for shown, value in keys.items():  # an enumerated value: as sent, JSON-escaped
-        text = text.replace(f"'{shown}'", f"'{ascii(value)[1:-1]}'", 1)
+    for shown, value in keys.items():  # an enumerated value (msgspec shows its repr)
+        text = text.replace(repr(shown), f"'{_json_escaped(value)}'", 1)
     sent = _as_sent(field, spelled)
     if sent != field:
         text = text.replace(f"at `{field}`", f"at `{sent}`", 1)
     return InvalidParams(one_line(f"invalid params: {text}"), sent)
+
+
+def _json_escaped(value: str) -> str:
+    """``value`` as a JSON string writes it, without the quotes: control characters,
+    ``"`` and ``\\`` escaped, a lone surrogate as ``\\uXXXX``, other text as it is."""
+    quoted = json.dumps(value, ensure_ascii=False)[1:-1]
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", quoted)
 
 
 _STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[[^\]]*\]")
@@ -255,6 +263,10 @@ def decode_read_params(raw: Any, defaults: Mapping[str, Any] | None = None) -> R
         # same answer and cursor as without it (issue 25 item 1)
         params = msgspec.structs.replace(params, order=None)
     _check_read_names(params)
+    base = params.changes.base if params.changes is not None else None
+    if base is not None and _SURROGATE.search(base):  # no git revision holds one
+        field = _as_sent("$.changes.base", spelled)
+        raise InvalidParams(f"invalid params: a lone surrogate in a revision - at `{field}`", field)
     if not (params.paths or params.files or params.include or params.cursor or params.changes):
         raise InvalidParams(
             "invalid params: at least one of paths, files, include, cursor, changes must "

@@ -182,8 +182,9 @@ def fold_read_params(raw: Any, spelled: dict[str, str] | None = None) -> dict[st
     for name, kind, label in _CONTAINERS:
         value = params.get(name)
         if value is not None and not isinstance(value, kind):
+            field = member("$", spelled.get(f"$.{name}", name) if spelled else name)
             raise InvalidParams(
-                f"invalid params: Expected `{label}`, got `{json_type(value)}` - at `$.{name}`",
-                f"$.{name}",
+                f"invalid params: Expected `{label}`, got `{json_type(value)}` - at `{field}`",
+                field,
             )
     return params

@@ -112,6 +112,18 @@ def test_unknown_field_is_named() -> None:
         # An enumerated value holding a lone surrogate is shown as sent, JSON-escaped.
         ({"paths": ["a"], "format": "x\ud800y"}, "$.format", "Invalid enum value 'x\\ud800y'"),
         ({"paths": ["a"], "packing": "\udfff"}, "$.packing", "Invalid enum value '\\udfff'"),
+        ({"paths": ["a"], "order": "\t\ud800"}, "$.order", "Invalid enum value '\\t\\ud800'"),
+        ({"paths": ["a"], "format": "é\ud800"}, "$.format", "Invalid enum value 'é\\ud800'"),
+        (
+            {"paths": ["a"], "file_filtering_options": "x"},
+            "$.file_filtering_options",
+            "at `$.file_filtering_options`",
+        ),
+        (
+            {"changes": {"base": "\ud800"}},
+            "$.changes.base",
+            "a lone surrogate in a revision - at `$.changes.base`",
+        ),
     ],
 )
 def test_a_refusal_names_the_member_as_the_client_sent_it(
