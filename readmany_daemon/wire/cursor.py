@@ -9,8 +9,9 @@ the delivered part held when its page was built (to name files created in it sin
 The token is the payload, JSON compressed with raw deflate, then a check of the JSON
 (``CHECK_BYTES`` of BLAKE2b), in base64url; then ``.`` and the page's time in 20
 digits (``SINCE_DIGITS``), so that the time alone never moves the rest of the token.
-The check turns a cursor mangled on its way back (a character a model copied wrong)
-into -32602 rather than a page that silently skips files.
+then ``TIME_CHECK_DIGITS`` digits checking the time with the payload. The checks turn
+a cursor mangled on its way back (a character a model copied wrong) into -32602 rather
+than a page that silently skips files or names no created file.
 
 A key is ``(entry, path)``: the entry's index in the request (``paths``, then
 ``files``, then ``include``) and, for a match of a glob or folder, its path (compared in
@@ -63,6 +64,8 @@ CHECK_BYTES = 6
 #: digits are cut into tokens of three from the ``.`` (o200k's pre-tokenizer), so an
 #: answer packed against a stand-in time holds the real cursor in the same budget.
 SINCE_DIGITS = 20
+#: Digits after the page time that check it with the payload (:func:`time_check`).
+TIME_CHECK_DIGITS = 6
 
 #: Decompressed payloads larger than this are not cursors readmany issued.
 _MAX_PAYLOAD = 1 << 20
@@ -216,12 +219,23 @@ def payload_check(raw: bytes) -> bytes:
     return hashlib.blake2b(raw, digest_size=CHECK_BYTES, person=b"readmany-cursor").digest()
 
 
-def _token(payload: list[Any]) -> str:
+def time_check(check: bytes, since: str) -> str:
+    """The :data:`TIME_CHECK_DIGITS` digits after the page time: a BLAKE2b of the
+    payload's check and the time's digits ``since``, in decimal, so that a changed time
+    is refused too while every token of a position keeps its length and o200k count."""
+    digest = hashlib.blake2b(check + since.encode(), digest_size=8, person=b"readmany-time")
+    return f"{int.from_bytes(digest.digest(), 'big') % 10**TIME_CHECK_DIGITS:0{TIME_CHECK_DIGITS}d}"
+
+
+def _token(payload: list[Any], since: int) -> str:
     # ensure_ascii: a file name that is not UTF-8 (surrogate escapes, PEP 383) is kept
     # as ``\udcXX`` escapes.
     raw = json.dumps(payload, separators=(",", ":")).encode()
     packed = zlib.compress(raw, 9)[2:-4]  # raw deflate: no zlib header or checksum
-    return base64.urlsafe_b64encode(packed + payload_check(raw)).decode().rstrip("=")
+    check = payload_check(raw)
+    body = base64.urlsafe_b64encode(packed + check).decode().rstrip("=")
+    time = f"{since:0{SINCE_DIGITS}d}"
+    return f"{body}.{time}{time_check(check, time)}"
 
 
 def encode_cursor(
@@ -254,11 +268,10 @@ def encode_position(stamp: CursorStamp, position: Position, *, carry: bool = Fal
         tail.append([p.outlined[0], p.outlined[1]])
     if not 0 <= p.since < 10**SINCE_DIGITS:
         raise ValueError(f"page time out of range: {p.since}")
-    time = f".{p.since:0{SINCE_DIGITS}d}"
     digest = stamp.digest
-    token = _token([VERSION, stamp.asked, digest, *tail]) + time
+    token = _token([VERSION, stamp.asked, digest, *tail], p.since)
     if len(token) > MAX_CURSOR_CHARS and not carry:
-        token = _token([VERSION, None, digest, *tail]) + time
+        token = _token([VERSION, None, digest, *tail], p.since)
     return token
 
 
@@ -284,13 +297,17 @@ def decode_cursor(token: str) -> Continuation:
         raise InvalidParams(_NOT_OURS, "$.cursor") from None
     if payload[0] != VERSION:
         raise InvalidParams("invalid params: cursor from another version", "$.cursor")
-    if inflate.unused_data != payload_check(raw):  # changed on its way back
+    check = payload_check(raw)
+    if inflate.unused_data != check:  # changed on its way back
         raise InvalidParams(_NOT_OURS, "$.cursor")
     try:
-        if len(payload) not in (8, 9) or len(time) != SINCE_DIGITS:
+        if len(payload) not in (8, 9) or len(time) != SINCE_DIGITS + TIME_CHECK_DIGITS:
             raise ValueError("bad payload")
         if not (time.isascii() and time.isdigit()):
             raise ValueError("bad page time")
+        time, sealed = time[:SINCE_DIGITS], time[SINCE_DIGITS:]
+        if sealed != time_check(check, time):
+            raise ValueError("the page time was changed")
         _, params, digest, after, beyond, resume, count, total = payload[:8]
         since = int(time)
         outlined = payload[8] if len(payload) == 9 else None

@@ -27,12 +27,13 @@ from readmany_daemon.wire.cursor import (
     encode_cursor,
     encode_position,
     payload_check,
+    time_check,
 )
 from readmany_daemon.wire.decode import decode_read_params
 from readmany_daemon.wire.messages import ReadManyParams
 
 #: What a token may hold: base64url without padding, then the page time's digits.
-_TOKEN = re.compile(rf"[A-Za-z0-9_-]+\.[0-9]{{{SINCE_DIGITS}}}")
+_TOKEN = re.compile(rf"[A-Za-z0-9_-]+\.[0-9]{{{SINCE_DIGITS + 6}}}")
 
 ROOT = "/home/u/tree"
 AT = Position(after=(0, "src/b.py"), beyond=[(0, "src/x.py")], count=2, total=7, since=5)
@@ -46,11 +47,16 @@ def _payload(token: str) -> Any:
     return json.loads(zlib.decompress(packed, -15))
 
 
-def _token_of(payload: Any, time: str = "." + "0" * SINCE_DIGITS, check: bool = True) -> str:
+def _token_of(payload: Any, time: str | None = None, check: bool = True) -> str:
     """A token of ``payload`` as ``wire.cursor`` writes one (``check``: with the right
-    check after the deflated JSON), so that what refuses it is its payload."""
+    checks after the deflated JSON and after the time, page time 0 when ``time`` is
+    None), so that what refuses it is its payload."""
     raw = json.dumps(payload).encode()
-    packed = zlib.compress(raw)[2:-4] + (payload_check(raw) if check else b"")
+    sealed = payload_check(raw)
+    packed = zlib.compress(raw)[2:-4] + (sealed if check else b"")
+    if time is None:
+        zero = "0" * SINCE_DIGITS
+        time = "." + zero + time_check(sealed, zero)
     return base64.urlsafe_b64encode(packed).decode().rstrip("=") + time
 
 
@@ -126,7 +132,10 @@ def test_payload_format() -> None:
         2,
         7,
     ]
-    assert token.endswith(".00000000000000000005")
+    body, _, time = token.rpartition(".")
+    assert time[:SINCE_DIGITS] == "00000000000000000005" and len(time) == SINCE_DIGITS + 6
+    sealed = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))[-6:]
+    assert time[SINCE_DIGITS:] == time_check(sealed, time[:SINCE_DIGITS])
 
 
 def test_digest_binds_root_and_request_but_not_how_the_root_was_named() -> None:
@@ -425,3 +434,18 @@ def test_a_cursor_changed_in_any_one_character_is_refused() -> None:
             assert got == original, (at, other)
             accepted += 1
     assert accepted < len(body)  # nearly every edit is refused
+
+
+def test_a_changed_page_time_is_refused() -> None:
+    """The page time's digits are checked with the payload: a cursor whose time was
+    changed (an hour later: files created in the delivered part go unnamed) is
+    refused naming ``$.cursor``."""
+    params = decode_read_params({"paths": ["src/**/*.py"]})
+    token = encode_cursor(params, ROOT, Position(after=(0, "src/a.py"), since=10**18))
+    body, _, time = token.rpartition(".")
+    later = str(int(time[:SINCE_DIGITS]) + 3_600 * 10**9).zfill(SINCE_DIGITS)
+    for edited in (later + time[SINCE_DIGITS:], time[:-1] + str((int(time[-1]) + 1) % 10)):
+        with pytest.raises(InvalidParams) as info:
+            decode_cursor(f"{body}.{edited}")
+        assert info.value.field == "$.cursor"
+    assert decode_cursor(token).position.since == 10**18
