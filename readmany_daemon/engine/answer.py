@@ -176,6 +176,9 @@ def answer_parts(
             # the answer is chosen (``paging.Judged.final``): the time is the token's last
             # digits, so the real cursor has the stand-in's length and o200k count
             # (``wire.cursor.SINCE_DIGITS``).
+            stuck = cont is not None and cursor is not None and _gave_nothing(acc)
+            if stuck:
+                cursor = None  # the same page again would give nothing again: the end
             stand_in = (
                 None
                 if cursor is None
@@ -184,7 +187,16 @@ def answer_parts(
             acc.created = [items.label(i) for i in created[:MAX_LISTED]]
             answered = paging.Judged(
                 *_assemble(
-                    ws, limits, resolved, plan, switched, acc, stand_in, room, focused is not None
+                    ws,
+                    limits,
+                    resolved,
+                    plan,
+                    switched,
+                    acc,
+                    stand_in,
+                    room,
+                    focused is not None,
+                    _stuck_note(items, acc) if stuck else None,
                 ),
                 stand_in,
                 cursor,
@@ -312,6 +324,31 @@ def _answer_budget(
     )
 
 
+def _gave_nothing(acc: Account) -> bool:
+    """Whether a page gave no file at all: none read, cut, skipped, unchanged, in error
+    or outlined (every one it reached was omitted)."""
+    return acc.outlined == 0 and all(p.result.status == Status.OMITTED for p in acc.pieces)
+
+
+#: Characters of the next file's name a stuck page's note shows (its name may be what
+#: does not fit).
+_STUCK_NAME_CHARS = 80
+
+
+def _stuck_note(items: Items, acc: Account) -> str:
+    """The note of a page after a cursor that gave nothing (PROTOCOL §4 "Cursors"): the
+    same page again would give nothing again, so it ends the chain instead and says
+    why, naming the next file (at most :data:`_STUCK_NAME_CHARS` characters of it)."""
+    name = items.label(acc.remaining[0][0]) if acc.remaining else "the next file"
+    if len(name) > _STUCK_NAME_CHARS:
+        name = name[: _STUCK_NAME_CHARS - 1] + "…"
+    left = acc.omitted_total
+    return (
+        f"[Nothing more fits the budget: {name} does not fit even alone (its content or "
+        f"its name). The {left} file(s) left need a larger budget; no cursor follows.]"
+    )
+
+
 def _bisect_gap(limit: int | None) -> int:
     """Tokens of content budget below which bisecting between a packing that fits
     ``limit`` (``maxTotalTokens``) and one over it stops: 1/32 of it, at least 16."""
@@ -434,6 +471,7 @@ def _assemble(
     next_cursor: str | None,
     room: int | None = None,
     ranked: bool = False,
+    stuck_note: str | None = None,
 ) -> tuple[ReadManyResult, list[str]]:
     """The result and the ``llmContent`` parts, every label made wire-safe. A cursor
     comes whenever files were omitted; a budget-cut file alone continues by offset.
@@ -454,7 +492,7 @@ def _assemble(
     notices = Notices(
         continuations=acc.continuations,
         cursor=next_cursor,
-        hints=resolved.hints,
+        hints=[*resolved.hints, stuck_note] if stuck_note else resolved.hints,
         unlisted_omitted=acc.unlisted_omitted,
         unlisted_skipped=acc.unlisted_skipped,
         unlisted_omitted_names=acc.unlisted_omitted_names,

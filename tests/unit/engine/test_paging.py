@@ -447,3 +447,26 @@ def test_a_line_cut_by_the_budget_goes_on_at_its_column(tmp_path: Path, packing:
     assert pieces[-1].status == "ok" and pieces[-1].line_end == 202
     for before, after in itertools.pairwise(pieces):
         assert after.line_start == (before.line_end if before.next_column else before.next_offset)
+
+
+def test_a_page_after_a_cursor_that_gives_nothing_ends_the_chain(tmp_path: Path) -> None:
+    """Files whose names alone take nearly all of maxTotalTokens can never be given:
+    every page gave nothing and the same cursor again, for ever. A page after a cursor
+    that gives nothing now ends the chain, naming the next file and what it needs."""
+    part = "한국어디렉터리이름" * 9  # 81 characters, 243 bytes: a name's limit is 255
+    deep = "/".join([part] * 13)  # ~1,070 characters, over 900 o200k tokens
+    names = [f"src/{deep}/{n}.py" for n in range(2)]
+    write_tree(tmp_path, {name: "x = 1\n" for name in names})
+    ws = Workspace.open(str(tmp_path), Settings())
+    raw: dict[str, Any] = {"paths": ["src/**/*.py"], "maxTotalTokens": 1000}
+    pages = []
+    for _ in range(5):
+        r = answer(ws, decode_read_params(raw))
+        pages.append(r)
+        assert r.summary.estimated_tokens <= 1000
+        if not r.next_cursor:
+            break
+        raw = {"cursor": r.next_cursor}
+    assert not pages[-1].next_cursor and len(pages) == 2
+    assert "[Nothing more fits the budget: src/" in pages[-1].llm_content
+    assert "The 2 file(s) left need a larger budget; no cursor follows.]" in pages[-1].llm_content
