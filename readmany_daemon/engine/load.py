@@ -237,13 +237,22 @@ def load(
     if (item.symbol is not None or item.enclosing is not None) and item.offset is None:
         # A cursor resuming a cut span has its window already. Made before any redaction:
         # the outline kept with the cache entry's own text.
+        counted = got.loaded.total_lines if got.loaded is not None else None
         spanned = span_item(
-            item, base, got.text, got.complete, outline_of(ws, got.text, item.label)
+            item, base, got.text, got.complete, outline_of(ws, got.text, item.label), counted
         )
         if isinstance(spanned, LoadedItem):
             return spanned
         item, notes = spanned.item, spanned.notes
         read = opts.read_options(item, attach)
+        if not got.complete:
+            # Over maxFileBytes: the prefix read from line 1 need not hold the span's
+            # lines; read the file again at the span's window.
+            got = _as_text(
+                ws, item, base, mime if attach else None, _read_source(ws, item, read, paths)
+            )
+            if isinstance(got, LoadedItem):
+                return got
     as_read = got.text
     if got.text and opts.redact:
         _redact(ws, base, got)

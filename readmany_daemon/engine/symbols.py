@@ -37,13 +37,20 @@ class Spanned:
 
 
 def span_item(
-    item: Item, base: FileResult, text: str, complete: bool, outline: Outline
+    item: Item,
+    base: FileResult,
+    text: str,
+    complete: bool,
+    outline: Outline,
+    total_lines: int | None = None,
 ) -> Spanned | LoadedItem:
     """``item`` (its ``symbol`` or ``enclosing`` set) as a line window over the span
     ``outline`` (of ``text``, all of the file when ``complete``) gives, or its finished
-    error entry (``base`` filled in). ``base.symbol`` is set to the symbol's path."""
+    error entry (``base`` filled in). ``base.symbol`` is set to the symbol's path.
+    ``total_lines``: the whole file's lines when ``text`` is a prefix and the reader
+    counted them (None: unknown)."""
     if item.enclosing is not None:
-        return _enclosing(item, base, text, complete, outline, item.enclosing)
+        return _enclosing(item, base, text, complete, outline, item.enclosing, total_lines)
     assert item.symbol is not None
     if not complete or outline.reason is not None:
         return _error(item, base, Code.NO_OUTLINE, _no_outline(item, complete, outline))
@@ -60,17 +67,27 @@ def span_item(
 
 
 def _enclosing(
-    item: Item, base: FileResult, text: str, complete: bool, outline: Outline, line: int
+    item: Item,
+    base: FileResult,
+    text: str,
+    complete: bool,
+    outline: Outline,
+    line: int,
+    total_lines: int | None = None,
 ) -> Spanned | LoadedItem:
     total = outline.lines or count_lines(text)
-    if complete and line > total:
+    if not complete and total_lines is not None:
+        total, complete_count = total_lines, True
+    else:
+        complete_count = complete
+    if complete_count and line > total:
         message = f"enclosing {line} is past the end of {item.label} ({total} lines)"
         return _error(item, base, Code.OUT_OF_RANGE, message)
     head = item.key.rpartition("#enclosing=")[0]
     if complete and outline.reason is None:
         span = enclosing(outline, line)
         return Spanned(_windowed(item, base, span, f"{head}:{span.start}-{span.end}"))
-    span = fallback(line, total if complete else line + 20)
+    span = fallback(line, total if complete_count else line + 20)
     why = _no_outline(item, complete, outline)
     note = f"[No outline ({why}): lines {span.start}-{span.end}, around line {line}.]"
     return Spanned(_windowed(item, base, span, f"{head}:{span.start}-{span.end}"), (note,))
