@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Sequence
 
 from readmany_daemon.content import tokens
-from readmany_daemon.engine import focus, order, paging
+from readmany_daemon.engine import focus, order, paging, refit
 from readmany_daemon.engine.account import Account, account
 from readmany_daemon.engine.changed import change_set, changes_result, resolve_changes
 from readmany_daemon.engine.items import Items, LoadedItem, Resolved
@@ -176,7 +176,7 @@ def answer_parts(
             # the answer is chosen (``paging.Judged.final``): the time is the token's last
             # digits, so the real cursor has the stand-in's length and o200k count
             # (``wire.cursor.SINCE_DIGITS``).
-            stuck = cont is not None and cursor is not None and _gave_nothing(acc)
+            stuck = cont is not None and cursor is not None and paging.gave_nothing(acc)
             if stuck:
                 cursor = None  # the same page again would give nothing again: the end
             stand_in = (
@@ -196,7 +196,7 @@ def answer_parts(
                     stand_in,
                     room,
                     focused is not None,
-                    _stuck_note(items, acc) if stuck else None,
+                    paging.stuck_note(items, acc) if stuck else None,
                 ),
                 stand_in,
                 cursor,
@@ -215,9 +215,9 @@ def answer_parts(
                 if (
                     budget is not None
                     and over_at is not None
-                    and over_at - budget.limit > _bisect_gap(limits.max_total_tokens)
+                    and over_at - budget.limit > refit.bisect_gap(limits.max_total_tokens)
                     and limit is not None
-                    and limit - total > _bisect_gap(limits.max_total_tokens)
+                    and limit - total > refit.bisect_gap(limits.max_total_tokens)
                     and attempt < _MAX_ATTEMPTS
                 ):
                     # The shrink (doubled each time) went past what fits: a content
@@ -226,12 +226,12 @@ def answer_parts(
                     fit_at, fitting = budget.limit, answered
                     budget.limit = (fit_at + over_at) // 2
                     continue
-                if fitting is None and _may_fill(answer_budget, acc, limits, text_chars):
+                if fitting is None and refit.may_fill(answer_budget, acc, limits, text_chars):
                     # The notices were reserved at their longest: plan the characters
                     # they left once more (packed fewer again if that passes the
                     # limit, this answer kept in case that cannot fit).
                     assert answer_budget is not None and limits.max_answer_chars is not None
-                    slack = limits.max_answer_chars - text_chars - _FILL_MARGIN
+                    slack = limits.max_answer_chars - text_chars - refit.FILL_MARGIN
                     filled_from = answer_budget.limit
                     answer_budget.limit = max(answer_budget.limit, 0) + slack
                     fitting = answered
@@ -242,7 +242,7 @@ def answer_parts(
                 assert budget is not None and fitting is not None
                 over_at = budget.limit
                 if (
-                    over_at - fit_at <= _bisect_gap(limits.max_total_tokens)
+                    over_at - fit_at <= refit.bisect_gap(limits.max_total_tokens)
                     or attempt >= _MAX_ATTEMPTS
                 ):
                     return fitting.final()
@@ -251,10 +251,10 @@ def answer_parts(
             if tokens_over:
                 assert budget is not None and limit is not None
                 over_at = budget.limit
-                more, room, token_steps = _shrink(budget, room, acc, total, limit, token_steps)
+                more, room, token_steps = refit.shrink(budget, room, acc, total, limit, token_steps)
             if chars_over and answer_budget is not None:
                 assert limits.max_answer_chars is not None
-                fewer, room, char_steps = _shrink_answer(
+                fewer, room, char_steps = refit.shrink_answer(
                     answer_budget, room, acc, text_chars, limits.max_answer_chars, char_steps
                 )
                 if (
@@ -322,105 +322,6 @@ def _answer_budget(
     return AnswerBudget(
         limits.max_answer_chars - reserve, lambda label, empty: frame_chars(fmt, label, empty)
     )
-
-
-def _gave_nothing(acc: Account) -> bool:
-    """Whether a page gave no file at all: none read, cut, skipped, unchanged, in error
-    or outlined (every one it reached was omitted)."""
-    return acc.outlined == 0 and all(p.result.status == Status.OMITTED for p in acc.pieces)
-
-
-#: Characters of the next file's name a stuck page's note shows (its name may be what
-#: does not fit).
-_STUCK_NAME_CHARS = 80
-
-
-def _stuck_note(items: Items, acc: Account) -> str:
-    """The note of a page after a cursor that gave nothing (PROTOCOL §4 "Cursors"): the
-    same page again would give nothing again, so it ends the chain instead and says
-    why, naming the next file (at most :data:`_STUCK_NAME_CHARS` characters of it)."""
-    name = items.label(acc.remaining[0][0]) if acc.remaining else "the next file"
-    if len(name) > _STUCK_NAME_CHARS:
-        name = name[: _STUCK_NAME_CHARS - 1] + "…"
-    left = acc.omitted_total
-    return (
-        f"[Nothing more fits the budget: {name} does not fit even alone (its content or "
-        f"its name). The {left} file(s) left need a larger budget; no cursor follows.]"
-    )
-
-
-def _bisect_gap(limit: int | None) -> int:
-    """Tokens of content budget below which bisecting between a packing that fits
-    ``limit`` (``maxTotalTokens``) and one over it stops: 1/32 of it, at least 16."""
-    return max(16, (limit or 0) // 32)
-
-
-def _shrink(
-    budget: TokenBudget, room: int | None, acc: Account, total: int, limit: int, steps: int
-) -> tuple[bool, int | None, int]:
-    """After an answer of ``total`` tokens, over ``limit`` (``maxTotalTokens``): when its
-    framing and notices take over half of the limit (names of omitted files, framed
-    errors) or no content is left, name fewer entries; else leave out as many more
-    tokens of content as it was over and an eighth more (at least 16; the eighth at
-    most half the bisecting gap, so that a packing that fits is not bisected for it),
-    doubled after each of ``steps`` such packings (the packing changes only when a
-    whole file no longer fits; the eighth, because the notices change with the
-    packing: other omitted files named, another file cut). Returns whether anything
-    was left out, the new ``room`` of :class:`Notices` and ``steps``."""
-    other = total - sum(p.tokens or 0 for p in acc.pieces)
-    if room != 0 and (budget.limit <= 0 or other > limit // 2):
-        return True, 0 if room is not None and room <= _ROOM_STEP else _ROOM_STEP, steps
-    if budget.limit <= 0:
-        return False, room, steps
-    over = max(total - limit, 16)
-    margin = min(over // 8, _bisect_gap(limit) // 2)
-    budget.limit = max(0, budget.limit - (over + margin) * 2**steps)
-    return True, room, steps + 1
-
-
-def _shrink_answer(
-    budget: AnswerBudget,
-    room: int | None,
-    acc: Account,
-    text_chars: int,
-    limit: int,
-    steps: int,
-) -> tuple[bool, int | None, int]:
-    """After an answer of ``text_chars`` characters, over ``limit``
-    (``maxAnswerChars``): when the notices and framing take over half of it, or no
-    answer characters are left to plan, name fewer entries (as :func:`_shrink` does);
-    else plan as many answer characters fewer as it was
-    over (and 16), doubled after each of ``steps`` such packings. Returns whether
-    anything was left out, the new ``room`` of :class:`Notices` and ``steps``."""
-    shown = sum(len(p.content) for p in acc.pieces if p.content is not None)
-    if room != 0 and (text_chars - shown > limit // 2 or budget.limit <= 0):
-        return True, 0 if room is not None and room <= _ROOM_STEP else _ROOM_STEP, steps
-    if budget.limit <= 0:
-        return False, room, steps
-    budget.limit = max(0, budget.limit - (text_chars - limit + 16) * 2**steps)
-    return True, room, steps + 1
-
-
-#: Characters an answer under ``maxAnswerChars`` leaves unplanned when it plans again
-#: what its notices left (:func:`_may_fill`): less is not worth another packing.
-_FILL_MARGIN = 64
-
-
-def _may_fill(
-    budget: AnswerBudget | None, acc: Account, limits: BudgetOptions, text_chars: int
-) -> bool:
-    """Whether an answer of ``text_chars`` characters, within ``maxAnswerChars``, is
-    planned once more with what its notices left of their reserve (:data:`_NOTICE_CHARS`
-    and the names of omitted files are reserved at their longest): only when it left
-    files out or cut one, and over :data:`_FILL_MARGIN` characters are left."""
-    if budget is None or limits.max_answer_chars is None:
-        return False
-    cut_or_left = acc.summary.omitted > 0 or acc.summary.truncated > 0
-    return cut_or_left and limits.max_answer_chars - text_chars > 2 * _FILL_MARGIN
-
-
-#: The first ``room`` tried when the notices take too much of a token budget.
-_ROOM_STEP = 10
 
 
 def _as_request(req: ReadRequest | ReadManyParams) -> ReadRequest:

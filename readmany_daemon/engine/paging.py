@@ -27,6 +27,7 @@ from readmany_daemon.engine.items import Expansion, Items, key_order
 from readmany_daemon.engine.options import PageOptions
 from readmany_daemon.engine.pack import Flat, Ordered
 from readmany_daemon.engine.workspace import Workspace
+from readmany_daemon.errors import Status
 from readmany_daemon.wire.cursor import (
     MAX_CURSOR_CHARS,
     Continuation,
@@ -426,3 +427,28 @@ class Judged(NamedTuple):
             return self.result, self.parts
         self.result.next_cursor = self.cursor
         return self.result, [p.replace(self.stand_in, self.cursor) for p in self.parts]
+
+
+def gave_nothing(acc: Account) -> bool:
+    """Whether a page gave no file at all: none read, cut, skipped, unchanged, in error
+    or outlined (every one it reached was omitted)."""
+    return acc.outlined == 0 and all(p.result.status == Status.OMITTED for p in acc.pieces)
+
+
+#: Characters of the next file's name a stuck page's note shows (its name may be what
+#: does not fit).
+STUCK_NAME_CHARS = 80
+
+
+def stuck_note(items: Items, acc: Account) -> str:
+    """The note of a page after a cursor that gave nothing (PROTOCOL §4 "Cursors"): the
+    same page again would give nothing again, so it ends the chain instead and says
+    why, naming the next file (at most :data:`STUCK_NAME_CHARS` characters of it)."""
+    name = items.label(acc.remaining[0][0]) if acc.remaining else "the next file"
+    if len(name) > STUCK_NAME_CHARS:
+        name = name[: STUCK_NAME_CHARS - 1] + "…"
+    left = acc.omitted_total
+    return (
+        f"[Nothing more fits the budget: {name} does not fit even alone (its content or "
+        f"its name). The {left} file(s) left need a larger budget; no cursor follows.]"
+    )
