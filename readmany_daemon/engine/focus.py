@@ -106,6 +106,11 @@ class _Ranks(Mapping[int, tuple[int, str]]):
         """The same ranks' entries over ``fill`` (a permutation of this fill order)."""
         return _Ranks(fill, self._rel, self._held, self._why)
 
+    def kept(self) -> _Ranks:
+        """These ranks, each entry's its place in this fill order wherever a page
+        places it (:class:`_KeptRanks`)."""
+        return _KeptRanks(self._fill, self._rel, self._held, self._why)
+
     def __iter__(self) -> Iterator[int]:
         return iter(self._fill)
 
@@ -162,8 +167,7 @@ def in_request_order(order: FocusOrder, positions: Flat) -> FocusOrder:
     (``paging.crowded_prefix``) moves the request-order prefix on by a page instead of
     adding keys of files beyond it."""
     fill = list(positions)
-    kept = _KeptRanks(order.rank._fill, order.rank._rel, order.rank._held, order.rank._why)
-    return dataclasses.replace(order, positions=Ordered(positions, fill), rank=kept)
+    return dataclasses.replace(order, positions=Ordered(positions, fill), rank=order.rank.kept())
 
 
 def resuming(order: FocusOrder, resumed: int | None) -> FocusOrder:
