@@ -141,9 +141,21 @@ class _Resolver:
     def preset_outside(self, raw: str, key: str, rel: str | None = None) -> None:
         """Add ``raw`` as an ``outside-workspace`` error (it resolves out of the root);
         ``rel``: its path in the root (a link out of it), so that a glob matching the
-        same link later does not list it again."""
+        same link later does not list it again. A link the index lists (a file of the
+        tree, which a glob matches too) is counted in ``summary.matched``, whichever
+        entry names it first; a path through a linked folder names no file of the tree."""
         message = f"{raw} resolves outside the workspace {self.ws.root}"
-        self.preset(raw, key, Status.ERROR, Code.OUTSIDE_WORKSPACE, message, rel=rel, label=raw)
+        listed = rel is not None and self.ws.index.contains(rel)
+        self.preset(
+            raw,
+            key,
+            Status.ERROR,
+            Code.OUTSIDE_WORKSPACE,
+            message,
+            rel=rel,
+            names_file=listed,
+            label=raw,
+        )
 
     def preset(
         self,

@@ -160,6 +160,8 @@ def test_a_symlinked_folder_pointing_outside_is_outside_workspace(tmp_path: Path
             ("out/", "error", Code.OUTSIDE_WORKSPACE),
         ]
         assert "outside secret" not in r.llm_content
+        # ok.txt, and the links leak.txt and out (a glob lists both); not what lies past out/
+        assert r.summary.matched == 3, r.summary
 
 
 @pytest.mark.parametrize(
@@ -179,6 +181,8 @@ def test_a_link_out_named_and_matched_is_listed_once(tmp_path: Path, paths: list
     outside = [f for f in listed if f[2] == Code.OUTSIDE_WORKSPACE]
     assert [f[0].lstrip("./") for f in outside] == ["leak.txt"], listed
     assert r.summary.errors == 1 and r.summary.read == 1
+    # The link is a file of the tree (a glob lists it): counted as matched either way.
+    assert r.summary.matched == 2, r.summary
 
 
 def test_a_folder_swapped_for_a_link_out_after_it_was_resolved_is_not_read(
