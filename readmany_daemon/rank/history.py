@@ -10,19 +10,21 @@ are searched by BM25 with SQLite FTS5 in memory (k1 = 1.2, b = 0.75, as FTS5's
 by the square root of the number of files it changed (``FILES_EXPONENT``; chosen on
 pytest, pip and attrs tasks: bench/README.md "Focus").
 
-The daemon's only (``RootRanking`` with ``background``). The table is made in a thread
-of its own, again when ``HEAD`` moves (asked with ``git rev-parse`` when the caller's key
-moves); a call waits for it at most ``WAIT_SECONDS``, and until it is made the table
-before (or none) answers. Outside git, without FTS5, or
+The table is made in a thread of its own, again when ``HEAD`` moves (asked with ``git
+rev-parse`` when the caller's key moves); a call waits for it at most ``wait`` (the
+daemon's ``WAIT_SECONDS``; longer in process, where nothing is kept for a next call),
+and until it is made the table before (or none) answers. Outside git, without FTS5, or
 when git fails, there is no table and every call answers ``{}``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
 import threading
+import zlib
 from collections.abc import Hashable, Sequence
 from typing import Final
 
@@ -46,6 +48,10 @@ FILES_EXPONENT: Final = 0.5
 MAX_WORDS: Final = 64
 #: How long a call waits for the table (seconds).
 WAIT_SECONDS: Final = 0.05
+#: How long a write of the log kept in the ranking's file waits for the daemon's writer.
+STORE_BUSY_SECONDS: Final = 0.2
+#: The table of that file that keeps git's log for one ``HEAD`` (the latest made).
+_LOG_TABLE: Final = "CREATE TABLE IF NOT EXISTS history_log (head TEXT PRIMARY KEY, log BLOB)"
 
 
 def parse_log(out: bytes) -> list[tuple[str, list[str]]]:
@@ -65,10 +71,17 @@ def parse_log(out: bytes) -> list[tuple[str, list[str]]]:
 
 
 class CommitHistory:
-    """The searchable history of the git work tree holding ``root`` (absolute)."""
+    """The searchable history of the git work tree holding ``root`` (absolute);
+    ``wait``: how long (seconds) a call waits for the table (None: ``WAIT_SECONDS``, the
+    daemon's); ``store``: the ranking's file (the root's full-text index, in the user's
+    cache folder), which keeps git's log for the last ``HEAD`` read (deflated, ~0.3 MB
+    for 5,000 commits), so that the next process (a one-shot in-process answer) makes
+    the table without asking git for it (None: not kept)."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, wait: float | None = None, store: str | None = None) -> None:
         self.root = root
+        self.wait = WAIT_SECONDS if wait is None else wait
+        self.store = store
         self._key: Hashable = object()
         self._lock = threading.Lock()
         self._running: threading.Thread | None = None
@@ -85,7 +98,7 @@ class CommitHistory:
         changed. ``pending``: a table for a new ``HEAD`` was in the making when the
         search ran (read at the same moment as the table searched).
         ``key`` (the index's clock): when it moves, git is asked whether ``HEAD`` moved
-        (and the table made again); waits at most ``WAIT_SECONDS``. Never raises."""
+        (and the table made again); waits at most ``wait``. Never raises."""
         with self._lock:
             running = self._running
             if key != self._key and running is None:
@@ -96,7 +109,7 @@ class CommitHistory:
                 )
                 running.start()
         if running is not None:
-            running.join(WAIT_SECONDS)
+            running.join(self.wait)
         with self._lock:
             table, making = self._table, self._making
             if table is None or not words:
@@ -171,7 +184,26 @@ class CommitHistory:
             return held
         with self._lock:
             self._making = True
-        out = GitCall(
+        out = self._kept_log(commit)
+        if out is None:
+            out = self._read_log(commit)
+            if out is not None:
+                self._keep_log(commit, out)
+        if out is None:
+            return None
+        commits = parse_log(out)
+        db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        db.execute("CREATE VIRTUAL TABLE messages USING fts5(message)")
+        db.executemany(
+            "INSERT INTO messages(rowid, message) VALUES (?, ?)",
+            ((i, message) for i, (message, _) in enumerate(commits, 1)),
+        )
+        return commit, db, [paths for _, paths in commits]
+
+    def _read_log(self, commit: str) -> bytes | None:
+        """git's log of the ``HISTORY_COMMITS`` commits up to ``commit`` (``parse_log``'s
+        input); None when git fails."""
+        return GitCall(
             [
                 "-c",
                 "core.quotepath=off",
@@ -188,13 +220,49 @@ class CommitHistory:
             ],
             self.root,
         ).output()
-        if out is None:
+
+    def _connect(self) -> sqlite3.Connection | None:
+        """A connection to ``store`` with the log's table (None: no store, or it cannot
+        be opened: the log is then asked of git)."""
+        if self.store is None or not os.path.exists(self.store):
+            return None  # the full-text index makes the file (0600, in a 0700 folder)
+        try:
+            db = sqlite3.connect(self.store, timeout=STORE_BUSY_SECONDS, isolation_level=None)
+        except sqlite3.Error:
             return None
-        commits = parse_log(out)
-        db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-        db.execute("CREATE VIRTUAL TABLE messages USING fts5(message)")
-        db.executemany(
-            "INSERT INTO messages(rowid, message) VALUES (?, ?)",
-            ((i, message) for i, (message, _) in enumerate(commits, 1)),
-        )
-        return commit, db, [paths for _, paths in commits]
+        try:
+            db.execute(_LOG_TABLE)
+        except sqlite3.Error:
+            db.close()
+            return None
+        return db
+
+    def _kept_log(self, commit: str) -> bytes | None:
+        """The log kept in ``store`` for ``commit``; None when none is (or it is damaged)."""
+        db = self._connect()
+        if db is None:
+            return None
+        with contextlib.closing(db):
+            try:
+                row = db.execute("SELECT log FROM history_log WHERE head = ?", (commit,)).fetchone()
+                return None if row is None else zlib.decompress(row[0])
+            except (sqlite3.Error, zlib.error) as exc:
+                log.debug("kept history log unreadable: %s", exc)
+                return None
+
+    def _keep_log(self, commit: str, out: bytes) -> None:
+        """Keep ``out`` in ``store`` as the log of ``commit``, in place of the one before
+        (another process writing: not kept this time)."""
+        db = self._connect()
+        if db is None:
+            return
+        with contextlib.closing(db):
+            try:
+                with db:
+                    db.execute("BEGIN IMMEDIATE")
+                    db.execute("DELETE FROM history_log")
+                    db.execute(
+                        "INSERT INTO history_log VALUES (?, ?)", (commit, zlib.compress(out, 6))
+                    )
+            except sqlite3.Error as exc:
+                log.debug("history log not kept: %s", exc)

@@ -4,8 +4,8 @@ Asked of git itself (``git status --porcelain``, ``git log --name-only``), three
 started together in a thread of their own; remembered per key (``RootRanking`` gives the
 index's clock, which a write moves, with :func:`git_stamp`, which a commit, a checkout,
 a reset and staging move: they write only under ``.git``, which the index does not
-list). A call waits for git at most
-``WAIT_SECONDS`` (``git status`` takes seconds on a 100,000-file tree); until git answers,
+list). A call waits for git at most ``WAIT_SECONDS`` in the daemon (``git status``
+takes seconds on a 100,000-file tree), longer in process; until git answers,
 the answer before stands (the files the index reported changed since count as changed
 in the working tree: ``RootRanking`` adds them).
 """
@@ -63,10 +63,12 @@ def git_stamp(location: RepoLocation | None) -> tuple[int, ...]:
 
 
 class Recency:
-    """The recent changes of the git work tree holding ``root`` (absolute)."""
+    """The recent changes of the git work tree holding ``root`` (absolute); ``wait``:
+    how long (seconds) a call waits for git (None: ``WAIT_SECONDS``, the daemon's)."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, wait: float | None = None) -> None:
         self.root = root
+        self.wait = WAIT_SECONDS if wait is None else wait
         self._key: Hashable = object()
         #: The key whose git answer ``_ages`` is (None: none yet).
         self._answered: Hashable = None
@@ -80,8 +82,7 @@ class Recency:
         ``n``-th last commit changed (1 = HEAD), up to ``RECENT_COMMITS``; empty outside
         git. ``pending``: git's first answer was still to come when these ages were
         read (the same moment: ``pending`` read later could miss that they lack it).
-        Asked again when ``key`` differs from the last call's; waits at most
-        ``WAIT_SECONDS``."""
+        Asked again when ``key`` differs from the last call's; waits at most ``wait``."""
         with self._lock:
             running = self._running
             if key != self._key and running is None:
@@ -91,7 +92,7 @@ class Recency:
                 )
                 running.start()
         if running is not None:
-            running.join(WAIT_SECONDS)
+            running.join(self.wait)
         with self._lock:
             return self._ages, self._first_to_come()
 

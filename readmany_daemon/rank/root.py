@@ -20,13 +20,16 @@ the smaller one leaves more of the budget to the next). Files no signal scores k
 request's order after the others. The weights were chosen on bench/bench_focus.py
 (bench/README.md "Ranking"): reciprocal-rank fusion was measured too, and lost.
 Tags (definitions and references) are made lazily for the files that need them, at
-most ``TAG_SECONDS`` a call, kept per (path, mark); in the daemon (``background``) the
+most ``TAG_SECONDS`` a call in the daemon (``background``), kept per (path, mark); the
 files the graph takes whose tags are still to be made count in ``pending_files`` (the
-next call makes more; in process each call starts again, so they do not count). The
-daemon also makes the outlines and tags of every file ahead, once the full-text index is
-built (``rank.ahead_pass``), and takes a file's tags from that store while its mark is
-the stored one: as that pass goes on, fewer are left to make, so ``pending_files``
-falls to 0 with time.
+next call makes more). In process nothing is kept for a next call: a call waits for
+git and makes the graph's tags for up to ``INPROCESS_SECONDS``, so that its complete
+ranking is the daemon's, and counts what is still missing then. The daemon also
+makes the outlines and tags of every file ahead, once the full-text index is built
+(``rank.ahead_pass``), and takes a file's tags from that store while its mark is the
+stored one (so does an in-process call, from the store a daemon left in the same
+file): as that pass goes on, fewer are left to make, so ``pending_files`` falls to 0
+with time.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from typing import Final, Literal
 
 from readmany_daemon.content.outline import OutlineCache, Tags, tags
 from readmany_daemon.index.model import Index
+from readmany_daemon.rank.ahead import AheadStore
 from readmany_daemon.rank.ahead_pass import AheadPass
 from readmany_daemon.rank.api import SIGNALS, WHY_MAX_CHARS, Ranked
 from readmany_daemon.rank.fulltext import FullText, fts5_available
@@ -90,6 +94,12 @@ SIZE_EXPONENT: Final = 0.05
 WAIT_SECONDS: Final = 0.1
 #: Tags are made for at most this long (seconds) per call; the rest the next call.
 TAG_SECONDS: Final = 0.05
+#: In process (a one-shot answer, nothing kept for a next call), how long a call waits
+#: for git's answers (recency, past commits) and makes the graph's tags: a ranking that
+#: completes within it is the daemon's, so a focused answer is the same bytes in process
+#: as through the daemon (PROTOCOL §4 "Stable order"); what is still missing then counts
+#: in ``pending_files``.
+INPROCESS_SECONDS: Final = 2.0
 #: Best files so far (by content, names, recency) whose references are graphed.
 GRAPH_FILES: Final = 60
 #: Content results asked of the full-text index.
@@ -131,12 +141,11 @@ class RootRanking:
         self._index = index
         self._outlines = outlines if outlines is not None else OutlineCache()
         self._tags: OrderedDict[tuple[str, str], Tags] = OrderedDict()
-        self.recency = Recency(root)
+        wait = None if background else INPROCESS_SECONDS  # None: the daemon's own
+        self.recency = Recency(root, wait)
         #: The repository holding the root (``_git_location``; False: not looked for).
         self._location: RepoLocation | Literal[False] | None = False
-        #: Past commits like the task (part of recency): the daemon's only (``background``:
-        #: a one-shot in-process answer would start git's log and leave before it ends),
-        #: not with ``rankingIndex: "off"``.
+        #: Past commits like the task (part of recency); not with ``rankingIndex: "off"``.
         self.history: CommitHistory | None = None
         #: Files the index reported changed, with the index's clock (generation) of the
         #: change: age 0 until git answers for that clock or a later one (then git's
@@ -146,6 +155,9 @@ class RootRanking:
         #: The daemon's outlines and tags made ahead (``rank.ahead_pass``), beside the
         #: full-text index in its file.
         self.ahead: AheadPass | None = None
+        #: The store of what was made ahead that calls read (the daemon's pass's, or in
+        #: process the one a daemon left in the same file).
+        self._made: AheadStore | None = None
         #: The per-signal scores of the last call (``{signal: {path: score}}``), for
         #: bench/bench_focus.py's weight search.
         self.last_scores: Mapping[str, Mapping[str, float]] = {}
@@ -158,7 +170,7 @@ class RootRanking:
         #: Sizes (bytes) by path as of an index clock (``_sizes``).
         self._sized: tuple[int | None, dict[str, int]] = (None, {})
         if self.mode != "off" and fts5_available():
-            self.history = CommitHistory(root) if background else None
+            self.history = CommitHistory(root, wait, path)
             try:
                 self.keeper = IndexKeeper(root, FullText(path), redact)
             except (sqlite3.Error, OSError) as exc:
@@ -169,7 +181,15 @@ class RootRanking:
             except (sqlite3.Error, OSError) as exc:
                 log.warning("no outlines made ahead for %s: %s", root, exc)
             else:
-                self._outlines.stored = self.ahead.store.outline
+                self._made = self.ahead.store
+        elif path is not None and self.keeper is not None and os.path.exists(path):
+            # in process: what a daemon made ahead in the same file (made, not waited for)
+            try:
+                self._made = AheadStore(path)
+            except (sqlite3.Error, OSError) as exc:
+                log.debug("no outlines made ahead read for %s: %s", root, exc)
+        if self._made is not None:
+            self._outlines.stored = self._made.outline
 
     # -- the index's life ----------------------------------------------------
     def start(self) -> None:
@@ -192,10 +212,12 @@ class RootRanking:
 
     def close(self) -> None:
         """Stop the background work and close the index file."""
+        if self._made is not None and self._outlines.stored == self._made.outline:
+            self._outlines.stored = None
         if self.ahead is not None:
-            if self._outlines.stored == self.ahead.store.outline:
-                self._outlines.stored = None
             self.ahead.close()
+        elif self._made is not None:
+            self._made.close()
         if self.keeper is not None:
             self.keeper.close()
             self.keeper.fulltext.close()
@@ -267,11 +289,10 @@ class RootRanking:
         if len(graphed) < GRAPH_FILES:  # few scored yet: the request's first files too
             graphed = list(dict.fromkeys([*graphed, *candidates[:GRAPH_FILES]]))[:GRAPH_FILES]
         file_tags, untagged = self._tags_of(graphed)
-        if self.background:  # the daemon keeps the tags: the next call makes more
-            pending += untagged
-            if git_pending:  # (as the answers read above were: git may answer since)
-                # git's first answers still to come: every file's recency part is
-                pending += len(candidates)
+        pending += untagged
+        if git_pending:  # (as the answers read above were: git may answer since)
+            # git's first answers still to come: every file's recency part is
+            pending += len(candidates)
         defines: dict[str, str] = {}
         defined: dict[str, float] = {}
         word_set = set(words)
@@ -398,8 +419,8 @@ class RootRanking:
 
     def _tags_of(self, paths: Sequence[str]) -> tuple[dict[str, Tags], int]:
         """``({path: tags}, untagged)``: the tags of ``paths`` (a file gone is left out),
-        made for at most ``TAG_SECONDS``; ``untagged`` counts the files left for a later
-        call."""
+        made for at most ``TAG_SECONDS`` (in process ``INPROCESS_SECONDS``); ``untagged``
+        counts the files left for a later call."""
         out: dict[str, Tags] = {}
         untagged = 0
         marks: dict[str, str] = {}
@@ -409,8 +430,8 @@ class RootRanking:
             except OSError:
                 continue
         missing = {rel: mark for rel, mark in marks.items() if (rel, mark) not in self._tags}
-        stored = self.ahead.store.tags(missing) if self.ahead is not None and missing else {}
-        deadline = time.monotonic() + TAG_SECONDS
+        stored = self._made.tags(missing) if self._made is not None and missing else {}
+        deadline = time.monotonic() + (TAG_SECONDS if self.background else INPROCESS_SECONDS)
         for rel, mark in marks.items():
             key = (rel, mark)
             got = self._tags.get(key)

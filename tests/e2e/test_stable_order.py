@@ -6,7 +6,9 @@ every one of them."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 import time
 from pathlib import Path
@@ -90,3 +92,56 @@ def test_stable_answers_are_the_same_bytes_everywhere_and_a_change_goes_last(
     daemon.start()
     assert _through_daemon(daemon, root) == changed
     assert os.path.exists(kept[0])
+
+
+#: A task done before: the past commit's message matches the focus, its file's text
+#: does not; the text of another file does (the ranking's signals disagree).
+FOCUSED: dict[str, str] = {
+    "src/alarm.py": "def quell(level):\n    return level - 1\n" * 30,
+    "src/notes.py": "# the warning of a quokka is rare\n" + "VALUE = 1\n" * 60,
+    **{f"src/m{n}.py": f"def step_{n}(x):\n    return x + {n}\n" * 30 for n in range(4)},
+}
+
+
+def _focused_repo(root: Path, env: dict[str, str]) -> None:
+    root.mkdir()
+    git(root, "init", "-q", env=env)
+    write_tree(root, FOCUSED)
+    git(root, "add", ".", env=env)
+    git(root, "commit", "-qm", "Initial import", env=env)
+    write_tree(root, {"src/alarm.py": FOCUSED["src/alarm.py"] + "# quieter\n"})
+    git(root, "commit", "-qam", "Quell the quokka warning when it repeats", env=env)
+    write_tree(root, {f"src/m{n}.py": FOCUSED[f"src/m{n}.py"] + "# tidied\n" for n in range(4)})
+    git(root, "commit", "-qam", "Tidy the steps", env=env)  # more recent than the task's
+
+
+def test_a_focused_stable_answer_is_the_same_bytes_in_process_once_complete(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """With ``focus`` the ranking decides what gets in; its complete answer
+    (``pendingFiles`` 0: git's answers, the past commits, the graph's tags) is the
+    same bytes through the daemon and in process. In-process answers ranked without
+    the past commits and with the tags of 50 ms, and differed while saying complete."""
+    root = tmp_path / "ws"
+    _focused_repo(root, daemon.env)
+    request = {**REQUEST, "focus": "quokka warning", "maxTotalTokens": 1000}
+    daemon.start()
+    with daemon.session(root) as client:
+        for _ in range(600):  # until the daemon's ranking is complete
+            got = client.request("readMany/read", request)
+            if got["summary"]["ranking"]["pendingFiles"] == 0:
+                break
+            time.sleep(0.05)
+    assert got["summary"]["ranking"]["pendingFiles"] == 0, got["summary"]
+    assert "src/alarm.py" in _files(got["llmContent"]), got["llmContent"]
+    proc = cli(daemon.env, "read", "--no-daemon", "--root", str(root), "--json",
+               "--params", json.dumps(request))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    alone = json.loads(proc.stdout)
+    assert alone["summary"]["ranking"]["pendingFiles"] == 0, alone["summary"]
+    # the cursor's time (its last 26 digits) is the one byte run that may differ
+    assert _timeless(alone["llmContent"]) == _timeless(got["llmContent"])
+
+
+def _timeless(text: str) -> str:
+    return re.sub(r"\.\d{26}\b", ".", text)

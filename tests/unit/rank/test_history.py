@@ -152,13 +152,45 @@ def test_a_commit_is_seen_by_the_next_rank_though_no_listed_file_moved(repo: Pat
         ranking.close()
 
 
-def test_ranking_index_off_and_in_process_answers_ask_no_history(repo: Path) -> None:
+def test_ranking_index_off_asks_no_history(repo: Path) -> None:
     _commit(repo, {"a.py": PLAIN}, "Initial import")
     off = Workspace.open(str(repo), Settings(ranking_index="off"))
     off.rank_background = True
     assert off.ranking.history is None
-    # in process (one answer, then the process ends): git's log would outlive it
-    assert Workspace.open(str(repo), Settings()).ranking.history is None
+
+
+def test_an_in_process_answer_waits_for_the_past_commits_and_keeps_their_log(
+    repo: Path, tmp_path: Path
+) -> None:
+    """In process a call waits for git's log (nothing is kept for a next call), so its
+    complete ranking is the daemon's (PROTOCOL §4 "Stable order"); the log is kept in
+    the ranking's file, and the next process takes it from there, not from git."""
+    same = "def run(items):\n    return [i for i in items]\n"
+    _commit(repo, {"a.py": same, "b.py": same}, "Initial import")
+    _commit(repo, {"b.py": same + "# q\n"}, "Quell the quokka warning")
+    rank_file = tmp_path / "cache" / "index.rank"
+
+    def in_process() -> Workspace:
+        ws = Workspace.open(str(repo), Settings())
+        ws.rank_file = str(rank_file)
+        return ws
+
+    ws = in_process()
+    got = ws.ranking.rank(["a.py", "b.py"], "quokka warning", [])
+    assert "like past commits" in got.why["b.py"] and got.pending_files == 0, got
+    ws.close_ranking()
+    assert rank_file.stat().st_mode & 0o777 == 0o600
+    history = CommitHistory(str(repo), store=str(rank_file))
+    head = git(repo, "rev-parse", "HEAD").strip()
+    kept = history._kept_log(head)
+    assert kept is not None and b"Quell the quokka warning" in kept
+    # the next process makes its table from the kept log: git's log is not asked
+    ws = in_process()
+    assert ws.ranking.history is not None
+    ws.ranking.history._read_log = lambda _commit: None  # type: ignore[method-assign]
+    got = ws.ranking.rank(["a.py", "b.py"], "quokka warning", [])
+    assert "like past commits" in got.why["b.py"] and got.pending_files == 0, got
+    ws.close_ranking()
 
 
 def test_the_daemon_counts_every_file_pending_until_git_first_answers(

@@ -205,7 +205,7 @@ def test_without_fts5_the_other_signals_rank_and_signals_say_so(
     assert not (tmp_path / "cache").exists()
 
 
-def test_files_whose_tags_are_still_to_be_made_count_as_pending_in_the_daemon(
+def test_files_whose_tags_are_still_to_be_made_count_as_pending(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from readmany_daemon.rank import root as rank_root
@@ -213,10 +213,17 @@ def test_files_whose_tags_are_still_to_be_made_count_as_pending_in_the_daemon(
     root_dir = tmp_path / "w"
     write_tree(root_dir, {"a.py": OTHER, "fx.py": FIXTURES, "use.py": "x = getFixtureValue('a')\n"})
     monkeypatch.setattr(rank_root, "TAG_SECONDS", -1.0)  # no time left for tags in a call
-    # in process each call starts again: tags still to make do not count
+    # in process a call makes the graph's tags (for up to INPROCESS_SECONDS): complete
     ws = _ws(root_dir, tmp_path / "cache")
     got = ws.ranking.rank(_all(ws), "getFixtureValue", [])
     assert (got.indexed_files, got.pending_files) == (3, 0)
+    ws.ranking.close()
+    # ... and what it could not make by then counts (git's answers still waited for)
+    ws = _ws(root_dir, tmp_path / "cache2")
+    ranking = ws.ranking
+    monkeypatch.setattr(rank_root, "INPROCESS_SECONDS", -1.0)
+    got = ranking.rank(_all(ws), "getFixtureValue", [])
+    assert (got.indexed_files, got.pending_files) == (3, 3)
     ws.ranking.close()
     # the daemon keeps them: they count until a call has made them (the pass making
     # them ahead, rank/ahead_pass.py, held back here)
