@@ -18,7 +18,7 @@ import re
 import selectors
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
@@ -123,18 +123,26 @@ def dispatch(server: ReadManyServer, body: bytes) -> None:
     method that is not a string) → -32600; LSP-typed params of the wrong shape → -32602
     naming the fields. Unknown methods are pygls': -32601 for a request, a notification
     is ignored. Never raises for what a client sends."""
+    data = decode_message(server, body)
+    if data is not None:
+        handle(server, data)
+
+
+def decode_message(server: ReadManyServer, body: bytes) -> dict[str, Any] | None:
+    """The message object of ``body``, or None when it is none (answered here: the
+    -32700 and -32600 cases of ``dispatch``)."""
     try:
         data = json.loads(body.decode("utf-8"))
     except UnicodeDecodeError as exc:
         _send_error(server, None, PARSE_ERROR, f"Parse error: the body is not UTF-8 ({exc})")
-        return
+        return None
     except (ValueError, RecursionError) as exc:
         _send_error(server, None, PARSE_ERROR, f"Parse error: the body is not JSON ({exc})")
-        return
+        return None
     if not isinstance(data, dict):
         kind = "an array (batches are not supported)" if isinstance(data, list) else "not an object"
         _send_error(server, None, INVALID_REQUEST, f"Invalid Request: the message is {kind}")
-        return
+        return None
     msg_id = data.get("id")
     reply_id = msg_id if _valid_id(msg_id) else None
     problem = None
@@ -148,7 +156,15 @@ def dispatch(server: ReadManyServer, body: bytes) -> None:
         problem = 'a message needs a "method" or an "id"'
     if problem is not None:
         _send_error(server, reply_id, INVALID_REQUEST, f"Invalid Request: {problem}")
-        return
+        return None
+    return data
+
+
+def handle(server: ReadManyServer, data: dict[str, Any]) -> None:
+    """Hand message object ``data`` (``decode_message``'s) to the protocol (the rest of
+    ``dispatch``)."""
+    msg_id = data.get("id")
+    reply_id = msg_id if _valid_id(msg_id) else None
     is_request = "method" in data and "id" in data
     protocol = server.protocol
     method = data.get("method")
@@ -221,9 +237,43 @@ async def _serve(server: ReadManyServer, reader: Any, writer: Any) -> None:
             return
         if body is None:
             log.info("connection %d: end of input", server.conn_id)
+            await _answer_pending(server)
             return
-        dispatch(server, body)
+        data = decode_message(server, body)
+        if data is None:
+            continue
+        if data.get("method") in _ENDING:
+            await _answer_pending(server)
+        handle(server, data)
         await _wait_for_room(server, writer)
+
+
+#: Messages handled only once every request before them is answered: ``shutdown``'s
+#: answer then says the earlier ones are, and ``exit`` (which closes the connection)
+#: loses none of them.
+_ENDING: Final = (types.SHUTDOWN, types.EXIT)
+
+
+async def _answer_pending(server: ReadManyServer) -> None:
+    """Wait until the requests already handed to the protocol are answered (a
+    connection's messages are handled in order, PROTOCOL §1: a request sent before
+    ``shutdown``, ``exit`` or the end of input gets its answer; pygls would cancel them
+    at ``shutdown`` and drop them at ``exit``). Returns at once when the connection is
+    being stopped (the daemon stopping, the client gone)."""
+    futures = server.protocol.handler_futures
+    while not server.stop_event.is_set():
+        running = [
+            f if isinstance(f, asyncio.Future) else asyncio.wrap_future(f)
+            for f in list(futures.values())
+            if not f.done()
+        ]
+        if not running:
+            return
+        await asyncio.wait(running, timeout=_STOP_CHECK_SECONDS)  # (and the stop event)
+
+
+#: How often ``_answer_pending`` looks at the stop event while it waits (seconds).
+_STOP_CHECK_SECONDS: Final = 0.25
 
 
 async def run_connection(
