@@ -38,6 +38,7 @@ import heapq
 import itertools
 import logging
 import os
+import re
 import sqlite3
 import time
 from collections import OrderedDict
@@ -114,6 +115,19 @@ WHY_FILES: Final = 500
 SIZED_FILES: Final = 300
 #: Sizes kept between calls while the index's clock stays (``RootRanking._sizes``).
 SIZES_KEPT: Final = 20_000
+
+
+def within_root(focus: str, root: str) -> str:
+    """``focus`` with the root's own place cut from the paths it names in the root: an
+    absolute path (``/work/proj/src/a.py``) or a ``file:`` URI of one
+    (``file:///work/proj/src/a.py``) becomes the root-relative path (``src/a.py``), so
+    that it names its file as a relative path does and the root's folders are no search
+    words. ``root``: the root's absolute path, as the index knows it."""
+    prefix = root.rstrip("/") + "/"
+    if prefix not in focus:
+        return focus
+    # only where a path starts (not ``/x/a/b`` for the root ``/a``)
+    return re.sub(r"(?<![\w./@+%:-])(?:file://)?" + re.escape(prefix), "", focus)
 
 
 class RootRanking:
@@ -227,6 +241,7 @@ class RootRanking:
     # -- ranking -----------------------------------------------------------------
     def rank(self, candidates: Sequence[str], focus: str, anchors: Sequence[str]) -> Ranked:
         """``candidates`` best first for ``focus`` (see ``rank.api.Ranking.rank``)."""
+        focus = within_root(focus, self.root)
         words = focus_words(focus)
         idents = focus_identifiers(focus)
         signals: list[str] = []

@@ -278,6 +278,9 @@ def test_a_path_the_focus_names_ranks_first_and_says_so(tmp_path: Path) -> None:
         "see src/pkg/fixtures.py for the pkg helpers",
         "in ./src/pkg/fixtures.py:12, pkg src.",
         "src/pkg/fixtures.py.",
+        # as agents paste it: absolute, or a file: URI (the root's folders no words)
+        f"fix {ws.root}/src/pkg/fixtures.py, pkg src helpers",
+        f"fix <{Path(ws.root, 'src/pkg/fixtures.py').as_uri()}>; pkg src helpers",
     ):
         got = ws.ranking.rank(every, focus, [])
         assert got.order[0] == "src/pkg/fixtures.py", focus
