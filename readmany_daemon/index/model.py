@@ -36,6 +36,7 @@ interfaces around one matcher):
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 
@@ -74,9 +75,12 @@ class Index:
 
     ``Index(root, rules)`` is an index with nothing walked yet (an expansion walks on
     demand); ``build`` walks the root, ``restore`` rebuilds it from a snapshot.
+    ``opened_ns``: ``time.time_ns()`` when it was made, before any listing (a file
+    written since may be newer than what the index knows of it: the watcher's start).
     """
 
     def __init__(self, root: str, rules: IgnoreRules) -> None:
+        self.opened_ns = time.time_ns()
         self.root = root
         self.rules = rules
         self.stat_checks = False

@@ -80,13 +80,13 @@ def watcher_runs(entry: RootEntry) -> bool:
 
 
 def watcher_vouches(entry: RootEntry) -> bool:
-    """Whether ``entry``'s change log holds every change: a watcher runs and is not
-    degraded (a degraded one leaves folders unwatched, whose in-place edits no event
-    reports). Otherwise ``changedSince`` answers from stat snapshots."""
+    """Whether ``entry``'s change log holds every change: a watcher runs, with its
+    watches in (while it starts, a write into a file whose folder has no watch yet
+    reaches no event: the start reports those after, ``Watcher._written_before_the_watches``),
+    and is not degraded (a degraded one leaves folders unwatched, whose in-place edits
+    no event reports). Otherwise ``changedSince`` answers from stat snapshots."""
     watcher = entry.watcher
-    return (
-        watcher is not None and watcher.state in ("starting", "running") and not watcher.root_lost
-    )
+    return watcher is not None and watcher.state == "running" and not watcher.root_lost
 
 
 def _under_any(rel: str, tops: set[str]) -> bool:

@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal, ParamSpec, TypeVar, overload
+from typing import Final, Literal, ParamSpec, TypeVar, overload
 
 from readmany_daemon.content import tokens
 from readmany_daemon.content.cache import ContentCache
@@ -71,6 +71,10 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 P = ParamSpec("P")
+
+#: How long ``changedSince`` waits for a starting watcher's watches (seconds); past it,
+#: stat snapshots answer (a clock of the change log: as a fresh instance).
+WATCH_START_WAIT: Final = 10.0
 
 
 @dataclass
@@ -370,6 +374,10 @@ class Service:
             raise RootNotFound(
                 "invalid params: $.root: no workspace folder to answer for", "$.root"
             )
+        watcher = target.watcher
+        if watcher is not None:  # a starting one cannot vouch yet: its start is awaited
+            # (outside the root's lock, which the start takes)
+            watcher.wait_started(WATCH_START_WAIT)
         with self._locked(target):
             index = self._ensure_index(target)
             with self.freshness.ensure(target, "auto") as stat_route:

@@ -107,6 +107,9 @@ RECONCILE_INTERVAL = 60.0
 MAX_RESTARTS = 3
 RESTART_WINDOW = 600.0
 MAX_WARNINGS = 20
+#: Files written between the listing and the watches past which the clocks start afresh
+#: rather than each being reported changed (``Watcher._written_before_the_watches``).
+RESET_FILES = 50_000
 
 # inotify(7) bits (linux/inotify.h); the same values as watchdog's InotifyConstants.
 _IN_MODIFY = 0x2
@@ -492,6 +495,7 @@ class Watcher:
             dirs = self.index.walked_dirs()
             self.index.add_dir_listener(self._on_dirs)
         self._watch_all(dirs)
+        self._written_before_the_watches()  # (a restart rescans instead: _rescan_locked)
         if self.state == "starting":
             self.state = "running"
         self._healthy_state()
@@ -511,6 +515,26 @@ class Watcher:
                 return
             table.add(rel)
         self._hints.verify()  # changes between the walk and the watches
+
+    def _written_before_the_watches(self) -> None:
+        """Files written in place between the index's listing and their folder's watch:
+        a folder's mtime shows created, deleted and renamed files (``verify``), not a
+        write into one, nor ``os.replace`` onto one, and no event came, so a clock
+        handed out before the watches were in would say nothing changed
+        (``changedSince``). As after lost events (``_rescan_locked``), every file
+        ``touched_since`` ``Index.opened_ns`` less ``RACY_NS`` is queued as changed (a
+        file written just before the listing too: reported once more, correct, only less
+        precise). Past ``RESET_FILES`` of them (a fresh checkout), the clocks start
+        afresh instead (``on_reset``: every older clock is then a fresh instance)."""
+        with self.lock:
+            files = self.index.files()
+        written = touched_since(self.index, self.index.opened_ns - RACY_NS, files, self._stopping)
+        if len(written) > RESET_FILES:
+            with self.lock:
+                if self._on_reset is not None:
+                    self._on_reset()
+        elif written:
+            self.push(written)
 
     # ------------------------------------------------------------- dead threads, restarts
 
@@ -711,14 +735,23 @@ class Watcher:
         """Off Linux: a recursive watchdog ``Observer`` (``runtime/observer.py``); no cookies."""
         self._observer = start_observer(self.root, self.index, self.push)
         self._hints.verify()
+        self._written_before_the_watches()
         self.state = "running"
 
 
-def touched_since(index: Index, floor_ns: int) -> list[tuple[str, int]]:
-    """``(rel, CONTENT)`` for every visible file of ``index`` whose ctime or mtime
-    (``time.time_ns()`` units) is ``floor_ns`` or later."""
+def touched_since(
+    index: Index,
+    floor_ns: int,
+    files: list[str] | None = None,
+    stopping: threading.Event | None = None,
+) -> list[tuple[str, int]]:
+    """``(rel, CONTENT)`` for every visible file of ``index`` (or of ``files``, its
+    list taken earlier) whose ctime or mtime (``time.time_ns()`` units) is ``floor_ns``
+    or later; cut short (what was found so far) once ``stopping`` is set."""
     hints: list[tuple[str, int]] = []
-    for rel in index.files():
+    for rel in index.files() if files is None else files:
+        if stopping is not None and stopping.is_set():
+            break
         st = index.stat(rel)
         if st is not None and max(st.st_ctime_ns, st.st_mtime_ns) >= floor_ns:
             hints.append((rel, CONTENT))

@@ -91,6 +91,9 @@ class FakeWatcher:
     def drain(self) -> None:
         self.calls.append(("drain", None))
 
+    def wait_started(self, timeout: float | None = None) -> bool:
+        return True
+
     def stop(self) -> None:
         self.stopped.set()
 
@@ -392,6 +395,48 @@ def test_changed_since_answers_from_the_change_log(service: Service, tree: Path)
     assert (delta.changed, delta.deleted) == (["src/new.py"], ["a.txt"])
     assert delta.clock != clock and delta.clock == entry.ws.clock()
     entry.watcher = None
+
+
+@pytest.mark.parametrize("write", ["append", "same-size-mtime-kept", "replace"])
+def test_a_write_before_the_watches_are_in_is_a_change_since_an_earlier_clock(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write: str
+) -> None:
+    """A read hands out a clock while its root's watcher is still adding watches; a
+    file written in place then (no folder's mtime moves, no watch saw it) was never in
+    the change log, and ``changedSince`` of that clock said nothing changed, for good.
+    The start now reports such files, and ``changedSince`` waits for it."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    go = threading.Event()
+    watch_all = Watcher._watch_all
+
+    def held(self: Watcher, dirs: list[str]) -> None:
+        assert go.wait(30), "the test never let the watcher start"
+        watch_all(self, dirs)
+
+    monkeypatch.setattr(Watcher, "_watch_all", held)
+    svc = Service(Settings(), watch=True, snapshots=False, warm_cache=False)
+    try:
+        entry = svc.acquire(str(tree), Settings())
+        clock = svc.call(RequestContext(1), svc.read_sync, entry, decode_read_request(
+            {"paths": ["**"]})).clock  # fmt: skip
+        target = tree / "a.txt"
+        if write == "append":
+            with target.open("a") as f:
+                f.write("more\n")
+        elif write == "same-size-mtime-kept":
+            st = target.stat()
+            target.write_text("ONE\n")
+            os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+        else:
+            (tree / "a.tmp").write_text("new\n")
+            os.replace(tree / "a.tmp", target)
+        go.set()
+        got = svc.call(RequestContext(1), svc.changed_since_sync, clock, None)
+        assert not got.is_fresh_instance and "a.txt" in got.changed, got
+        assert got.clock != clock
+    finally:
+        go.set()
+        svc.close()
 
 
 def changes(svc: Service, entry: RootEntry, clock: str) -> tuple[bool, list[str], list[str]]:
