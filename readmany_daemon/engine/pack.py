@@ -468,15 +468,15 @@ def plan_outlines(
     own = plan.outlined.pop(part, None)
     if own is not None:
         left.take(packer.outline(loaded_at(part), own), -1)
-    cut = packer.cut(left, part, force=resumes and plan.stop == 0)
+    # no content yet: a page of outlines alone would deliver no file, so the file at the
+    # stop is cut with what is left however little (every page delivers one: §4 "Cursors")
+    cut = packer.cut(left, part, force=(resumes and plan.stop == 0) or not plan.included)
     if cut is None and own is not None:
         plan.outlined[part] = own  # keeps its outline: too little is left to cut it
         left.take(packer.outline(loaded_at(part), own))
     if cut is None:
         end = packer.cover(left, plan, plan.stop, len(order))
         plan.outline_end = max(plan.outline_end, end)
-        if not plan.included and not plan.outlined:
-            cut = packer.cut(left, part, force=True)  # every page gives something
     if cut is not None:
         plan.partial = (part, cut[0])
         plan.partial_tokens = cut[1]

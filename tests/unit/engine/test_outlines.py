@@ -199,7 +199,11 @@ def test_a_cursor_chain_still_delivers_every_outlined_file_once(tmp_path: Path, 
     names = tree(tmp_path, 15)
     pages = follow(tmp_path, {"paths": ["pkg/*.py"], "packing": "outlines", "maxTotalChars": chars})
     assert len(pages) > 1
-    assert any(f.outline and f.status == "omitted" for f in pages[0].files)
+    # every page delivers a file (a page of outlines alone did at 900 characters); a
+    # page too small to cut a file to 4,000 characters and outline more gives the cut
+    assert all(any(f.status in ("ok", "partial") for f in r.files) for r in pages)
+    if chars > 900:
+        assert any(f.outline and f.status == "omitted" for f in pages[0].files)
     # Every file's content, pieced together from its ok/partial entries, exactly once.
     got: dict[str, list[tuple[int, int]]] = {}
     for r in pages:
