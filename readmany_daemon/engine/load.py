@@ -350,7 +350,7 @@ def _notebook(item: Item, base: FileResult, got: _Text, opts: LoadOptions) -> Lo
         return None
     nb = notebook.view(got.text, item.label, item.explicit, item.cells) if got.complete else None
     if nb is not None:
-        return notebook.finish(item, base, nb, opts)
+        return notebook.finish(item, base, nb, opts, got.text)
     if item.cells is not None:
         base.status, base.code, base.sha256 = Status.ERROR, Code.OUT_OF_RANGE, None
         base.message = f"cells applies to a Jupyter notebook's JSON; {item.label} is not one"

@@ -39,6 +39,7 @@ import msgspec
 from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.engine.items import Item, LoadedItem
 from readmany_daemon.engine.options import LoadOptions
+from readmany_daemon.engine.redact import sentinels_by_line
 from readmany_daemon.errors import Code, Status
 from readmany_daemon.wire.messages import Attachment, FileResult
 
@@ -389,29 +390,46 @@ def cut(nb: NotebookView, max_chars: int | None) -> NotebookView:
     )
 
 
-def finish(item: Item, base: FileResult, nb: NotebookView, opts: LoadOptions) -> LoadedItem:
+def finish(
+    item: Item, base: FileResult, nb: NotebookView, opts: LoadOptions, raw: str = ""
+) -> LoadedItem:
     """The loaded entry of notebook ``item`` shown as ``nb``: cut to ``perFileMaxChars``
     (not with ``preferFullRead``; ``perFileMaxLines`` does not apply to cells),
     ``partial`` when cells were left out, with a ``recut`` for the budget's cut. A
-    ``cells`` range past the last cell is ``out-of-range``."""
+    ``cells`` range past the last cell is ``out-of-range``. ``raw``: the notebook's JSON
+    as redacted, whose lines ``base.redactions`` name: only the redactions whose
+    sentinels the cells shown hold are kept (PROTOCOL §4: those of what is shown)."""
     if nb.first == 0:
         base.status, base.code = Status.ERROR, Code.OUT_OF_RANGE
         base.message = f"cells {item.cells} is past the end of {item.label} ({nb.total} cells)"
         base.sha256 = None
         return LoadedItem(item, base)
+    marks = sentinels_by_line(raw, (r.line for r in base.redactions or ()))
     limit = None if opts.prefer_full_read else opts.per_file_max_chars
-    return _loaded(item, base, cut(nb, limit), budget=False)
+    return _loaded(item, base, cut(nb, limit), marks, budget=False)
 
 
-def _loaded(item: Item, base: FileResult, shown: NotebookView, *, budget: bool) -> LoadedItem:
+def _loaded(
+    item: Item,
+    base: FileResult,
+    shown: NotebookView,
+    marks: dict[int, tuple[str, ...]],
+    *,
+    budget: bool,
+) -> LoadedItem:
     result = msgspec.structs.replace(base, chars=len(shown.text), status=Status.OK, code=None)
     if shown.next_cell is not None:
         result.status = Status.PARTIAL
         result.code = Code.BUDGET if budget else None
+    if result.redactions:
+        text = shown.text
+        result.redactions = [
+            r for r in result.redactions if any(m in text for m in marks.get(r.line, ()))
+        ] or None
 
     def recut(allowed: int) -> LoadedItem:
         """This notebook cut again to ``allowed`` characters (the totals' cut)."""
-        return _loaded(item, base, cut(shown, min(allowed, len(shown.text))), budget=True)
+        return _loaded(item, base, cut(shown, min(allowed, len(shown.text))), marks, budget=True)
 
     return LoadedItem(
         item,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 import sys
+from collections.abc import Iterable
 from typing import Final, NamedTuple
 
 from readmany_daemon.content.cache import ContentCache
@@ -38,6 +39,21 @@ class Redacted(NamedTuple):
 
 
 NOTHING: Final = ()
+
+
+#: A sentinel as :data:`SENTINEL` writes it (kinds are lower-case words and dashes).
+SENTINEL_RE: Final = re.compile(r"«redacted:[a-z0-9-]+:[0-9a-f]{8}»")
+
+
+def sentinels_by_line(text: str, lines: Iterable[int]) -> dict[int, tuple[str, ...]]:
+    """``{line: the sentinels on it}`` for the 1-based ``lines`` of redacted ``text``
+    (to tell which redactions a view of it shows: a notebook's cells)."""
+    wanted = set(lines)
+    out: dict[int, tuple[str, ...]] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if n in wanted:
+            out[n] = tuple(SENTINEL_RE.findall(line))
+    return out
 
 
 def sentinel(kind: str, value: str) -> str:

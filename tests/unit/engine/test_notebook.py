@@ -153,3 +153,50 @@ def test_each_image_attachment_names_its_cell_and_output(tmp_path: Path) -> None
         "nb.ipynb#cell=6/output=2",  # after the cell's stream output, as its header says
     ]
     assert "### cell 6 " in got.llm_content and "#### output 2 · display_data" in got.llm_content
+
+
+def test_cells_shown_report_only_their_own_redactions(tmp_path: Path) -> None:
+    """A secret in cell 2 is redacted in every view; a view of other cells (``cells``,
+    or the cells a budget leaves) reported it all the same, by its raw JSON line, with a
+    notice about a placeholder the text did not hold."""
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    doc = {
+        "cells": [
+            {"cell_type": "markdown", "id": "a1", "metadata": {}, "source": ["# Title\n", "text"]},
+            {
+                "cell_type": "code",
+                "id": "b2",
+                "metadata": {},
+                "execution_count": 1,
+                "outputs": [],
+                "source": [f'TOKEN = "{token}"\n', "print(len(TOKEN))"],
+            },
+            {
+                "cell_type": "markdown",
+                "id": "c3",
+                "metadata": {},
+                "source": ["more words " * 40],
+            },
+        ],
+        "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    ws = ws_with(tmp_path, json.dumps(doc, indent=1))
+
+    def ask(**entry: object) -> tuple[list[str], str]:
+        got = answer(ws, decode_read_params({"files": [{"path": "nb.ipynb", **entry}]}))
+        kinds = [r.kind for r in got.files[0].redactions or ()]
+        assert token not in got.llm_content
+        return kinds, got.llm_content
+
+    kinds, text = ask()
+    assert kinds == ["github-token"] and "[Secrets redacted: nb.ipynb" in text
+    for cells in ("1", "3", "3-3"):
+        kinds, text = ask(cells=cells)
+        assert kinds == [] and "Secrets redacted" not in text, cells
+    kinds, text = ask(cells="1-2")
+    assert kinds == ["github-token"] and "«redacted:github-token:" in text
+    # a budget that keeps cell 1 alone: the cut leaves the secret's cell out
+    got = answer(ws, decode_read_params({"paths": ["nb.ipynb"], "perFileMaxChars": 150}))
+    assert "### cell 2" not in got.llm_content and not got.files[0].redactions
