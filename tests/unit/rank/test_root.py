@@ -281,10 +281,20 @@ def test_a_path_the_focus_names_ranks_first_and_says_so(tmp_path: Path) -> None:
         # as agents paste it: absolute, or a file: URI (the root's folders no words)
         f"fix {ws.root}/src/pkg/fixtures.py, pkg src helpers",
         f"fix <{Path(ws.root, 'src/pkg/fixtures.py').as_uri()}>; pkg src helpers",
+        f"fix file:{ws.root}/src/pkg/fixtures.py, pkg src helpers",
     ):
         got = ws.ranking.rank(every, focus, [])
         assert got.order[0] == "src/pkg/fixtures.py", focus
         assert got.why["src/pkg/fixtures.py"].startswith("named in the focus")
+    # a root whose name an URI escapes (a space, an accent: as as_uri and editors write it)
+    spaced = tmp_path / "sp ace" / "é dir"
+    write_tree(spaced, files)
+    other = _ws(spaced, tmp_path / "cache2")
+    uri = Path(other.root, "src/pkg/fixtures.py").as_uri()
+    assert "%20" in uri
+    got = other.ranking.rank(_all(other), f"see {uri} for the pkg helpers", [])
+    assert got.order[0] == "src/pkg/fixtures.py"
+    assert got.why["src/pkg/fixtures.py"].startswith("named in the focus")
     # a path the request does not match is never added
     got = ws.ranking.rank([p for p in every if "fixtures" not in p], "src/pkg/fixtures.py", [])
     assert "src/pkg/fixtures.py" not in got.order
