@@ -141,21 +141,10 @@ class _Resolver:
     def preset_outside(self, raw: str, key: str, rel: str | None = None) -> None:
         """Add ``raw`` as an ``outside-workspace`` error (it resolves out of the root);
         ``rel``: its path in the root (a link out of it), so that a glob matching the
-        same link later does not list it again. A link the index lists (a file of the
-        tree, which a glob matches too) is counted in ``summary.matched``, whichever
-        entry names it first; a path through a linked folder names no file of the tree."""
+        same link later does not list it again (counted in ``summary.matched`` as the
+        glob counts it: ``preset``)."""
         message = f"{raw} resolves outside the workspace {self.ws.root}"
-        listed = rel is not None and self.ws.index.contains(rel)
-        self.preset(
-            raw,
-            key,
-            Status.ERROR,
-            Code.OUTSIDE_WORKSPACE,
-            message,
-            rel=rel,
-            names_file=listed,
-            label=raw,
-        )
+        self.preset(raw, key, Status.ERROR, Code.OUTSIDE_WORKSPACE, message, rel=rel, label=raw)
 
     def preset(
         self,
@@ -171,8 +160,12 @@ class _Resolver:
     ) -> None:
         """Add an entry whose answer is already known (an error, no-match, ignored);
         ``names_file``: the entry is an existing file (denied, ignored), counted in
-        ``summary.matched``; ``label``: its path as shown (default: ``rel``'s, else
-        ``raw``)."""
+        ``summary.matched``, and so is any ``rel`` the index lists as a file (a symbolic
+        link whatever it leads to: out of the root, to a folder, nowhere), as a glob
+        that lists it counts it, whichever entry names it first; ``label``: its path as
+        shown (default: ``rel``'s, else ``raw``)."""
+        if not names_file and rel is not None and self.ws.index.is_dir(rel) is False:
+            names_file = True
         if label is None:
             label = self.label(rel) if rel is not None else raw
         result = FileResult(

@@ -277,3 +277,25 @@ def test_a_named_file_deeper_than_the_recursion_limit_is_read(
         sys.setrecursionlimit(old_limit)
     assert [(f.status, f.code) for f in r.files] == [("ok", None)]
     assert r.llm_content.endswith("f.txt ---\ndeep\n\n--- End of content ---")
+
+
+@pytest.mark.parametrize("first", ["glob", "named"])
+def test_a_link_is_counted_as_matched_whichever_entry_names_it(tmp_path: Path, first: str) -> None:
+    """Links the tree lists (to a folder inside, to nowhere, out of the root) are
+    files of the tree, as a glob lists them: each counts once in ``summary.matched``,
+    whether the glob or its own path names it first (PROTOCOL §4 "Counters")."""
+    root = tmp_path / "proj"
+    put_files(root, {"a.txt": "a\n", "d/z.txt": "z\n"})
+    put_files(tmp_path / "outside", {"o.txt": "secret\n"})
+    (root / "ind").symlink_to(root / "d", target_is_directory=True)
+    (root / "dang").symlink_to(tmp_path / "nowhere")
+    (root / "lo.txt").symlink_to(tmp_path / "outside" / "o.txt")
+    (root / "gone").symlink_to(root / "missing.txt")  # broken, inside
+    named = ["ind", "dang", "lo.txt", "gone"]
+    paths = ["*", *named] if first == "glob" else [*named, "*"]
+    r = ask(Workspace.open(str(root), Settings()), paths=paths)
+    s = r.summary
+    listed = {f.path: (f.status, f.code) for f in r.files}
+    assert listed["a.txt"] == ("ok", None) and len(r.files) == 6, listed  # d/z.txt too
+    assert s.matched == 6 and (s.read, s.errors) == (2, 4), s
+    assert "secret" not in r.llm_content
