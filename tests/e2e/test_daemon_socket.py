@@ -568,6 +568,48 @@ async def test_lsp_bridge_starts_the_daemon(
     )
 
 
+def _framed(*messages: dict[str, Any]) -> bytes:
+    out = b""
+    for m in messages:
+        body = json.dumps(m).encode()
+        out += b"Content-Length: %d\r\n\r\n" % len(body) + body
+    return out
+
+
+@pytest.mark.parametrize("ending", ["shutdown-exit", "exit", "end-of-input"])
+def test_lsp_bridge_exits_as_lsp_says(
+    daemons: Any, denv: dict[str, str], ws: Path, ending: str
+) -> None:
+    """``readmany lsp`` exits 0 after ``shutdown`` + ``exit`` and 1 without ``shutdown``
+    (LSP §"exit"), as ``serve --stdio`` does; it exited 0 whatever came. A big
+    ``didOpen`` before it is passed over, not parsed."""
+    big = "x = 1\n" * 20_000
+    head = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"processId": None, "rootUri": ws.as_uri(), "capabilities": {}}},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": (ws / "shutdown.py").as_uri(), "languageId": "python", "version": 1,
+            "text": big}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "readMany/read", "params": {"paths": ["a.txt"]}},
+    ]  # fmt: skip
+    tail = {
+        "shutdown-exit": [
+            {"jsonrpc": "2.0", "id": 3, "method": "shutdown"},
+            {"jsonrpc": "2.0", "method": "exit"},
+        ],
+        "exit": [{"jsonrpc": "2.0", "method": "exit"}],
+        "end-of-input": [],
+    }[ending]
+    env = {k: v for k, v in denv.items() if k != "READMANY_NO_DAEMON"}
+    run = subprocess.run(
+        [*PY, "lsp"], input=_framed(*head, *tail), env=env, capture_output=True, timeout=60
+    )
+    assert run.returncode == (0 if ending == "shutdown-exit" else 1), run.stderr
+    assert b'"id":2' in run.stdout.replace(b" ", b""), run.stdout[-400:]
+    cli(env, "stop")
+
+
 @pytest.mark.slow
 def test_memory_flat_over_100k_requests(daemons: Any, sock: Path, ws: Path) -> None:
     """100,000 requests and notifications over one connection, in batches of 1,000:
