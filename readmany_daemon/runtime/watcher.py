@@ -110,6 +110,9 @@ MAX_WARNINGS = 20
 #: Files written between the listing and the watches past which the clocks start afresh
 #: rather than each being reported changed (``Watcher._written_before_the_watches``).
 RESET_FILES = 50_000
+#: The lag of file times behind ``time.time_ns()`` on a file system with sub-second
+#: times (the kernel stamps files from a coarse clock, a tick of 1-10 ms behind).
+FINE_MARGIN_NS = 100_000_000
 
 # inotify(7) bits (linux/inotify.h); the same values as watchdog's InotifyConstants.
 _IN_MODIFY = 0x2
@@ -521,14 +524,28 @@ class Watcher:
         a folder's mtime shows created, deleted and renamed files (``verify``), not a
         write into one, nor ``os.replace`` onto one, and no event came, so a clock
         handed out before the watches were in would say nothing changed
-        (``changedSince``). As after lost events (``_rescan_locked``), every file
-        ``touched_since`` ``Index.opened_ns`` less ``RACY_NS`` is queued as changed (a
-        file written just before the listing too: reported once more, correct, only less
-        precise). Past ``RESET_FILES`` of them (a fresh checkout), the clocks start
-        afresh instead (``on_reset``: every older clock is then a fresh instance)."""
+        (``changedSince``). Every file whose ctime (which every write sets, and
+        nothing sets back) or mtime lies after ``Index.opened_ns`` less a margin is
+        queued as changed (one written just before the listing too: reported once
+        more, correct, only less precise). The margin covers the lag of the kernel's
+        coarse clock behind ``time.time_ns()``: ``FINE_MARGIN_NS`` where the file
+        system keeps sub-second times, else ``RACY_NS`` (whole seconds: FAT, some
+        network file systems). Past ``RESET_FILES`` of them (a fresh checkout), the
+        clocks start afresh instead (``on_reset``: every older clock is then a fresh
+        instance)."""
         with self.lock:
             files = self.index.files()
-        written = touched_since(self.index, self.index.opened_ns - RACY_NS, files, self._stopping)
+        stats: list[tuple[str, int]] = []
+        fine = False
+        for rel in files:
+            if self._stopping.is_set():
+                return
+            st = self.index.stat(rel)
+            if st is not None:
+                stats.append((rel, max(st.st_ctime_ns, st.st_mtime_ns)))
+                fine = fine or st.st_ctime_ns % 1_000_000_000 != 0
+        floor = self.index.opened_ns - (FINE_MARGIN_NS if fine else RACY_NS)
+        written = [(rel, CONTENT) for rel, when in stats if when >= floor]
         if len(written) > RESET_FILES:
             with self.lock:
                 if self._on_reset is not None:
@@ -739,19 +756,11 @@ class Watcher:
         self.state = "running"
 
 
-def touched_since(
-    index: Index,
-    floor_ns: int,
-    files: list[str] | None = None,
-    stopping: threading.Event | None = None,
-) -> list[tuple[str, int]]:
-    """``(rel, CONTENT)`` for every visible file of ``index`` (or of ``files``, its
-    list taken earlier) whose ctime or mtime (``time.time_ns()`` units) is ``floor_ns``
-    or later; cut short (what was found so far) once ``stopping`` is set."""
+def touched_since(index: Index, floor_ns: int) -> list[tuple[str, int]]:
+    """``(rel, CONTENT)`` for every visible file of ``index`` whose ctime or mtime
+    (``time.time_ns()`` units) is ``floor_ns`` or later."""
     hints: list[tuple[str, int]] = []
-    for rel in index.files() if files is None else files:
-        if stopping is not None and stopping.is_set():
-            break
+    for rel in index.files():
         st = index.stat(rel)
         if st is not None and max(st.st_ctime_ns, st.st_mtime_ns) >= floor_ns:
             hints.append((rel, CONTENT))
