@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import sys
 import time
 
@@ -19,8 +20,29 @@ class _RedactArgs(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.args and record.name.startswith("pygls"):
-            record.msg = f"{record.msg} [arguments redacted]"
+            # the format's own placeholders go with the arguments ("%s" left bare read
+            # as part of the message)
+            record.msg = _PLACEHOLDER.sub("…", str(record.msg)) + " [arguments redacted]"
             record.args = ()
+        return True
+
+
+#: A %-format placeholder (``%s``, ``%r``, ``%5.2f``…) of a log message.
+_PLACEHOLDER = re.compile(r"%[-#0 +]*(?:\d+|\*)?(?:\.\d+)?[sdrifxXeEgGc]")
+
+
+class _ClientFaults(logging.Filter):
+    """pygls logs at ERROR, with a traceback, the params it cannot structure
+    (``Unable to deserialize message``): a client's bad params, which are answered
+    -32602 naming the fields (``lsp/serve.py``), not a fault of this process. On
+    pygls' JSON-RPC logger (before any handler's level): such records become INFO, so
+    that stderr carries failures only (PROTOCOL §1)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if str(record.msg).startswith("Unable to deserialize") and "ClassValidationError" in str(
+            record.args
+        ):
+            record.levelno, record.levelname = logging.INFO, "INFO"
         return True
 
 
@@ -79,3 +101,6 @@ def configure_logging(level: str = "WARNING", log_file: str | None = None) -> No
     root.handlers[:] = [handler]
     root.setLevel(logging.getLevelNamesMapping().get(str(level).upper(), logging.WARNING))
     logging.getLogger("pygls").setLevel(logging.WARNING)
+    rpc = logging.getLogger("pygls.protocol.json_rpc")
+    if not any(isinstance(f, _ClientFaults) for f in rpc.filters):
+        rpc.addFilter(_ClientFaults())

@@ -118,7 +118,8 @@ class WatchTable:
         try:
             wd = self.fd.add_callback(os.fsencode(path), self._mask, self._callback, cid)
         except OSError as exc:
-            self._warn(f"cannot watch {path}: {exc.strerror}")
+            if exc.errno != errno.EBADF:  # EBADF: the instance closed (the watcher stops)
+                self._warn(f"cannot watch {path}: {exc.strerror}")
             return False
         if wd < 0:
             self.fd.remove_callbacks([(wd, cid)])
@@ -147,6 +148,8 @@ class WatchTable:
                     self._limit_hit()
                 elif exc.errno in (errno.ENOENT, errno.ENOTDIR):
                     self._queue_hints([(rel, FOLDER)])  # gone meanwhile: re-list
+                elif exc.errno == errno.EBADF:
+                    pass  # the instance closed (the watcher stops, or restarts): not a fault
                 elif exc.errno == errno.ENAMETOOLONG:
                     # past PATH_MAX: the walk could not list it either and warns so;
                     # stat-checked at each barrier, like a folder we may not read
