@@ -126,7 +126,32 @@ def test_client_log_redacts_pygls_arguments_and_falls_back_to_stderr_once_closed
     server = asyncio.run(main())
     assert len(server.sent) == 1 and "SECRET" not in server.sent[0][1]
     assert "[arguments redacted]" in server.sent[0][1]
+    assert "message … [arguments redacted]" in server.sent[0][1]  # no bare "%s"
     assert "readmany: readmany_daemon.x: after the end" in capsys.readouterr().err
+
+
+def test_a_clients_bad_params_logged_by_pygls_are_no_failure() -> None:
+    """pygls logs params it cannot structure at ERROR with a traceback; the client gets
+    -32602 for them, so the record is made INFO (the client's log, not stderr)."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    try:
+        logs.configure_logging("INFO")
+        keep = Keep()
+        root.addHandler(keep)
+        rpc = logging.getLogger("pygls.protocol.json_rpc")
+        rpc.error("Unable to deserialize message\n%s", "cattrs.errors.ClassValidationError: …")
+        rpc.error("Unable to deserialize message\n%s", "KeyError: 'x'")  # a fault of ours
+        assert [r.levelno for r in seen] == [logging.INFO, logging.ERROR]
+    finally:
+        root.handlers[:], level = saved
+        root.setLevel(level)
 
 
 def test_install_keeps_only_failures_on_stderr_and_uninstall_restores() -> None:
