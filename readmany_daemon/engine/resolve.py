@@ -98,6 +98,8 @@ class _Resolver:
         self.unseen: list[Expansion] = []  # expansions not yet in ``seen``
         self.entry_no = 0  # the request entry being resolved (its index in the request)
         self.visible: list[str] | None = None  # visible files, listed on a first not-found
+        #: ``(pattern, its line)`` of each pattern that matched nothing (``no_match_lines``)
+        self.no_match: list[tuple[str, str]] = []
 
     def label(self, rel: str) -> str:
         return self.ws.abspath(rel) if self.opts.absolute_paths else rel
@@ -354,7 +356,7 @@ class _Resolver:
         if not matches:
             message = f"{raw} matched no visible file" + _hidden_words(files, folders)
             self.preset(raw, raw, Status.SKIPPED, Code.NO_MATCH, message)
-            self.out.hints.append(f"[{message}.]")
+            self.no_match.append((raw, f"[{message}.]"))
             return
         self.add_matches(matches, raw.rsplit("/", 1)[-1].lower())
 
@@ -434,4 +436,44 @@ def resolve(ws: Workspace, opts: ResolveOptions) -> Resolved:
     for e in opts.entries:
         r.entry(e)
         r.entry_no += 1
+    r.out.hints.extend(no_match_lines(r.no_match))
     return r.out
+
+
+#: Patterns that matched nothing whose own line ``llmContent`` gives (each says which
+#: rules hid what and how to lift them); the others are named in one line after them.
+NO_MATCH_LINES = 3
+#: Characters of that one line's names (then ``and N more``), and of each own line.
+NO_MATCH_LINE_CHARS = 400
+
+
+def no_match_lines(found: list[tuple[str, str]]) -> list[str]:
+    """The ``llmContent`` lines of the patterns that matched nothing (``(pattern, its
+    line)`` in request order): the first :data:`NO_MATCH_LINES` lines, each cut to
+    :data:`NO_MATCH_LINE_CHARS`, then one line naming the others within as many
+    characters. So thousands of them take a few hundred characters, inside every
+    answer budget (each keeps its ``skipped`` entry, code ``no-match``, in ``files``)."""
+    lines = [_clipped(line) for _, line in found[:NO_MATCH_LINES]]
+    rest = [raw for raw, _ in found[NO_MATCH_LINES:]]
+    if rest:
+        names: list[str] = []
+        room = NO_MATCH_LINE_CHARS
+        for raw in rest:
+            room -= len(raw) + 2
+            if room < 0 and names:
+                break
+            names.append(_clipped(raw, NO_MATCH_LINE_CHARS // 2))
+        more = f", and {len(rest) - len(names)} more" if len(names) < len(rest) else ""
+        lines.append(
+            f"[{len(rest)} more pattern(s) matched no visible file: "
+            f"{', '.join(names)}{more} (each a skipped entry, code no-match, in files).]"
+        )
+    return lines
+
+
+def _clipped(text: str, limit: int = NO_MATCH_LINE_CHARS) -> str:
+    """``text`` cut in its middle to at most ``limit`` characters."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 1) // 2
+    return text[:half] + "…" + text[len(text) - (limit - 1 - half) :]

@@ -191,6 +191,26 @@ def test_explicit_gitignored_path_is_read_with_ignored_by(tmp_path: Path) -> Non
     assert "respectGitIgnore" in r.llm_content and r.summary.hidden == {"gitignore": 1}
 
 
+@pytest.mark.parametrize("limit", [{}, {"maxAnswerChars": 4000}, {"maxTotalTokens": 1000}])
+def test_thousands_of_patterns_that_match_nothing_stay_within_the_budget(
+    tmp_path: Path, limit: dict[str, int]
+) -> None:
+    """Each pattern that matched nothing had its own line, outside every budget: 3,000
+    of them made 157,912 characters (44,000 tokens) under maxAnswerChars 4,000. The
+    first three keep their line, the others are named in one, within a few hundred
+    characters; every one keeps its entry in ``files``."""
+    ws = tree(tmp_path, {"a.py": "a = 1\n", ".gitignore": "*.log\n", "x.log": "x\n"})
+    patterns = ["*.log", *(f"src/*.nomatch{n}" for n in range(3000))]
+    r = ask(ws, paths=[*patterns, "a.py"], **limit)
+    assert r.summary.no_match == 3001 and r.summary.read == 1
+    assert [f.code for f in r.files].count("no-match") == 3001
+    text = r.llm_content
+    assert len(text) < 2000, len(text)
+    assert "*.log matched no visible file; 1 file(s) hidden by gitignore" in text
+    assert "[2998 more pattern(s) matched no visible file: src/*.nomatch2, " in text
+    assert "more (each a skipped entry, code no-match, in files).]" in text
+
+
 def test_tool_ignore_file_hides_even_named(tmp_path: Path) -> None:
     ws = tree(tmp_path, {".readmanyignore": "secret/\n", "secret/s.txt": "S\n"})
     r = ask(ws, paths=["secret/s.txt"])
