@@ -5,7 +5,8 @@ makes the request's items of the changed files that exist now: the rules of any 
 hide what they hide (deny, ``.gitignore`` for untracked files, ignore files, default
 excludes, the request's ``exclude``: counted in ``summary.hidden``, never read); the
 request's ``paths``/``files``/``include``, when given, are resolved as in any read and
-narrow the changed files (an entry that names no changed file gives nothing). Without
+narrow the changed files (an entry that names no changed file gives nothing; one that
+names no file at all keeps its error or ``no-match`` entry, as in any read). Without
 entries the changed files are one expansion, in byte order of their paths.
 :func:`changes_result` is the result's ``changes``: the base's id, the visible files
 deleted and the renames (git's, ``git diff -M``).
@@ -14,12 +15,13 @@ deleted and the renames (git's, ``git diff -M``).
 from __future__ import annotations
 
 from collections import Counter
+from typing import Final
 
 from readmany_daemon.engine.items import Expansion, Item, Items, Resolved
 from readmany_daemon.engine.options import ChangesOptions, ResolveOptions
 from readmany_daemon.engine.resolve import resolve
 from readmany_daemon.engine.workspace import Workspace
-from readmany_daemon.errors import InvalidParams
+from readmany_daemon.errors import Code, InvalidParams
 from readmany_daemon.index.gitdiff import ChangeSet, NotAWorkTree, changes_since
 from readmany_daemon.rules.kinds import Filters
 from readmany_daemon.wire.messages import ChangesResult, Renamed
@@ -78,16 +80,39 @@ def resolve_changes(ws: Workspace, opts: ResolveOptions, changes: ChangeSet) -> 
     wanted = set(visible)
     every = resolve(ws, opts)
     items = Items(ws, opts.absolute_paths)
+    named_changed = False  # an entry named a changed file
     for segment, entry in zip(every.items.segments, every.items.entries, strict=True):
         if isinstance(segment, Item):
             if segment.rel is not None and segment.rel in changes.files:
                 items.append(segment, entry)  # a changed file, or one named and denied
+                named_changed = True
+            elif segment.result is not None and segment.result.code in _NAMES_NO_FILE:
+                items.append(segment, entry)  # a fault of the entry itself: never dropped
         else:
             kept = [m for m in segment.matches if m in wanted]
             if kept:
                 items.append(Expansion(kept, segment.tail), entry)
+                named_changed = True
     shown = [rel for rel in visible if rel in wanted]
-    return Resolved(items=items, hidden=hidden, hints=_hints(changes, shown if items else []))
+    # (``every.hints``: the lines of its patterns that matched nothing)
+    hints = [*every.hints, *_hints(changes, shown if named_changed else [])]
+    return Resolved(items=items, hidden=hidden, hints=hints)
+
+
+#: Codes of an entry that names no file of the tree at all (a path that does not exist,
+#: one out of the root, a bad pattern, one that matched nothing, a folder that cannot be
+#: listed): answered in a ``changes`` read too, as in any read, never silently dropped.
+_NAMES_NO_FILE: Final = frozenset(
+    {
+        Code.NOT_FOUND,
+        Code.OUTSIDE_WORKSPACE,
+        Code.NOT_A_FILE,
+        Code.INVALID_PATTERN,
+        Code.NO_MATCH,
+        Code.PERMISSION_DENIED,
+        Code.FS_ERROR,
+    }
+)
 
 
 def _hints(changes: ChangeSet, visible: list[str]) -> list[str]:

@@ -140,6 +140,28 @@ def test_entries_narrow_the_changed_files(repo: tuple[Path, str]) -> None:
     assert r.files == [] and "[No visible file changed since" in r.llm_content
 
 
+def test_an_entry_that_names_no_file_is_answered_not_dropped(repo: tuple[Path, str]) -> None:
+    """An entry naming no changed file gives nothing, but one naming no file at all (a
+    typo, a path out of the root, a pattern that matches nothing) was dropped without
+    a word in a ``changes`` read; it keeps its entry as in any read."""
+    root, _ = repo
+    write_tree(root, {"src/app.py": APP + "\n\nZ = 1\n"})
+    r = read(root, changes={}, paths=["src/**/*.py", "srx/app.py", "../out.py", "*.nomatch"])
+    got = [(f.path, f.status, f.code) for f in r.files]
+    assert got == [
+        ("src/app.py", "partial", None),
+        ("srx/app.py", "error", "not-found"),
+        ("../out.py", "error", "outside-workspace"),
+        ("*.nomatch", "skipped", "no-match"),
+    ], got
+    assert "*.nomatch matched no visible file" in r.llm_content
+    assert r.summary.no_match == 1 and r.summary.errors == 2
+    # alone, the changed files it could have named are still said to be none
+    r = read(root, changes={}, paths=["srx/app.py"])
+    assert [f.code for f in r.files] == ["not-found"]
+    assert "[No visible file changed since" in r.llm_content
+
+
 def test_a_binary_file_is_skipped_as_in_any_read(tmp_path: Path) -> None:
     committed_tree(tmp_path, {"b.bin": b"\x00\x01" * 50})
     write_tree(tmp_path, {"b.bin": b"\x00\x02" * 50})
