@@ -485,12 +485,16 @@ def _add_loaded(acc: Account, lo: LoadedItem, loads: Loads) -> None:
     if lo.attachment is not None:
         acc.attachments.append(lo.attachment)
     acc.attachments.extend(lo.attachments)
+    span_last = span_end(item)
     if res.status == Status.PARTIAL and res.next_column is not None and res.line_end is not None:
-        # A line cut short goes on inside that line (nextOffset would skip its rest).
-        request = continuation_request(res.path, res.line_end, res.next_column)
+        # A line cut short goes on inside that line (nextOffset would skip its rest),
+        # to the span's last line.
+        left = None
+        if span_last is not None and span_last >= res.line_end:
+            left = span_last - res.line_end + 1
+        request = continuation_request(res.path, res.line_end, res.next_column, left)
         acc.continuations.append((res.path, request))
     elif res.status == Status.PARTIAL and res.next_offset is not None:
-        span_last = span_end(item)
         left = None
         if span_last is not None and span_last >= res.next_offset:
             left = span_last - res.next_offset + 1  # the rest of a span, to its last line

@@ -128,6 +128,8 @@ def cut_notice(
         text += f", line {cut_line} cut short"
     if cut_line is not None and r.next_column is not None:
         text += f". Continue with offset={cut_line}, column={r.next_column}"
+        if last is not None and last >= cut_line:
+            text += f", limit={last - cut_line + 1}"
         if r.next_offset is not None:
             text += f" (offset={r.next_offset} skips its rest)"
     elif r.next_offset is not None:

@@ -140,6 +140,18 @@ def test_a_span_cut_by_the_char_cap_continues_to_its_last_line(ws: Workspace) ->
     assert (rest.status, rest.line_end) == ("ok", 14)
 
 
+def test_a_span_cut_inside_its_first_line_continues_to_its_last_line(ws: Workspace) -> None:
+    """Cut inside a line, the span went on with offset and column only: the
+    continuation read up to 200 lines past the symbol."""
+    r = ask(ws, {"path": "src/app.py", "symbol": "Config"}, perFileMaxChars=5)
+    f = r.files[0]
+    assert (f.status, f.line_start, f.line_end) == ("partial", 4, 4) and f.next_column
+    assert f"Continue with offset=4, column={f.next_column}, limit=11" in r.llm_content
+    assert f'"offset": 4, "column": {f.next_column}, "limit": 11' in r.llm_content
+    rest = ask(ws, {"path": "src/app.py", "offset": 4, "column": f.next_column, "limit": 11})
+    assert (rest.files[0].status, rest.files[0].line_end) == ("ok", 14)
+
+
 def test_a_warm_symbol_read_does_not_parse_again(ws: Workspace) -> None:
     """The spans come with the outline, kept by a hash of the text (no content cache
     here: the workspace's ``OutlineCache``)."""
