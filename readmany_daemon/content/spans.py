@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import unicodedata
 from collections.abc import Iterator
 from typing import Final
 
@@ -70,12 +71,16 @@ def _alias(name: str) -> str:
 
 
 def _aliases(path: str, s: Symbol) -> set[str]:
-    """The spellings ``path`` answers to (see the module)."""
+    """The spellings ``path`` answers to (see the module), in Unicode NFC; a name
+    holding ``::`` or ``#`` itself (C++'s out-of-line ``A::m``) answers with them as
+    ``.`` too, as the asked name does."""
+    path = unicodedata.normalize("NFC", path)
     parts = path.split(".") if s.kind != "heading" else [path]
     if s.kind != "heading" and s.name.startswith("("):  # Go: "(*T).M" is one name
         head, _, meth = s.name.rpartition(").")
         return {path, f"{_alias(head + ')')}.{meth}"}
-    return {path, ".".join(_alias(p) for p in parts)}
+    dotted = ".".join(_alias(p) for p in parts)
+    return {path, dotted, _SEPARATORS.sub(".", dotted)} if s.kind != "heading" else {path, dotted}
 
 
 def find_symbol(outline: Outline, name: str) -> Span | list[str]:
@@ -83,7 +88,8 @@ def find_symbol(outline: Outline, name: str) -> Span | list[str]:
     functions included (``Outer.inner``, as :func:`enclosing` names them; the others
     in ``Span.others``), or, when there is none, every path of the outline (a list, for
     the caller's did-you-mean: ``engine.suggest.closest_symbols``)."""
-    wanted = _SEPARATORS.sub(".", name.strip()) if not _is_heading(outline) else name.strip()
+    asked = unicodedata.normalize("NFC", name.strip())  # as typed: NFC or NFD alike
+    wanted = _SEPARATORS.sub(".", asked) if not _is_heading(outline) else asked
     hits: list[tuple[str, Symbol]] = []
     every: list[str] = []
     for path, s in paths(_all_symbols(outline)):

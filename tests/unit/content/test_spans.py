@@ -3,6 +3,8 @@ Rust, Java and Markdown (issue 26, items 1 and 2)."""
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 
 from readmany_daemon.content.outline import outline
@@ -107,6 +109,22 @@ def test_symbol_spans(text: str, path: str, name: str, want: tuple[int, int, str
 def test_markdown_headings_by_text_the_first_of_duplicates_with_the_others() -> None:
     got = find_symbol(outline(MD, "a.md"), "Sub")
     assert got == Span(7, 10, "Sub", ((11, 13),))
+
+
+def test_a_cpp_definition_out_of_its_class_is_found_with_its_declaration() -> None:
+    """``A::m`` defined after ``class A`` declares it: the outline names the definition
+    ``A::m`` (top level) and the declaration ``A.m``; every spelling found only the
+    declaration, with no word of the body."""
+    text = "class A {\n public:\n  void m();\n};\n\nvoid A::m() {\n  int body = 1;\n}\n"
+    for name in ("A::m", "A.m", "A#m"):
+        assert find_symbol(outline(text, "d.cpp"), name) == Span(3, 3, "A.m", ((6, 8),)), name
+
+
+def test_a_name_is_found_in_either_unicode_normal_form() -> None:
+    text = "class Ünïcode:\n    def naïve(self):\n        return 1\n"
+    nfd = unicodedata.normalize("NFD", "Ünïcode.naïve")
+    assert nfd != "Ünïcode.naïve"
+    assert find_symbol(outline(text, "u.py"), nfd) == Span(2, 3, "Ünïcode.naïve")
 
 
 def test_an_unknown_symbol_gives_the_outline_paths() -> None:
