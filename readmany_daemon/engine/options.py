@@ -263,6 +263,12 @@ def _changes_options(ws: Workspace, params: ReadManyParams) -> ChangesOptions | 
             f"invalid params: $.changes: the root is not in a git work tree ({exc})", "$.changes"
         ) from None
     except UnknownBase:
+        if params.changes.base is None:  # HEAD by default: a repository with no commit yet
+            raise InvalidParams(
+                "invalid params: $.changes: the repository has no commit yet (HEAD names "
+                "none); give changes.base, or commit first",
+                "$.changes",
+            ) from None
         raise InvalidParams(
             f"invalid params: $.changes.base: git knows no commit, branch or tag {asked!r}",
             "$.changes.base",

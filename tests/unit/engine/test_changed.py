@@ -181,6 +181,13 @@ def test_a_base_git_does_not_know_and_a_root_outside_git_are_invalid(
     with pytest.raises(InvalidParams) as err:
         read(plain, changes={})
     assert err.value.field == "$.changes"
+    # a repository with no commit yet: HEAD, the default, names none; base was not sent
+    empty = tmp_path_factory.mktemp("empty")
+    write_tree(empty, {"a.py": "x\n"})
+    run_git(empty, "init", "-q")
+    with pytest.raises(InvalidParams) as err:
+        read(empty, changes={})
+    assert err.value.field == "$.changes" and "no commit yet" in str(err.value)
 
 
 def test_per_file_caps_apply_to_what_it_shows(repo: tuple[Path, str]) -> None:
