@@ -411,16 +411,27 @@ def _predicates(data: bytes) -> QueryPredicate:
 
 
 def _tops(root: Node, data: bytes) -> tuple[tuple[int, int], ...]:
-    """The lines of each top-level syntax node under ``root`` (comments left out; a
-    Markdown ``section``'s own blocks in its place), in document order."""
+    """The lines of each top-level syntax node under ``root`` (comments left out; Rust's
+    ``#[…]`` attributes part of the item after them, as in its symbol; a Markdown
+    ``section``'s own blocks in its place), in document order."""
     out: list[tuple[int, int]] = []
     stack = list(reversed(root.named_children))
+    attributed: int | None = None  # the first line of the attributes before the next item
     while stack:
         node = stack.pop()
         if node.type == "section":
             stack.extend(reversed(node.named_children))
-        elif node.type != "comment" and node.end_byte > node.start_byte:
-            out.append((node.start_point[0] + 1, _line_end(node, data)))
+        elif node.type in _ATTRIBUTES:
+            if attributed is None:
+                attributed = node.start_point[0] + 1
+        elif (
+            node.type != "comment"
+            and node.type not in _COMMENTS
+            and node.end_byte > node.start_byte
+        ):
+            start = node.start_point[0] + 1 if attributed is None else attributed
+            out.append((start, _line_end(node, data)))
+            attributed = None
     return tuple(out)
 
 

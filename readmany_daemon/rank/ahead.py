@@ -61,7 +61,7 @@ from readmany_daemon.rank.searches import chunks
 __all__ = ["FORMAT", "AheadStore", "make_batch", "serve"]
 
 #: Bumped whenever what the tables hold changes meaning (the tables are made again).
-FORMAT: Final = 1
+FORMAT: Final = 2  # 2: no comment is a top-level node (Rust's, Java's line_comment)
 #: How long (seconds) the worker's writes wait for another writer of the file.
 WRITE_TIMEOUT: Final = 10.0
 

@@ -120,6 +120,21 @@ def test_a_cpp_definition_out_of_its_class_is_found_with_its_declaration() -> No
         assert find_symbol(outline(text, "d.cpp"), name) == Span(3, 3, "A.m", ((6, 8),)), name
 
 
+def test_enclosing_on_a_rust_doc_comment_is_the_item_after_it() -> None:
+    """Rust's comments are ``line_comment`` nodes, which counted as top-level nodes (a
+    doc comment's enclosing block was the comment line alone), and an item's
+    ``#[…]`` attributes were a node of their own (the block was the attribute)."""
+    text = (
+        "// header\n\n/// Doc one\n/// Doc two\n#[derive(Debug)]\nstruct P { x: i32 }\n\n"
+        "const N: i32 = 1;\n"
+    )
+    o = outline(text, "g.rs")
+    assert o.tops == ((5, 6), (8, 8))
+    assert enclosing(o, 3) == Span(5, 6)  # the doc comment: the item after it
+    assert enclosing(o, 1) == Span(5, 6)  # the header comment too
+    assert enclosing(o, 7) == Span(8, 8)
+
+
 def test_a_name_is_found_in_either_unicode_normal_form() -> None:
     text = "class Ünïcode:\n    def naïve(self):\n        return 1\n"
     nfd = unicodedata.normalize("NFD", "Ünïcode.naïve")
