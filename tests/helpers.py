@@ -17,6 +17,7 @@ private process environment. (Fixtures live in ``tests/conftest.py``.)
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -426,3 +427,13 @@ def outline_coverage(text: str, entries: Sequence[Any], first: int = 1) -> Cover
     last = max((e for _, _, e in rows), default=0)
     reaches = not defs or last >= max(end for _, _, end in defs)
     return Coverage(len(defs), named, covered, missed, reaches, last)
+
+
+def lsp_frames(*messages: Mapping[str, Any]) -> bytes:
+    """``messages`` (JSON-RPC objects) framed for LSP's base protocol, one after another:
+    ``Content-Length`` (bytes of the UTF-8 body), a blank line, the body."""
+    out = b""
+    for m in messages:
+        body = json.dumps(m).encode()
+        out += b"Content-Length: %d\r\n\r\n" % len(body) + body
+    return out

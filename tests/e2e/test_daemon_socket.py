@@ -32,7 +32,7 @@ from pygls.io_ import run_async
 
 from readmany_daemon.client import Client, ConnectionClosed, RpcError
 from tests.e2e.test_server_stdio import make_client
-from tests.helpers import write_tree
+from tests.helpers import lsp_frames, write_tree
 
 PY = [sys.executable, "-m", "readmany_daemon"]
 
@@ -568,14 +568,6 @@ async def test_lsp_bridge_starts_the_daemon(
     )
 
 
-def _framed(*messages: dict[str, Any]) -> bytes:
-    out = b""
-    for m in messages:
-        body = json.dumps(m).encode()
-        out += b"Content-Length: %d\r\n\r\n" % len(body) + body
-    return out
-
-
 @pytest.mark.parametrize("ending", ["shutdown-exit", "exit", "end-of-input"])
 def test_lsp_bridge_exits_as_lsp_says(
     daemons: Any, denv: dict[str, str], ws: Path, ending: str
@@ -603,7 +595,7 @@ def test_lsp_bridge_exits_as_lsp_says(
     }[ending]
     env = {k: v for k, v in denv.items() if k != "READMANY_NO_DAEMON"}
     run = subprocess.run(
-        [*PY, "lsp"], input=_framed(*head, *tail), env=env, capture_output=True, timeout=60
+        [*PY, "lsp"], input=lsp_frames(*head, *tail), env=env, capture_output=True, timeout=60
     )
     assert run.returncode == (0 if ending == "shutdown-exit" else 1), run.stderr
     assert b'"id":2' in run.stdout.replace(b" ", b""), run.stdout[-400:]

@@ -23,7 +23,6 @@ import socket
 import stat
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -38,7 +37,7 @@ from tests.e2e.daemon_helpers import (
     wait_for,
 )
 from tests.e2e.test_snapshot import saved_snapshot
-from tests.helpers import git, write_tree
+from tests.helpers import git, lsp_frames, write_tree
 
 daemon = fresh_daemon  # the fixture (tests/e2e/daemon_helpers.py)
 
@@ -168,13 +167,6 @@ def test_client_hanging_up_mid_answer_leaks_nothing(daemon: Daemon, tmp_path: Pa
                 got += chunk
             s.close()  # megabytes of answer still to come
 
-        def framed(*messages: dict[str, Any]) -> bytes:
-            out = b""
-            for m in messages:
-                body = json.dumps(m).encode()
-                out += b"Content-Length: %d\r\n\r\n" % len(body) + body
-            return out
-
         init = {
             "jsonrpc": "2.0",
             "id": 1,
@@ -185,10 +177,10 @@ def test_client_hanging_up_mid_answer_leaks_nothing(daemon: Daemon, tmp_path: Pa
         for _ in range(3):
             # initialize answer, then the big one: read until into the second answer
             hang_up_after(
-                framed(init, {"jsonrpc": "2.0", "method": "initialized", "params": {}}, big), 1
+                lsp_frames(init, {"jsonrpc": "2.0", "method": "initialized", "params": {}}, big), 1
             )
-            hang_up_after(framed(init, big), 20)
-        hang_up_after(framed(init), 0)  # gone before the big request
+            hang_up_after(lsp_frames(init, big), 20)
+        hang_up_after(lsp_frames(init), 0)  # gone before the big request
         hang_up_after(None, 0)  # gone in the middle of a message
 
         def settled() -> bool:
