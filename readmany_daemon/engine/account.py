@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from readmany_daemon.content import tokens
-from readmany_daemon.engine.budget import budget_cut, span_end, token_cut
+from readmany_daemon.engine.budget import budget_cut, span_rest, token_cut
 from readmany_daemon.engine.focus import FocusOrder, Laid
 from readmany_daemon.engine.items import Item, Items, LoadedItem, Piece, Resolved
 from readmany_daemon.engine.load import Loads
@@ -485,18 +485,13 @@ def _add_loaded(acc: Account, lo: LoadedItem, loads: Loads) -> None:
     if lo.attachment is not None:
         acc.attachments.append(lo.attachment)
     acc.attachments.extend(lo.attachments)
-    span_last = span_end(item)
     if res.status == Status.PARTIAL and res.next_column is not None and res.line_end is not None:
         # A line cut short goes on inside that line (nextOffset would skip its rest),
         # to the span's last line.
-        left = None
-        if span_last is not None and span_last >= res.line_end:
-            left = span_last - res.line_end + 1
-        request = continuation_request(res.path, res.line_end, res.next_column, left)
+        rest = span_rest(item, res.line_end)
+        request = continuation_request(res.path, res.line_end, res.next_column, rest)
         acc.continuations.append((res.path, request))
     elif res.status == Status.PARTIAL and res.next_offset is not None:
-        left = None
-        if span_last is not None and span_last >= res.next_offset:
-            left = span_last - res.next_offset + 1  # the rest of a span, to its last line
-        request = continuation_request(res.path, res.next_offset, limit=left)
+        rest = span_rest(item, res.next_offset)  # the rest of a span, to its last line
+        request = continuation_request(res.path, res.next_offset, limit=rest)
         acc.continuations.append((res.path, request))

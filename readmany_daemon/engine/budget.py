@@ -126,6 +126,13 @@ def span_end(item: Item) -> int | None:
     return (item.offset or 1) + item.limit - 1
 
 
+def span_rest(item: Item, line: int) -> int | None:
+    """The ``limit`` that reads ``item``'s span from 1-based ``line`` to its last line
+    (a continuation's), or None for an entry that is no span (or a line past it)."""
+    last = span_end(item)
+    return last - line + 1 if last is not None and last >= line else None
+
+
 def budget_cut(
     lo: LoadedItem,
     allowed: int,

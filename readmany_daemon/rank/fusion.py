@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import itertools
 import re
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Final
 
@@ -20,6 +21,7 @@ __all__ = [
     "path_words",
     "ranked_head",
     "weighted_sum",
+    "within_root",
 ]
 
 
@@ -123,3 +125,25 @@ def named_paths(focus: str, cand: Mapping[str, int]) -> list[str]:
         if path in cand:
             out.setdefault(path, None)
     return list(out)
+
+
+def within_root(focus: str, root: str) -> str:
+    """``focus`` with the root's own place cut from the paths it names in the root: an
+    absolute path (``/work/proj/src/a.py``) or a ``file:`` URI of one
+    (``file:///work/proj/src/a.py``, ``file:/…``, ``file://localhost/…``, its
+    percent-escapes decoded as RFC 8089 says) becomes the root-relative path
+    (``src/a.py``), so that it names its file as a relative path does and the root's
+    folders are no search words. ``root``: the root's absolute path, as the index knows
+    it."""
+    if "file:" in focus:
+        focus = _FILE_URI.sub(lambda m: urllib.parse.unquote(m.group(1)), focus)
+    prefix = root.rstrip("/") + "/"
+    if prefix not in focus:
+        return focus
+    # only where a path starts (not ``/x/a/b`` for the root ``/a``)
+    return re.sub(r"(?<![\w./@+%:-])" + re.escape(prefix), "", focus)
+
+
+#: A ``file:`` URI of a local path (RFC 8089: ``file:///p``, ``file:/p``,
+#: ``file://localhost/p``), up to a space, a quote or a bracket; group 1 its path.
+_FILE_URI: Final = re.compile(r"\bfile:(?://(?:localhost)?)?(/[^\s<>\"'`()\[\]{}]*)")

@@ -38,10 +38,8 @@ import heapq
 import itertools
 import logging
 import os
-import re
 import sqlite3
 import time
-import urllib.parse
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final, Literal
@@ -60,6 +58,7 @@ from readmany_daemon.rank.fusion import (
     path_words,
     ranked_head,
     weighted_sum,
+    within_root,
 )
 from readmany_daemon.rank.history import CommitHistory
 from readmany_daemon.rank.keeper import IndexKeeper, mark_of, read_text
@@ -116,28 +115,6 @@ WHY_FILES: Final = 500
 SIZED_FILES: Final = 300
 #: Sizes kept between calls while the index's clock stays (``RootRanking._sizes``).
 SIZES_KEPT: Final = 20_000
-
-
-def within_root(focus: str, root: str) -> str:
-    """``focus`` with the root's own place cut from the paths it names in the root: an
-    absolute path (``/work/proj/src/a.py``) or a ``file:`` URI of one
-    (``file:///work/proj/src/a.py``, ``file:/…``, ``file://localhost/…``, its
-    percent-escapes decoded as RFC 8089 says) becomes the root-relative path
-    (``src/a.py``), so that it names its file as a relative path does and the root's
-    folders are no search words. ``root``: the root's absolute path, as the index knows
-    it."""
-    if "file:" in focus:
-        focus = _FILE_URI.sub(lambda m: urllib.parse.unquote(m.group(1)), focus)
-    prefix = root.rstrip("/") + "/"
-    if prefix not in focus:
-        return focus
-    # only where a path starts (not ``/x/a/b`` for the root ``/a``)
-    return re.sub(r"(?<![\w./@+%:-])" + re.escape(prefix), "", focus)
-
-
-#: A ``file:`` URI of a local path (RFC 8089: ``file:///p``, ``file:/p``,
-#: ``file://localhost/p``), up to a space, a quote or a bracket; group 1 its path.
-_FILE_URI: Final = re.compile(r"\bfile:(?://(?:localhost)?)?(/[^\s<>\"'`()\[\]{}]*)")
 
 
 class RootRanking:
