@@ -90,7 +90,9 @@ class CommitHistory:
         #: Whether a table for a ``HEAD`` not searched before is in the making.
         self._making = False
 
-    def matches(self, key: Hashable, words: Sequence[str]) -> tuple[dict[str, float], bool]:
+    def matches(
+        self, key: Hashable, words: Sequence[str], wait: float | None = None
+    ) -> tuple[dict[str, float], bool]:
         """``({root-relative path: score}, pending)``, scores > 0, for ``words`` (lower
         case, the focus's search words). A score is the sum, over the ``MATCHED_COMMITS``
         commits whose messages match ``words`` best, of each commit's BM25 score divided
@@ -98,7 +100,8 @@ class CommitHistory:
         changed. ``pending``: a table for a new ``HEAD`` was in the making when the
         search ran (read at the same moment as the table searched).
         ``key`` (the index's clock): when it moves, git is asked whether ``HEAD`` moved
-        (and the table made again); waits at most ``wait``. Never raises."""
+        (and the table made again); waits at most ``wait`` (None: the instance's own).
+        Never raises."""
         with self._lock:
             running = self._running
             if key != self._key and running is None:
@@ -109,7 +112,7 @@ class CommitHistory:
                 )
                 running.start()
         if running is not None:
-            running.join(self.wait)
+            running.join(self.wait if wait is None else wait)
         with self._lock:
             table, making = self._table, self._making
             if table is None or not words:

@@ -76,13 +76,14 @@ class Recency:
         self._lock = threading.Lock()
         self._running: threading.Thread | None = None
 
-    def ages(self, key: Hashable) -> tuple[dict[str, int], bool]:
+    def ages(self, key: Hashable, wait: float | None = None) -> tuple[dict[str, int], bool]:
         """``({root-relative path: age}, pending)``: age 0 for a file changed in the
         working tree or git's index (untracked files included), ``n`` for one the
         ``n``-th last commit changed (1 = HEAD), up to ``RECENT_COMMITS``; empty outside
         git. ``pending``: git's first answer was still to come when these ages were
         read (the same moment: ``pending`` read later could miss that they lack it).
-        Asked again when ``key`` differs from the last call's; waits at most ``wait``."""
+        Asked again when ``key`` differs from the last call's; waits at most ``wait`` (None:
+        the instance's own)."""
         with self._lock:
             running = self._running
             if key != self._key and running is None:
@@ -92,7 +93,7 @@ class Recency:
                 )
                 running.start()
         if running is not None:
-            running.join(self.wait)
+            running.join(self.wait if wait is None else wait)
         with self._lock:
             return self._ages, self._first_to_come()
 

@@ -46,6 +46,8 @@ from typing import Final, Literal
 
 from readmany_daemon.content.outline import OutlineCache, Tags, tags
 from readmany_daemon.index.model import Index
+from readmany_daemon.rank import history as history_mod
+from readmany_daemon.rank import recency as recency_mod
 from readmany_daemon.rank.ahead import AheadStore
 from readmany_daemon.rank.ahead_pass import AheadPass
 from readmany_daemon.rank.api import SIGNALS, WHY_MAX_CHARS, Ranked
@@ -99,7 +101,8 @@ TAG_SECONDS: Final = 0.05
 #: for git's answers (recency, past commits) and makes the graph's tags: a ranking that
 #: completes within it is the daemon's, so a focused answer is the same bytes in process
 #: as through the daemon (PROTOCOL §4 "Stable order"); what is still missing then counts
-#: in ``pending_files``.
+#: in ``pending_files``. Only while the full-text index has nothing left to check for the
+#: call (else its ranking is incomplete anyway, as on a first call at 100,000 files).
 INPROCESS_SECONDS: Final = 2.0
 #: Best files so far (by content, names, recency) whose references are graphed.
 GRAPH_FILES: Final = 60
@@ -265,7 +268,10 @@ class RootRanking:
         # git's answers are asked again when the index's clock or git's own files move
         # (a commit writes under .git only)
         key = (index.clock, git_stamp(self._git_location()))
-        ages, git_pending = self.recency.ages(key)
+        # In process a call waits for the rest only when the full-text index is complete
+        # (else the ranking is incomplete anyway: a 100,000-file root, ``pending``).
+        brief = not self.background and pending > 0  # (None: each one's own wait)
+        ages, git_pending = self.recency.ages(key, recency_mod.WAIT_SECONDS if brief else None)
         ages = dict(ages)
         answered = self.recency.answered
         if isinstance(answered, tuple) and self._touched:  # git's answer holds those
@@ -277,7 +283,9 @@ class RootRanking:
             scores["recency"] = {p: 1.0 / (1 + a) for p, a in ages.items() if p in cand}
             signals.append("recency")
         if self.history is not None:
-            matched, making = self.history.matches(key, words)
+            matched, making = self.history.matches(
+                key, words, history_mod.WAIT_SECONDS if brief else None
+            )
             git_pending = git_pending or making
             past = {p: s for p, s in matched.items() if p in cand}
             if past:
@@ -290,7 +298,8 @@ class RootRanking:
         graphed = list(dict.fromkeys([*(a for a in anchors if a in cand), *in_focus, *first]))
         if len(graphed) < GRAPH_FILES:  # few scored yet: the request's first files too
             graphed = list(dict.fromkeys([*graphed, *candidates[:GRAPH_FILES]]))[:GRAPH_FILES]
-        file_tags, untagged = self._tags_of(graphed)
+        patient = not (self.background or brief)
+        file_tags, untagged = self._tags_of(graphed, INPROCESS_SECONDS if patient else TAG_SECONDS)
         pending += untagged
         if git_pending:  # (as the answers read above were: git may answer since)
             # git's first answers still to come: every file's recency part is
@@ -419,10 +428,9 @@ class RootRanking:
         head = ranked_head(fused, sizes, size_exponent, at)
         return head + list(itertools.filterfalse(fused.__contains__, candidates))
 
-    def _tags_of(self, paths: Sequence[str]) -> tuple[dict[str, Tags], int]:
+    def _tags_of(self, paths: Sequence[str], seconds: float) -> tuple[dict[str, Tags], int]:
         """``({path: tags}, untagged)``: the tags of ``paths`` (a file gone is left out),
-        made for at most ``TAG_SECONDS`` (in process ``INPROCESS_SECONDS``); ``untagged``
-        counts the files left for a later call."""
+        made for at most ``seconds``; ``untagged`` counts the files left for a later call."""
         out: dict[str, Tags] = {}
         untagged = 0
         marks: dict[str, str] = {}
@@ -433,7 +441,7 @@ class RootRanking:
                 continue
         missing = {rel: mark for rel, mark in marks.items() if (rel, mark) not in self._tags}
         stored = self._made.tags(missing) if self._made is not None and missing else {}
-        deadline = time.monotonic() + (TAG_SECONDS if self.background else INPROCESS_SECONDS)
+        deadline = time.monotonic() + seconds
         for rel, mark in marks.items():
             key = (rel, mark)
             got = self._tags.get(key)
