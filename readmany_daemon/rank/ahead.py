@@ -39,6 +39,7 @@ import stat
 import sys
 import threading
 import time
+import weakref
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Final
@@ -112,6 +113,9 @@ class AheadStore:
         except sqlite3.Error:
             self._db.close()
             raise
+        # a store dropped without ``close`` (an in-process answer's ranking) closes its
+        # connection when collected, not in SQLite's finalizer, which warns (3.13+)
+        weakref.finalize(self, self._db.close)
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

@@ -24,6 +24,7 @@ import logging
 import os
 import sqlite3
 import threading
+import weakref
 import zlib
 from collections.abc import Hashable, Sequence
 from typing import Final
@@ -70,6 +71,11 @@ def parse_log(out: bytes) -> list[tuple[str, list[str]]]:
     return commits
 
 
+def _close_held(held: list[sqlite3.Connection]) -> None:
+    for db in held:
+        db.close()
+
+
 class CommitHistory:
     """The searchable history of the git work tree holding ``root`` (absolute);
     ``wait``: how long (seconds) a call waits for the table (None: ``WAIT_SECONDS``, the
@@ -89,6 +95,11 @@ class CommitHistory:
         self._table: tuple[str, sqlite3.Connection, list[list[str]]] | None = None
         #: Whether a table for a ``HEAD`` not searched before is in the making.
         self._making = False
+        #: The table's connection, closed when this history is collected without
+        #: ``close`` (an in-process answer's ranking), not in SQLite's finalizer, which
+        #: warns (ResourceWarning, Python 3.13+).
+        self._held: list[sqlite3.Connection] = []
+        weakref.finalize(self, _close_held, self._held)
 
     def matches(
         self, key: Hashable, words: Sequence[str], wait: float | None = None
@@ -156,6 +167,7 @@ class CommitHistory:
         """Drop the table (a running refresh finishes on its own)."""
         with self._lock:
             table, self._table = self._table, None
+            self._held.clear()
         if table is not None:
             table[1].close()
 
@@ -169,6 +181,7 @@ class CommitHistory:
             old = self._table
             if made is not None:
                 self._table = made
+                self._held[:] = [made[1]]
             self._running = None
             self._making = False
         if made is not None and old is not None and old[1] is not made[1]:

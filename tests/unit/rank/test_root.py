@@ -4,6 +4,7 @@ engine (SQLite FTS5): each signal, the index kept current, in the cache folder o
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sqlite3
 import stat
@@ -298,3 +299,39 @@ def test_a_path_the_focus_names_ranks_first_and_says_so(tmp_path: Path) -> None:
     # a path the request does not match is never added
     got = ws.ranking.rank([p for p in every if "fixtures" not in p], "src/pkg/fixtures.py", [])
     assert "src/pkg/fixtures.py" not in got.order
+
+
+def test_a_ranking_dropped_without_close_closes_every_connection_it_opened(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an in-process answer drops its workspace unclosed: each SQLite connection (the
+    # full-text index, the outlines made ahead, the commits' table) is closed when its
+    # owner is collected, never left to SQLite's finalizer (ResourceWarning on 3.13+)
+    write_tree(repo, {"a.py": OTHER, "b.py": SCOPE})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "Fix the fixture scope")
+    first = _ws(repo, tmp_path / "cache")  # makes the ranking file the next one reads
+    first.ranking.rank(_all(first), "fixture scope", [])
+    first.ranking.close()
+    opened: list[sqlite3.Connection] = []
+    connect = sqlite3.connect
+
+    def recorded(*args: object, **kwargs: object) -> sqlite3.Connection:
+        db: sqlite3.Connection = connect(*args, **kwargs)  # type: ignore[call-overload]
+        if kwargs.get("check_same_thread") is False:  # the kept ones (others: `closing`)
+            opened.append(db)
+        return db
+
+    monkeypatch.setattr(sqlite3, "connect", recorded)
+    ws = _ws(repo, tmp_path / "cache")
+    ranking = ws.ranking
+    assert ranking._made is not None and ranking.history is not None
+    assert ranking.rank(_all(ws), "fixture scope", []).order[0] == "b.py"
+    ranking.history.settle(10)
+    kinds = {db.execute("PRAGMA database_list").fetchone()[2] == "" for db in opened}
+    assert kinds == {True, False}  # the commits' table in memory, the files on disk
+    del ws, ranking
+    gc.collect()
+    for db in opened:
+        with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+            db.execute("SELECT 1")
