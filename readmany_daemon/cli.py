@@ -25,7 +25,7 @@ from readmany_daemon.route import ask_daemon, autostart, cli_root, current_dir, 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~2 ms)
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
 EXIT_OK = 0
@@ -35,7 +35,9 @@ EXIT_NO_DAEMON = 3  # ``readmany status`` when no daemon runs (PROTOCOL §1)
 
 
 def _read_params(args: argparse.Namespace | ReadArgs) -> dict[str, Any]:
-    """ReadManyParams (canonical names) from ``--params`` overridden by flags."""
+    """ReadManyParams (canonical names) from ``--params`` and the flags: the list flags
+    (paths, ``--include``, ``--exclude``, ``--symbol``, ``--enclosing``) add to its
+    lists, every other flag overrides its member."""
     params: dict[str, Any] = {}
     if args.params:
         from readmany_daemon.wire.fold import fold_read_params
@@ -47,16 +49,17 @@ def _read_params(args: argparse.Namespace | ReadArgs) -> dict[str, Any]:
         params = fold_read_params(raw)
     if args.paths:
         params["paths"] = list(params.get("paths", [])) + list(args.paths)
-    picks = _picks(args.symbol, args.enclosing)
+    picks = _picks(args.symbol, args.enclosing, lambda: cli_root(args.root))
     if picks:
         params["files"] = list(params.get("files", [])) + picks
     if args.known is not None:
         params["known"] = _known_file(args.known)
     if args.changes is not None:
         params["changes"] = {"base": args.changes}
+    for name, more in (("include", args.include), ("exclude", args.exclude)):
+        if more:  # lists add to --params' (as paths and --symbol do)
+            params[name] = list(params.get(name, [])) + list(more)
     flags: dict[str, Any] = {
-        "include": args.include,
-        "exclude": args.exclude,
         "perFileMaxLines": args.per_file_max_lines,
         "perFileMaxChars": args.per_file_max_chars,
         "maxTotalFiles": args.max_total_files,
@@ -97,16 +100,35 @@ def _read_params(args: argparse.Namespace | ReadArgs) -> dict[str, Any]:
     return params
 
 
-def _picks(symbols: list[str] | None, lines: list[str] | None) -> list[dict[str, Any]]:
-    """The FileSpecs of ``--symbol PATH#NAME`` (split at the first ``#``) and
+def _split_symbol(value: str, root: Callable[[], str]) -> tuple[str, str]:
+    """``(PATH, NAME)`` of a ``--symbol`` value: split at the first ``#`` whose left side
+    names a file (``root()``: the folder a relative PATH is taken from, asked only when
+    the value holds several ``#``), else at the first ``#`` (a Markdown heading's name
+    holds ``#`` more often than a path does). ``("", "")`` when it holds none."""
+    cuts = [i for i, ch in enumerate(value) if ch == "#"]
+    if len(cuts) > 1:
+        try:
+            base = root()
+        except (OSError, ReadManyError):
+            base = ""  # no root: the request's own error names it
+        for i in cuts if base else ():
+            if i and os.path.isfile(os.path.join(base, value[:i])):
+                return value[:i], value[i + 1 :]
+    return (value[: cuts[0]], value[cuts[0] + 1 :]) if cuts else ("", "")
+
+
+def _picks(
+    symbols: list[str] | None, lines: list[str] | None, root: Callable[[], str]
+) -> list[dict[str, Any]]:
+    """The FileSpecs of ``--symbol PATH#NAME`` (:func:`_split_symbol`) and
     ``--enclosing PATH:LINE`` (split at the last ``:``), symbols first, each in the order
     given (issue 26). Raises ``InvalidParams`` naming the option for a value without its
     separator, or a LINE that is not a decimal number (one below 1 is the request's to
     refuse, naming ``$.files[i].enclosing``)."""
     out: list[dict[str, Any]] = []
     for value in symbols or ():
-        path, sep, name = value.partition("#")
-        if not sep or not path or not name:
+        path, name = _split_symbol(value, root)
+        if not path or not name:
             raise InvalidParams(
                 f"invalid params: --symbol {value!r}: expected PATH#NAME", "--symbol"
             )
