@@ -34,7 +34,7 @@ class Account:
     attachments: list[Attachment] = field(default_factory=list)
     continuations: list[tuple[str, str]] = field(default_factory=list)
     remaining: list[tuple[int, int]] = field(default_factory=list)
-    resume: dict[int, tuple[int, int | None, int | None]] = field(default_factory=dict)
+    resume: dict[int, tuple[int, int | None, int | None, str | None]] = field(default_factory=dict)
     omitted_labels: list[str] = field(default_factory=list)
     omitted_total: int = 0
     listed_expansion: int = 0
@@ -437,11 +437,11 @@ def _cut_partial(
         # page goes on in that line, at the column where this one stopped.
         acc.remaining.append((i, i + 1))
         left = (item.offset or 1) + item.limit - r.line_end if item.limit else None
-        acc.resume[i] = (r.line_end, left, r.next_column)
+        acc.resume[i] = (r.line_end, left, r.next_column, r.sha256)
     elif r.next_offset is not None:
         acc.remaining.append((i, i + 1))
         left = (item.offset or 1) + item.limit - r.next_offset if item.limit else None
-        acc.resume[i] = (r.next_offset, left, None)
+        acc.resume[i] = (r.next_offset, left, None, r.sha256)
     return lo
 
 

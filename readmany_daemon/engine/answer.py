@@ -14,6 +14,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
+import msgspec
+
 from readmany_daemon.content import tokens
 from readmany_daemon.engine import focus, order, paging, refit
 from readmany_daemon.engine.account import Account, account
@@ -33,6 +35,7 @@ from readmany_daemon.engine.pack import (
     TokenBudget,
     choose_plan,
 )
+from readmany_daemon.engine.receipts import disk_sha256
 from readmany_daemon.engine.render import frame_chars, render_counted, return_display
 from readmany_daemon.engine.resolve import resolve
 from readmany_daemon.engine.workspace import Workspace
@@ -84,6 +87,9 @@ def answer_parts(
         resolved = resolve_changes(ws, opts.resolve, changes)
     changed = changes_result(ws, opts.resolve, changes) if changes is not None else None
     items = resolved.items
+    cont, restart = paging.restarted(items, cont, lambda rel: disk_sha256(ws, rel, overlay=True))
+    if restart is not None:  # every later step goes on from the file's start
+        page = msgspec.structs.replace(page, continuation=cont)
     positions = paging.positions(items, cont)
     prefix = paging.crowded_prefix(page, items, positions, cont)
     focused: focus.FocusOrder | None = None
@@ -196,7 +202,10 @@ def answer_parts(
                     stand_in,
                     room,
                     focused is not None,
-                    paging.stuck_note(items, acc) if stuck else None,
+                    [
+                        *([restart] if restart else ()),
+                        *([paging.stuck_note(items, acc)] if stuck else ()),
+                    ],
                 ),
                 stand_in,
                 cursor,
@@ -372,7 +381,7 @@ def _assemble(
     next_cursor: str | None,
     room: int | None = None,
     ranked: bool = False,
-    stuck_note: str | None = None,
+    notes: Sequence[str] = (),
 ) -> tuple[ReadManyResult, list[str]]:
     """The result and the ``llmContent`` parts, every label made wire-safe. A cursor
     comes whenever files were omitted; a budget-cut file alone continues by offset.
@@ -393,7 +402,7 @@ def _assemble(
     notices = Notices(
         continuations=acc.continuations,
         cursor=next_cursor,
-        hints=[*resolved.hints, stuck_note] if stuck_note else resolved.hints,
+        hints=[*resolved.hints, *notes],
         unlisted_omitted=acc.unlisted_omitted,
         unlisted_skipped=acc.unlisted_skipped,
         unlisted_omitted_names=acc.unlisted_omitted_names,

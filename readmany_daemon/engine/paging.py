@@ -17,7 +17,7 @@ import itertools
 import math
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
 import msgspec
@@ -62,6 +62,33 @@ def positions(items: Items, continuation: Continuation | None) -> Flat:
             # inside the line it cut when that line alone was longer than the page.
             items.replace(cut, offset=at.resume[1], limit=at.resume[2], column=at.resume_column)
     return Flat([r for r in ranges if r[0] < r[1]])
+
+
+def restarted(
+    items: Items, continuation: Continuation | None, current: Callable[[str], str | None]
+) -> tuple[Continuation | None, str | None]:
+    """``continuation`` without its ``resume`` when the file it resumes changed since
+    the page that cut it (``current(rel)``, the ``sha256`` of that file now, differs from
+    the one the cursor holds), and the notice that says so; else ``(continuation,
+    None)``. Going on by line number in a changed file would repeat or skip lines: it
+    is read again from the start of what was asked (PROTOCOL §4 "Cursors"). A file with
+    no ``sha256`` then (over ``maxFileBytes``) or now (deleted, unreadable: its own
+    entry says why) goes on as the cursor says."""
+    at = continuation.position if continuation is not None else None
+    if at is None or at.resume is None or at.resume_sha256 is None:
+        return continuation, None
+    cut = items.find(at.resume[0])
+    rel = items.rel(cut) if cut is not None else None
+    now = current(rel) if rel is not None else None
+    if cut is None or now is None or now[:16] == at.resume_sha256:
+        return continuation, None
+    assert continuation is not None
+    position = msgspec.structs.replace(at, resume=None, resume_column=None, resume_sha256=None)
+    note = (
+        f"[{items.label(cut)} changed after the page before cut it: read again from its"
+        f" start, not from line {at.resume[1]}.]"
+    )
+    return msgspec.structs.replace(continuation, position=position), note
 
 
 def crowded_prefix(
@@ -290,15 +317,17 @@ def _position(
         kept = list(before.beyond)
     beyond.update(kept)
     resume = None
-    resume_column = None
-    for i, (offset, limit, column) in acc.resume.items():
+    resume_column = resume_sha256 = None
+    for i, (offset, limit, column, sha256) in acc.resume.items():
         resume, resume_column = (items.key(i), offset, limit), column
+        resume_sha256 = sha256[:16] if sha256 else None
     if resume is None and before.resume is not None:
         # Nothing of the file this page was to resume was delivered: the next page
         # resumes it where this one was to, not from its first line.
         at = items.find(before.resume[0])
         if at is not None and any(a <= at < b for a, b in remaining):
             resume, resume_column = before.resume, before.resume_column
+            resume_sha256 = before.resume_sha256
     region = _region(items, first, [*extra, *found(items, kept)])
     count, total = _fingerprint(items, region)
     outlined = before.outlined
@@ -311,6 +340,7 @@ def _position(
         beyond=sorted(beyond, key=key_order),
         resume=resume,
         resume_column=resume_column if resume is not None else None,
+        resume_sha256=resume_sha256 if resume is not None else None,
         count=count,
         total=total,
         since=since,
@@ -391,6 +421,9 @@ def overflow(
             resume_column=None
             if position.resume is not None and position.resume[0] in gone
             else position.resume_column,
+            resume_sha256=None
+            if position.resume is not None and position.resume[0] in gone
+            else position.resume_sha256,
         )
         return len(_token(page, trial, True)) <= MAX_CURSOR_CHARS
 

@@ -37,7 +37,7 @@ from readmany_daemon.engine.redact import redact_cached
 from readmany_daemon.engine.workspace import Workspace
 from readmany_daemon.errors import Status
 
-__all__ = ["Receipts", "text_sha256"]
+__all__ = ["Receipts", "disk_sha256", "text_sha256"]
 
 #: Open-buffer texts whose hash is remembered (by identity: a buffer's text object lives
 #: until the buffer changes).
@@ -115,20 +115,28 @@ class Receipts:
         return bool(redact_cached(text, self._ws.cache).lines)
 
     def _disk_sha256(self, rel: str) -> str | None:
-        """SHA-256 of the file's bytes on disk now (a stat-validated cache entry, else a
-        confined read), or None when it cannot be read whole."""
-        ws = self._ws
-        real = os.path.realpath(ws.abspath(rel))
-        if ws.relpath(real) is None:
-            return None
-        try:
-            st = os.stat(real)
-        except OSError:
-            return None
-        if ws.cache is not None:
-            hit = ws.cache.get(real, st)
-            if hit is not None:
-                return hit.sha256
-        read = reader.ReadOptions(max_file_bytes=ws.settings.max_file_bytes, want_full=True)
-        got = reader.read_file(real, read, beneath=ws.root)
-        return got.sha256
+        return disk_sha256(self._ws, rel)
+
+
+def disk_sha256(ws: Workspace, rel: str, overlay: bool = False) -> str | None:
+    """SHA-256 (hex) of root-relative file ``rel``'s bytes on disk now (a stat-validated
+    cache entry, else a confined read), or of its open buffer's UTF-8 when ``overlay``
+    and one is open (as a read's ``sha256`` is); None when it cannot be read whole (over
+    ``maxFileBytes``, gone, out of the root)."""
+    real = os.path.realpath(ws.abspath(rel))
+    if ws.relpath(real) is None:
+        return None
+    buffer = ws.overlay(real) if overlay and ws.overlay is not None else None
+    if buffer is not None:
+        return text_sha256(buffer.text, ws.settings.max_file_bytes)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None
+    if ws.cache is not None:
+        hit = ws.cache.get(real, st)
+        if hit is not None:
+            return hit.sha256
+    read = reader.ReadOptions(max_file_bytes=ws.settings.max_file_bytes, want_full=True)
+    got = reader.read_file(real, read, beneath=ws.root)
+    return got.sha256

@@ -82,7 +82,10 @@ class Position(msgspec.Struct, frozen=True, kw_only=True):
     ``beyond``: keys after ``after`` delivered too (a smallest-first page), sorted.
     ``resume``: ``(key, offset, limit)`` of the file the budget cut, to go on with;
     ``resume_column``: the 1-based character of line ``offset`` it goes on at, when the
-    cut fell inside that line (a first line longer than the page held), else None.
+    cut fell inside that line (a first line longer than the page held), else None;
+    ``resume_sha256``: the first 16 hex digits of that file's ``sha256`` when the page
+    cut it (None: it had none, over ``maxFileBytes``): changed, it is read again from
+    its start (``paging.restarted``).
     ``count``/``total``: how many files the delivered part (keys up to ``after`` and
     ``beyond``) held when the page was built, and the sum of their ``key_hash``es
     modulo 2**64. ``since``: the time (ns since the epoch) just before that page looked
@@ -94,6 +97,7 @@ class Position(msgspec.Struct, frozen=True, kw_only=True):
     beyond: list[Key] = msgspec.field(default_factory=list)
     resume: tuple[Key, int, int | None] | None = None
     resume_column: int | None = None
+    resume_sha256: str | None = None
     count: int = 0
     total: int = 0
     since: int = 0
@@ -257,7 +261,13 @@ def encode_position(stamp: CursorStamp, position: Position, *, carry: bool = Fal
         _pack_keys(p.beyond),
         (
             [p.resume[0][0], p.resume[0][1], p.resume[1], p.resume[2]]
-            + ([p.resume_column] if p.resume_column is not None else [])
+            + (
+                [p.resume_column, p.resume_sha256]
+                if p.resume_sha256 is not None
+                else [p.resume_column]
+                if p.resume_column is not None
+                else []
+            )
             if p.resume
             else None
         ),
@@ -316,7 +326,8 @@ def decode_cursor(token: str) -> Continuation:
                 "after": after,
                 "beyond": _unpack_keys(beyond),
                 "resume": [[resume[0], resume[1]], resume[2], resume[3]] if resume else None,
-                "resume_column": resume[4] if resume and len(resume) == 5 else None,
+                "resume_column": resume[4] if resume and len(resume) >= 5 else None,
+                "resume_sha256": resume[5] if resume and len(resume) == 6 else None,
                 "count": count,
                 "total": total,
                 "since": since,

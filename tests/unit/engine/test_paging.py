@@ -213,6 +213,44 @@ def test_a_budget_cut_file_resumes_by_key_after_files_before_it_changed(tmp_path
     assert got == ["b.txt", "c.txt"]
 
 
+@pytest.mark.parametrize("edit", ["insert above", "delete above", "same size"])
+def test_a_cut_file_changed_between_pages_is_read_again_from_its_start(
+    tmp_path: Path, edit: str
+) -> None:
+    # going on by line number in a changed file repeats or skips lines: the next page
+    # reads it again from its start and says why (an unchanged one goes on: above)
+    b = "".join(f"b{i:02}\n" for i in range(100))
+    write_tree(tmp_path, {"a.txt": "a\n", "b.txt": b, "c.txt": "c\n"})
+    settle()
+    r = ask(tmp_path, paths=["*.txt"], maxTotalChars=60, packing="request-order")
+    cut = r.files[1]
+    assert (cut.path, cut.status) == ("b.txt", "partial") and cut.next_offset
+    changed = {
+        "insert above": "new0\nnew1\n" + b,
+        "delete above": b.split("\n", 3)[3],
+        "same size": b.replace("b01", "B01"),
+    }[edit]
+    write_tree(tmp_path, {"b.txt": changed})
+    assert r.next_cursor
+    r2 = ask(tmp_path, cursor=r.next_cursor)
+    assert (r2.files[0].path, r2.files[0].line_start) == ("b.txt", 1)
+    assert (
+        f"[b.txt changed after the page before cut it: read again from its start, not from"
+        f" line {cut.next_offset}.]" in r2.llm_content
+    )
+    pages = [r2]
+    while pages[-1].next_cursor:
+        pages.append(ask(tmp_path, cursor=pages[-1].next_cursor))
+    assert delivered(pages) == ["b.txt", "c.txt"]
+    shown = "".join(
+        line + "\n"
+        for p in pages
+        for line in p.llm_content.splitlines()
+        if line.startswith(("b", "B", "new"))
+    )
+    assert shown == changed  # the whole new text, each line once
+
+
 def test_cursor_under_another_root_is_invalid_params_naming_cursor(tmp_path: Path) -> None:
     one, two = tmp_path / "one", tmp_path / "two"
     py_tree(one)

@@ -105,6 +105,13 @@ def test_round_trip_of_a_resume_with_a_limit_and_no_position_yet() -> None:
     assert got.position == Position(after=None, resume=((0, ""), 201, 50))
 
 
+@pytest.mark.parametrize("column", [None, 7])
+def test_round_trip_of_a_resume_with_the_cut_files_hash(column: int | None) -> None:
+    params = decode_read_params({"paths": ["src/**"]})
+    at = Position(resume=((0, "a.py"), 201, None), resume_column=column, resume_sha256="0" * 16)
+    assert decode_cursor(encode_cursor(params, ROOT, at)).position == at
+
+
 def test_token_is_ascii_base64url_without_padding() -> None:
     params = decode_read_params(
         {"paths": ["café/naïve.txt", "日本/*.md", "x\udcff.bin"], "root": "проект"}
