@@ -170,6 +170,54 @@ def _fit_files(text: str, structure: dict[str, Any], ceiling: int) -> None:
     structure["filesLeftOut"] = high
 
 
+#: Room kept under the ceiling when a first page is asked again smaller (``refit``).
+REFIT_ROOM = 500
+#: The smallest ``maxTotalTokens`` ``refit`` asks for.
+REFIT_MIN_TOKENS = 1000
+
+
+def result_tokens(content: list[dict[str, Any]], structure: Mapping[str, Any]) -> int:
+    """The whole ``CallToolResult``'s o200k tokens, as JSON (what the ceiling bounds)."""
+    whole = {"content": content, "structuredContent": structure, "isError": False}
+    return count_tokens(_compact(whole))
+
+
+def refit(
+    params: Mapping[str, Any],
+    answer: Mapping[str, Any],
+    content: list[dict[str, Any]],
+    structure: Mapping[str, Any],
+    ceiling: int,
+) -> dict[str, Any] | None:
+    """Smaller budgets for a first page whose whole result (``content`` and
+    ``structure``, made of ``answer`` to ``params``) passes ``ceiling`` tokens as JSON,
+    or None when it fits (or cannot shrink). The text's tokens are counted raw by the
+    budgets, but JSON escapes (``\\n``, ``\\"``, ``\\\\``) make them more on the wire: the
+    new ``maxTotalTokens`` (and ``maxAnswerChars``, in proportion) is the text's
+    ``estimatedTokens`` scaled by what the escaped text and the structure leave of the
+    ceiling, less ``REFIT_ROOM``."""
+    whole = result_tokens(content, structure)
+    if whole <= ceiling:
+        return None
+    text_tokens = int((answer.get("summary") or {}).get("estimatedTokens") or 0)
+    rest = count_tokens(_compact(structure)) + count_tokens(_compact(content[1:]))
+    on_wire = whole - rest  # the text block as JSON
+    if text_tokens <= REFIT_MIN_TOKENS or on_wire <= 0:
+        return None
+    room = ceiling - rest - REFIT_ROOM
+    want = max(REFIT_MIN_TOKENS, math.floor(text_tokens * room / on_wire))
+    budget = params.get("maxTotalTokens")
+    if isinstance(budget, int):
+        want = min(want, budget - 1)
+    if want < REFIT_MIN_TOKENS:
+        return None
+    out = {**params, "maxTotalTokens": want}
+    chars = params.get("maxAnswerChars")
+    if isinstance(chars, int):
+        out["maxAnswerChars"] = max(1, math.floor(chars * want / text_tokens))
+    return out
+
+
 def with_text(text: str, structure: Mapping[str, Any]) -> dict[str, Any]:
     """``structure`` with ``text`` as its first member, ``llmContent``
     (``mcpStructuredText``)."""

@@ -33,7 +33,7 @@ from readmany_daemon import roots as roots_
 from readmany_daemon.errors import InvalidParams, ReadManyError
 from readmany_daemon.mcp.backend import DaemonBackend
 from readmany_daemon.mcp.local import LocalBackend
-from readmany_daemon.mcp.result import read_result, result_ceiling, with_text
+from readmany_daemon.mcp.result import read_result, refit, result_ceiling, with_text
 from readmany_daemon.mcp.schema import (
     CHANGED_TOOL,
     DEFAULT_LIST_LIMIT,
@@ -58,6 +58,11 @@ from readmany_daemon.wire.fold import fold_read_params
 from readmany_daemon.wire.messages import CHANGED_SINCE, FILES, READ, ReadManyParams
 
 log = logging.getLogger("readmany.mcp")
+
+#: How many times a first page whose whole result passes the ceiling is asked again
+#: with smaller budgets (``mcp.result.refit``; each time closer, from what the last
+#: one measured).
+REFITS = 3
 
 # -------------------------------------------------------------------------------- roots
 
@@ -298,8 +303,19 @@ class ReadManyMcp:
             params = {**args, "root": root}
             began = time.time_ns()
             answer, link = await anyio.to_thread.run_sync(backend.ask, READ, params, root, req)
-            answer = self.with_stale(answer, root, req.params, began, link)
             ceiling = result_ceiling(req.params.max_total_tokens)
+            for _ in range(REFITS if req.continuation is None else 0):
+                # the text as JSON (escapes) and the structure passed the ceiling: a
+                # first page is asked again smaller (its cursor keeps those budgets)
+                content, structure = await anyio.to_thread.run_sync(
+                    read_result, answer, root, ceiling
+                )
+                smaller = refit(params, answer, content, structure, ceiling)
+                if smaller is None:
+                    break
+                params, req = smaller, decode_read_request(smaller)
+                answer, link = await anyio.to_thread.run_sync(backend.ask, READ, params, root, req)
+            answer = self.with_stale(answer, root, req.params, began, link)
             with_llm = self.settings.mcp_structured_text
             return await anyio.to_thread.run_sync(read_result, answer, root, ceiling, with_llm)
         if name == FILES_TOOL:

@@ -351,6 +351,35 @@ async def test_the_default_answer_fits_the_clients(env: dict[str, str], tree: Pa
         assert len(text(more)) > 50000
 
 
+async def test_text_whose_json_escapes_weigh_is_asked_again_smaller(
+    env: dict[str, str], tree: Path
+) -> None:
+    """The budgets count the text's tokens; as JSON each quote, backslash and newline is
+    escaped and costs more: a first page whose whole result passes 25,000 tokens is
+    asked again with smaller budgets, its cursor keeps them, and nothing is lost."""
+    quotes = '"""\\"\n' * 6000  # lines of `"""\"`: each character escaped on the wire
+    write_tree(tree, {"esc.txt": quotes, "lib/a.py": _code(1)})
+    async with mcp_session(env, "--root", str(tree)) as session:
+        r = await read(session, paths=["esc.txt"], preferFullRead=True)
+        assert tokens.count(text(r)) <= 20000
+        assert _tokens(r) <= 25000
+        f = r["structuredContent"]["files"][0]
+        assert (f["path"], f["status"]) == ("esc.txt", "partial")
+        shown, pages = f["lineEnd"], 1
+        while r["structuredContent"].get("nextCursor") or f["status"] == "partial":
+            nxt = f.get("nextOffset")
+            if r["structuredContent"].get("nextCursor"):
+                r = await read(session, cursor=r["structuredContent"]["nextCursor"])
+            else:
+                r = await read(session, files=[{"path": "esc.txt", "offset": nxt}])
+            assert _tokens(r) <= 25000
+            f = r["structuredContent"]["files"][0]
+            assert f["lineStart"] == shown + 1
+            shown, pages = f["lineEnd"], pages + 1
+            assert pages < 20
+        assert shown == 6000
+
+
 async def test_the_whole_text_fits_when_names_and_notices_weigh(
     env: dict[str, str], tree: Path
 ) -> None:
