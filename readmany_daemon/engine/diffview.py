@@ -41,6 +41,7 @@ from readmany_daemon.engine.options import LoadOptions
 from readmany_daemon.engine.outlines import MAX_OUTLINE_CHARS, wire_symbols
 from readmany_daemon.engine.render import content_form
 from readmany_daemon.errors import Code, Status
+from readmany_daemon.index.gitdiff import FileChange
 from readmany_daemon.wire.messages import FileResult
 
 #: Lines of context either side of a hunk that is not widened (git's default, ``-U3``).
@@ -55,6 +56,20 @@ OUTLINE_SHARE: Final = 25
 MIN_OUTLINE_CHARS: Final = 300
 
 Span = tuple[int, int]
+
+
+#: A hunk's line count that reaches any file's end: the whole file as changed.
+WHOLE_FILE: Final = 2**31
+
+
+def text_hunks(change: FileChange, encoding: str | None) -> Sequence[tuple[int, int]]:
+    """``change``'s hunks in the lines of its text as read in ``encoding`` (None: an
+    open buffer's): git's own, except for hunks ``git diff --text`` counted at each
+    ``0x0A`` byte (``FileChange.bytewise``) in text where such a byte may be no newline
+    (UTF-16, UTF-32) or that is not the file git compared (a buffer): then the whole
+    file, as one change."""
+    wide = encoding is None or encoding.startswith(("utf-16", "utf-32"))
+    return ((1, WHOLE_FILE),) if change.bytewise and wide else change.hunks
 
 
 def change_spans(

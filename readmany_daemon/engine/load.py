@@ -21,7 +21,7 @@ from readmany_daemon.content.cache import ContentCache
 from readmany_daemon.content.outline import Outline
 from readmany_daemon.engine import notebook
 from readmany_daemon.engine.budget import finish, kept_tokens, token_cut, tokens_of
-from readmany_daemon.engine.diffview import changed_view
+from readmany_daemon.engine.diffview import changed_view, text_hunks
 from readmany_daemon.engine.items import Item, Items, LoadedItem
 from readmany_daemon.engine.options import LoadOptions
 from readmany_daemon.engine.outlines import outline_of
@@ -259,7 +259,7 @@ def load(
     if change is not None and _shows_change(item, change[1], got):
         # The outline of the text as read (kept with the cache entry's own text).
         outline = outline_of(ws, as_read, item.label)
-        hunks = change[1].hunks
+        hunks = text_hunks(change[1], got.loaded.encoding if got.loaded else None)
         return changed_view(item, base, got.text, as_read, outline, hunks, opts, change[0])
     if item.cells is not None or _raw_notebook(item):
         done = _notebook(item, base, got, opts)

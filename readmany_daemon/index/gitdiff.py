@@ -45,10 +45,15 @@ class FileChange(msgspec.Struct, frozen=True):
     """One changed file (root-relative path in :attr:`ChangeSet.files`): ``new`` for a
     file the base does not hold (added, copied or untracked: read whole), else its
     ``hunks`` against the base, ``(start, count)`` of the new side each, in line order
-    (none for a file renamed unchanged, a mode change or a binary file)."""
+    (none for a file renamed unchanged or a mode change). ``bytewise``: the hunks come
+    from ``git diff --text`` for a file git's diff takes for binary (a ``-diff`` or
+    ``binary`` attribute, UTF-16 text): git counts its lines at each ``0x0A`` byte,
+    which are the text's lines only in an encoding where that byte is always a newline
+    (not UTF-16 or UTF-32: the reader then shows the whole file as changed)."""
 
     new: bool
     hunks: tuple[tuple[int, int], ...] = ()
+    bytewise: bool = False
 
 
 class ChangeSet(msgspec.Struct, frozen=True):
@@ -142,8 +147,12 @@ def changes_since(root: str, base: str) -> ChangeSet:
             files[b] = False
             hunks[b] = moved_hunks.get(b, [])
         untracked = [p for p in untracked if p not in files]
+    quiet = [p for p, new in files.items() if not new and not hunks.get(p)]
+    bytewise = _text_hunks(root, base, quiet, renamed, hunks) if quiet else set()
     changes = {
-        path: FileChange(new=new, hunks=() if new else tuple(hunks.get(path, ())))
+        path: FileChange(
+            new=new, hunks=() if new else tuple(hunks.get(path, ())), bytewise=path in bytewise
+        )
         for path, new in files.items()
     }
     for path in untracked:
@@ -154,6 +163,36 @@ def changes_since(root: str, base: str) -> ChangeSet:
         deleted=tuple(sorted(deleted, key=os.fsencode)),
         renamed=tuple(sorted(renamed, key=lambda r: os.fsencode(r[1]))),
     )
+
+
+#: Paths per ``git diff --text`` call of :func:`_text_hunks` (its command line).
+TEXT_DIFF_BATCH: Final = 200
+
+
+def _text_hunks(
+    root: str,
+    base: str,
+    quiet: list[str],
+    renamed: list[tuple[str, str]],
+    hunks: dict[str, list[tuple[int, int]]],
+) -> set[str]:
+    """The hunks, by ``git diff --text``, of ``quiet`` (changed files git's diff gave no
+    hunk: binary to git, a rename unchanged or a mode change; each with its old path
+    when renamed, so git pairs them again), added to ``hunks``; the paths that got
+    some. git says "Binary files differ" for a file it takes for binary, whose lines a
+    changes read would otherwise call unchanged."""
+    old_of = {b: a for a, b in renamed}
+    got: set[str] = set()
+    for k in range(0, len(quiet), TEXT_DIFF_BATCH):
+        batch = quiet[k : k + TEXT_DIFF_BATCH]
+        specs = [f":(literal){p}" for p in batch]
+        specs += [f":(literal){old_of[p]}" for p in batch if p in old_of]
+        patch = [*_DIFF, "--text", "-U0", "--src-prefix=a/", "--dst-prefix=b/", base, "--"]
+        for path, found in _hunks(_run(root, [*patch, *specs])).items():
+            if found and path in batch and not hunks.get(path):
+                hunks[path] = found
+                got.add(path)
+    return got
 
 
 def _intent_index(root: str, gitdir: str, tmp: str, untracked: list[str]) -> dict[str, str]:

@@ -244,3 +244,27 @@ def test_a_changed_notebook_comes_as_its_cells(tmp_path: Path) -> None:
     r = read(tmp_path, changes={})
     assert r.files[0].spans is None and "[Lines " not in r.llm_content
     assert "iVBOR" not in r.llm_content  # no PNG payload
+
+
+def test_a_text_file_git_diffs_as_binary_shows_its_changed_lines(tmp_path: Path) -> None:
+    # git says "Binary files differ" for a file with a -diff attribute and for UTF-16
+    # text: its lines are read all the same, and its change must not read "no line
+    # changed". git's --text hunks count lines at 0x0A bytes: exact in ASCII-compatible
+    # text, not in UTF-16 (where U+010A is 0A 01): that file shows whole, as changed.
+    numbers = "".join(f"{i}\n" for i in range(1, 51))
+    wide = "".join(f"line {i}\n" for i in range(1, 51))
+    committed_tree(
+        tmp_path,
+        {".gitattributes": "lock.txt -diff\n", "lock.txt": numbers, "wide.txt": ""},
+    )
+    (tmp_path / "wide.txt").write_bytes(wide.encode("utf-16"))
+    run_git(tmp_path, "commit", "-qam", "wide")  # HEAD, the base, holds it as UTF-16
+    write_tree(tmp_path, {"lock.txt": numbers.replace("\n25\n", "\n25 changed\n")})
+    (tmp_path / "wide.txt").write_bytes(wide.replace("line 25", "line 25 Ċ").encode("utf-16"))
+    r = read(tmp_path, changes={})
+    got = {f.path: (f.status, f.spans, f.encoding) for f in r.files}
+    assert got["lock.txt"] == ("partial", [[22, 28]], "utf-8")
+    assert got["wide.txt"][0] == "ok" and got["wide.txt"][1] == [[1, 50]]
+    assert got["wide.txt"][2].startswith("utf-16")
+    assert "no line changed" not in r.llm_content
+    assert "25 changed" in r.llm_content and "line 25 Ċ" in r.llm_content
