@@ -26,6 +26,7 @@ Units: lines 1-based and inclusive; characters are ``str`` code points.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Final
 
@@ -190,7 +191,22 @@ def _ranges(spans: Sequence[Span]) -> str:
     return "lines " + ", ".join(str(s) if s == e else f"{s}-{e}" for s, e in spans)
 
 
+#: The spans a cut notice gives a request for (``_left_request``); the rest are counted.
+MAX_LEFT_SPECS: Final = 2
+
+
+def _left_request(label: str, left: Sequence[Span]) -> str:
+    """The ``files`` request that reads the spans ``left`` of the file ``label`` (the
+    first ``MAX_LEFT_SPECS``; the others counted), for a cut notice: a cursor goes on
+    by files, not by the spans of one."""
+    specs = [{"path": label, "offset": s, "limit": e - s + 1} for s, e in left[:MAX_LEFT_SPECS]]
+    more = len(left) - len(specs)
+    tail = f" (and {more} more span{'s' if more > 1 else ''} after them)" if more > 0 else ""
+    return f"read them with files: {json.dumps(specs, ensure_ascii=False)}{tail}"
+
+
 def _show(
+    label: str,
     lines: list[str],
     spans: list[Span],
     outline: Outline | None,
@@ -217,7 +233,10 @@ def _show(
         left = [(s, e) for s, e in spans if e > (shown[-1][1] if shown else 0)]
         if shown and left and left[0][0] <= shown[-1][1]:
             left[0] = (shown[-1][1] + 1, left[0][1])
-        notes.append(f"[Cut by {cut}: {_ranges(left)} not shown; read them by offset and limit.]\n")
+        # the budget's cut: the cursor goes on by files, so the notice gives the request
+        # (a cap the call set: it knows how; the notice stays short under a token cap)
+        ask = _left_request(label, left) if budget else "read them by offset and limit"
+        notes.append(f"[Cut by {cut}: {_ranges(left)} not shown; {ask}.]\n")
     rest = _rest(outline, shown)
     given: tuple[Symbol, ...] = ()
     if outline is not None and outline.reason is not None and shown:
@@ -255,13 +274,23 @@ def changed_view(
     numbered = opts.line_numbers
 
     def made(caps: tuple[int | None, int | None], budget: bool) -> LoadedItem:
-        shown = _show(lines, spans, outline, base_id, numbered, caps, budget, outline_cap)
+        shown = _show(
+            item.label, lines, spans, outline, base_id, numbered, caps, budget, outline_cap
+        )
         if opts.per_file_max_tokens is not None:
             shown = _token_cap(
                 shown,
                 opts,
                 lambda c: _show(
-                    lines, spans, outline, base_id, numbered, (caps[0], c), budget, outline_cap
+                    item.label,
+                    lines,
+                    spans,
+                    outline,
+                    base_id,
+                    numbered,
+                    (caps[0], c),
+                    budget,
+                    outline_cap,
                 ),
             )
         return _loaded(item, base, shown, len(lines), budget)

@@ -6,6 +6,7 @@ request's entries, the result's ``changes``, the errors, redaction and the caps.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -216,6 +217,12 @@ def test_the_budget_cuts_the_spans(repo: tuple[Path, str]) -> None:
     f = r.files[0]
     assert (f.status, f.code, f.spans) == ("partial", "budget", [[16, 18]])
     assert "[Cut by the budget: lines 101-103 not shown" in r.llm_content
+    # the request it names reads exactly those lines
+    notice = r.llm_content[r.llm_content.index("[Cut by the budget") :].splitlines()[0]
+    ask = json.loads(notice[notice.index("files: ") + 7 : -2])
+    assert ask == [{"path": "src/app.py", "offset": 101, "limit": 3}]
+    rest = read(root, files=ask)
+    assert (rest.files[0].line_start, rest.files[0].line_end) == (101, 103)
 
 
 def test_null_is_not_given(repo: tuple[Path, str]) -> None:
