@@ -368,6 +368,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     path = args.socket or daemon.default_socket_path()
     client = daemon.connect(path)
     if client is None:
+        from readmany_daemon.launch import silent_pid
+
+        pid = silent_pid(path)
+        if pid is not None:  # it listens and does not answer: stopped or stuck
+            say(f"the daemon at {path} (pid {pid}) does not answer; `readmany stop` stops it")
+            return EXIT_FAILED
         say(f"no daemon runs at {path}")
         return EXIT_NO_DAEMON
     try:

@@ -10,6 +10,7 @@ the CLI's warm path and ``readmany stop`` use it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
@@ -17,7 +18,13 @@ import time
 from collections.abc import Callable
 
 from readmany_daemon import __version__
-from readmany_daemon.client import Client, RpcError, connect, default_socket_path
+from readmany_daemon.client import (
+    Client,
+    RpcError,
+    connect,
+    default_socket_path,
+    peer_credentials,
+)
 from readmany_daemon.errors import DaemonError
 
 __all__ = [
@@ -114,7 +121,7 @@ def stop(path: str, timeout: float = START_TIMEOUT, reason: str | None = None) -
     if client is None:
         starting = _starting_pid(path)
         if starting is None:
-            return None
+            return _stop_silent(path, timeout)
         # a daemon ``spawn`` started is not listening yet: wait for it, then stop it
         wait_for(lambda: _answers(path) or not _pid_alive(starting), timeout)
         client = connect(path)
@@ -137,6 +144,50 @@ def stop(path: str, timeout: float = START_TIMEOUT, reason: str | None = None) -
     if not wait_for(lambda: not _answers(path) and not _pid_alive(pid), timeout):
         raise DaemonError(f"the daemon at {path} (pid {pid}) did not stop within {timeout:g} s")
     return pid if pid is not None else -1
+
+
+def silent_pid(path: str) -> int | None:
+    """The pid of a process of this user that listens at unix socket ``path`` but did
+    not answer (``connect`` gave None: stopped with SIGSTOP, stuck); None when nothing
+    listens there, or the system cannot tell who does (``SO_PEERCRED``: the listener's
+    credentials, taken at its ``listen``)."""
+    import socket
+
+    family = getattr(socket, "AF_UNIX", None)
+    if family is None:
+        return None
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        try:
+            sock.connect(path)
+        except OSError:
+            return None
+        creds = peer_credentials(sock)
+    if creds is None or creds[0] != os.geteuid() or creds[1] is None or creds[1] <= 0:
+        return None
+    return creds[1]
+
+
+def _stop_silent(path: str, timeout: float) -> int | None:
+    """Stop the process that listens at ``path`` without answering (:func:`silent_pid`):
+    SIGTERM then SIGCONT (a stopped process handles the first once it runs: the usual
+    way, as init systems stop a service), SIGKILL when it is still there after
+    ``timeout`` s. Its pid once gone; None when none listens. Raises ``DaemonError``
+    when it outlives SIGKILL."""
+    import signal
+
+    pid = silent_pid(path)
+    if pid is None:
+        return None
+    for sig in (signal.SIGTERM, signal.SIGCONT):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+    if not wait_for(lambda: not _pid_alive(pid), timeout):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        if not wait_for(lambda: not _pid_alive(pid), timeout):
+            raise DaemonError(f"the daemon at {path} (pid {pid}) did not stop")
+    return pid
 
 
 def _pid_alive(pid: int | None) -> bool:

@@ -59,6 +59,27 @@ def test_readmany_stop_is_named(daemon: Daemon) -> None:
     assert lines[0].endswith("): readmany stop")
 
 
+def test_a_daemon_that_does_not_answer_is_named_and_stopped(daemon: Daemon) -> None:
+    # stopped with SIGSTOP, it still holds the socket: status says so (not "no daemon
+    # runs"), and stop ends it (SIGTERM, then SIGCONT so that it handles it)
+    daemon.start()
+    assert daemon.proc is not None
+    daemon.proc.send_signal(signal.SIGSTOP)
+    try:
+        run = cli(daemon.env, "status")
+        assert run.returncode == 1, run.stderr
+        assert f"(pid {daemon.pid}) does not answer; `readmany stop` stops it" in run.stderr
+        run = cli(daemon.env, "stop")
+        assert run.returncode == 0, run.stderr
+        assert f"stopped the daemon (pid {daemon.pid})" in run.stderr
+    finally:
+        daemon.proc.send_signal(signal.SIGCONT)
+    ended(daemon)
+    assert cli(daemon.env, "status").returncode == 3
+    lines = exit_lines(daemon)
+    assert len(lines) == 1 and lines[0].endswith("signal SIGTERM"), daemon.stderr
+
+
 def test_idle_timeout_is_named(daemon: Daemon) -> None:
     daemon.env["READMANY_IDLE_TIMEOUT_SECONDS"] = "0.2"
     daemon.start()
