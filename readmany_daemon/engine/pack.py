@@ -335,7 +335,8 @@ class _OutlinesPacker:
         ``room`` holds; a file no larger than its outline (or with none, such as an
         empty one) comes as its content instead, when it fits, else stays omitted (never
         an outline longer than the file). The first outline that
-        does not fit ends them; files outlined on an earlier page of the walk
+        does not fit ends this pass (an earlier pass may have outlined files after it:
+        PROTOCOL §4 "Outlines"); files outlined on an earlier page of the walk
         (``done_upto``) are not outlined again. Returns the position after the last
         file given something."""
         last = start
