@@ -277,7 +277,12 @@ def token_cut(
         guess = min(guess - 1, max(guess * allowed // got - 1, 1))
     if best is None:
         return budget_cut(lo, 1, opts, budget, room)
-    # Grow back towards the most that fits (the first guess may leave room unused).
+    # Grow back towards the most that fits (the first guess may leave room unused):
+    # all of the content first, with the smaller outline block (a window of a few lines
+    # whose outline of the rest was the excess), then by halves.
+    whole = budget_cut(lo, chars, opts, budget, room)
+    if whole.result.chars > best.result.chars and tokens_of(whole, opts, cache) <= allowed:
+        return whole
     low = best.result.chars
     high = chars
     for _ in range(12):

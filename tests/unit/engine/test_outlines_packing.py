@@ -243,3 +243,26 @@ def test_past_max_total_files_a_small_file_is_not_given_a_longer_outline(
         walked |= {f.path for f in r.files if f.status == "ok"}
         cursor = r.next_cursor
     assert walked == set(files)
+
+
+def test_a_window_cut_for_its_outline_keeps_its_lines_when_they_fit(tmp_path: Path) -> None:
+    # a three-line window whose outline of the rest passes what the token budget left:
+    # the cut shrinks the outline block, not the window to a one-line sliver
+    head = '# mypy: allow-untyped-defs\n"""Command line options, ini-file and conftest."""\n\n'
+    body = "".join(f"def option_{i}(config):\n    return {i}\n\n\n" for i in range(400))
+    first = "".join(f"values_{i} = [" + ", ".join(map(str, range(300))) + "]\n" for i in range(3))
+    write_tree(tmp_path, {"a.py": first, "config.py": head + body})
+    ws = Workspace.open(str(tmp_path), Settings())
+    paths = ["a.py", "config.py"]
+    whole = ask(ws, paths=paths, perFileMaxLines=3, maxTotalTokens=100000)
+    assert [(f.status, f.line_end) for f in whole.files] == [("ok", None), ("partial", 3)]
+    cut = 0
+    for less in (50, 100, 150, 200, 250):
+        budget = whole.summary.estimated_tokens - less
+        r = ask(ws, paths=paths, perFileMaxLines=3, maxTotalTokens=budget)
+        got = r.files[1]
+        assert r.summary.estimated_tokens <= budget
+        if got.status == "partial":  # (with under 1,000 tokens left: outlined instead)
+            assert (got.code, got.line_end) == ("budget", 3), less
+            cut += 1
+    assert cut >= 2
