@@ -122,11 +122,12 @@ def stop(path: str, timeout: float = START_TIMEOUT, reason: str | None = None) -
         starting = _starting_pid(path)
         if starting is None:
             return _stop_silent(path, timeout)
-        # a daemon ``spawn`` started is not listening yet: wait for it, then stop it
+        # a daemon ``spawn`` started is not listening yet: wait for it, then stop it (it
+        # may never listen: one that holds the socket without answering is stopped)
         wait_for(lambda: _answers(path) or not _pid_alive(starting), timeout)
         client = connect(path)
         if client is None:
-            return None
+            return _stop_silent(path, timeout)
     pid: int | None = None
     try:
         try:

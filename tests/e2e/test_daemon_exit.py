@@ -80,6 +80,29 @@ def test_a_daemon_that_does_not_answer_is_named_and_stopped(daemon: Daemon) -> N
     assert len(lines) == 1 and lines[0].endswith("signal SIGTERM"), daemon.stderr
 
 
+def test_stop_ends_a_daemon_that_does_not_answer_while_a_replacement_starts(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    # a read beside a stopped daemon answers in process and spawns a replacement, which
+    # cannot listen while the stopped one holds the socket: stop waits for it, then
+    # stops the one that holds the socket
+    (tmp_path / "a.txt").write_text("a\n")
+    daemon.start()
+    assert daemon.proc is not None
+    daemon.proc.send_signal(signal.SIGSTOP)
+    try:
+        starts = {**daemon.env, "READMANY_NO_DAEMON": "0"}  # the read spawns one
+        run = cli(starts, "read", "--root", str(tmp_path), "a.txt")
+        assert run.returncode == 0 and "a\n" in run.stdout, run.stderr
+        assert os.path.exists(daemon.socket + ".starting")
+        run = cli(daemon.env, "stop")
+        assert run.returncode == 0, run.stderr
+        assert f"stopped the daemon (pid {daemon.pid})" in run.stderr
+    finally:
+        daemon.proc.send_signal(signal.SIGCONT)
+    ended(daemon)
+
+
 def test_idle_timeout_is_named(daemon: Daemon) -> None:
     daemon.env["READMANY_IDLE_TIMEOUT_SECONDS"] = "0.2"
     daemon.start()
