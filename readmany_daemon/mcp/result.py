@@ -31,6 +31,7 @@ from typing import Any
 
 from readmany_daemon.content import tokens
 from readmany_daemon.paths import path_to_uri
+from readmany_daemon.wire.messages import MIN_ANSWER_CHARS, MIN_TOTAL_TOKENS
 
 #: The whole result's default ceiling in o200k tokens: Claude Code's
 #: ``MAX_MCP_OUTPUT_TOKENS`` default.
@@ -172,8 +173,6 @@ def _fit_files(text: str, structure: dict[str, Any], ceiling: int) -> None:
 
 #: Room kept under the ceiling when a first page is asked again smaller (``refit``).
 REFIT_ROOM = 500
-#: The smallest ``maxTotalTokens`` ``refit`` asks for.
-REFIT_MIN_TOKENS = 1000
 
 
 def result_tokens(content: list[dict[str, Any]], structure: Mapping[str, Any]) -> int:
@@ -183,39 +182,39 @@ def result_tokens(content: list[dict[str, Any]], structure: Mapping[str, Any]) -
 
 
 def refit(
-    params: Mapping[str, Any],
+    max_total_tokens: int | None,
+    max_answer_chars: int | None,
     answer: Mapping[str, Any],
     content: list[dict[str, Any]],
     structure: Mapping[str, Any],
     ceiling: int,
-) -> dict[str, Any] | None:
-    """Smaller budgets for a first page whose whole result (``content`` and
-    ``structure``, made of ``answer`` to ``params``) passes ``ceiling`` tokens as JSON,
-    or None when it fits (or cannot shrink). The text's tokens are counted raw by the
-    budgets, but JSON escapes (``\\n``, ``\\"``, ``\\\\``) make them more on the wire: the
-    new ``maxTotalTokens`` (and ``maxAnswerChars``, in proportion) is the text's
-    ``estimatedTokens`` scaled by what the escaped text and the structure leave of the
-    ceiling, less ``REFIT_ROOM``."""
+) -> tuple[int, int | None] | None:
+    """Smaller ``(maxTotalTokens, maxAnswerChars)`` for a page whose whole result
+    (``content`` and ``structure``, made of ``answer``, asked with those budgets) passes
+    ``ceiling`` tokens as JSON; None when it fits, or cannot shrink. The budgets count
+    the text's raw tokens, but JSON escapes (newlines, quotes, backslashes) make them
+    more on the wire: the new ``maxTotalTokens`` is the text's ``estimatedTokens``
+    scaled by what the escaped text and the structure leave of the ceiling, less
+    ``REFIT_ROOM``, and ``maxAnswerChars`` (when set) shrinks in proportion, never
+    below ``MIN_ANSWER_CHARS``."""
     whole = result_tokens(content, structure)
     if whole <= ceiling:
         return None
     text_tokens = int((answer.get("summary") or {}).get("estimatedTokens") or 0)
     rest = count_tokens(_compact(structure)) + count_tokens(_compact(content[1:]))
     on_wire = whole - rest  # the text block as JSON
-    if text_tokens <= REFIT_MIN_TOKENS or on_wire <= 0:
+    if text_tokens <= MIN_TOTAL_TOKENS or on_wire <= 0:
         return None
     room = ceiling - rest - REFIT_ROOM
-    want = max(REFIT_MIN_TOKENS, math.floor(text_tokens * room / on_wire))
-    budget = params.get("maxTotalTokens")
-    if isinstance(budget, int):
-        want = min(want, budget - 1)
-    if want < REFIT_MIN_TOKENS:
+    want = max(MIN_TOTAL_TOKENS, math.floor(text_tokens * room / on_wire))
+    if max_total_tokens is not None:
+        want = min(want, max_total_tokens - 1)
+    if want < MIN_TOTAL_TOKENS:
         return None
-    out = {**params, "maxTotalTokens": want}
-    chars = params.get("maxAnswerChars")
-    if isinstance(chars, int):
-        out["maxAnswerChars"] = max(1, math.floor(chars * want / text_tokens))
-    return out
+    chars = max_answer_chars
+    if chars is not None:
+        chars = max(MIN_ANSWER_CHARS, min(chars, math.floor(chars * want / text_tokens)))
+    return want, chars
 
 
 def with_text(text: str, structure: Mapping[str, Any]) -> dict[str, Any]:

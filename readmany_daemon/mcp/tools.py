@@ -27,7 +27,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from readmany_daemon import roots as roots_
 from readmany_daemon.errors import InvalidParams, ReadManyError
@@ -57,12 +57,48 @@ from readmany_daemon.wire.decode import as_object, decode_changed_since_params
 from readmany_daemon.wire.fold import fold_read_params
 from readmany_daemon.wire.messages import CHANGED_SINCE, FILES, READ, ReadManyParams
 
+if TYPE_CHECKING:
+    from readmany_daemon.wire.cursor import ReadRequest
+
 log = logging.getLogger("readmany.mcp")
 
 #: How many times a first page whose whole result passes the ceiling is asked again
 #: with smaller budgets (``mcp.result.refit``; each time closer, from what the last
 #: one measured).
 REFITS = 3
+
+
+def smaller_page(
+    params: dict[str, Any],
+    req: ReadRequest,
+    root: str,
+    max_total_tokens: int,
+    max_answer_chars: int | None,
+) -> dict[str, Any]:
+    """The read tool's wire ``params`` (the request ``req`` decoded, answered in
+    ``root``) asking the same page with smaller budgets. A page asked with a cursor is
+    answered with its request's budgets: its cursor is made again, at the same place,
+    for the request with the smaller ones (whose pages then keep them), and the
+    budgets sent beside it change too (a cursor whose request was too large to carry
+    checks them by its digest)."""
+    import msgspec
+
+    from readmany_daemon.wire.cursor import encode_cursor
+
+    budgets: dict[str, Any] = {"maxTotalTokens": max_total_tokens}
+    if max_answer_chars is not None:
+        budgets["maxAnswerChars"] = max_answer_chars
+    out = {**params, **budgets}
+    if req.continuation is not None:
+        smaller = msgspec.structs.replace(
+            req.params,
+            cursor=None,
+            max_total_tokens=max_total_tokens,
+            max_answer_chars=max_answer_chars,
+        )
+        out["cursor"] = encode_cursor(smaller, root, req.continuation.position)
+    return out
+
 
 # -------------------------------------------------------------------------------- roots
 
@@ -304,16 +340,24 @@ class ReadManyMcp:
             began = time.time_ns()
             answer, link = await anyio.to_thread.run_sync(backend.ask, READ, params, root, req)
             ceiling = result_ceiling(req.params.max_total_tokens)
-            for _ in range(REFITS if req.continuation is None else 0):
-                # the text as JSON (escapes) and the structure passed the ceiling: a
-                # first page is asked again smaller (its cursor keeps those budgets)
+            for _ in range(REFITS):
+                # the text as JSON (escapes) and the structure passed the ceiling: the
+                # page is asked again smaller (its cursor keeps those budgets)
                 content, structure = await anyio.to_thread.run_sync(
                     read_result, answer, root, ceiling
                 )
-                smaller = refit(params, answer, content, structure, ceiling)
+                smaller = refit(
+                    req.params.max_total_tokens,
+                    req.params.max_answer_chars,
+                    answer,
+                    content,
+                    structure,
+                    ceiling,
+                )
                 if smaller is None:
                     break
-                params, req = smaller, decode_read_request(smaller)
+                params = smaller_page(params, req, root, *smaller)
+                req = decode_read_request(params)
                 answer, link = await anyio.to_thread.run_sync(backend.ask, READ, params, root, req)
             answer = self.with_stale(answer, root, req.params, began, link)
             with_llm = self.settings.mcp_structured_text

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import itertools
 import json
 import struct
 import subprocess
@@ -355,29 +356,36 @@ async def test_text_whose_json_escapes_weigh_is_asked_again_smaller(
     env: dict[str, str], tree: Path
 ) -> None:
     """The budgets count the text's tokens; as JSON each quote, backslash and newline is
-    escaped and costs more: a first page whose whole result passes 25,000 tokens is
-    asked again with smaller budgets, its cursor keeps them, and nothing is lost."""
-    quotes = '"""\\"\n' * 6000  # lines of `"""\"`: each character escaped on the wire
-    write_tree(tree, {"esc.txt": quotes, "lib/a.py": _code(1)})
+    escaped and costs more: a page whose whole result passes 25,000 tokens is asked
+    again with smaller budgets, a cursor's page too (its cursor made again for them),
+    and every line still comes once."""
+    plain = "".join(f"plain words line number {i} of the ordinary file\n" for i in range(3000))
+    dense = '"""\\"\n' * 8000  # lines of `"""\"`: each character escaped on the wire
+    write_tree(tree, {"a_plain.txt": plain, "b_dense.txt": dense})
     async with mcp_session(env, "--root", str(tree)) as session:
-        r = await read(session, paths=["esc.txt"], preferFullRead=True)
-        assert tokens.count(text(r)) <= 20000
-        assert _tokens(r) <= 25000
-        f = r["structuredContent"]["files"][0]
-        assert (f["path"], f["status"]) == ("esc.txt", "partial")
-        shown, pages = f["lineEnd"], 1
-        while r["structuredContent"].get("nextCursor") or f["status"] == "partial":
-            nxt = f.get("nextOffset")
-            if r["structuredContent"].get("nextCursor"):
-                r = await read(session, cursor=r["structuredContent"]["nextCursor"])
-            else:
-                r = await read(session, files=[{"path": "esc.txt", "offset": nxt}])
+        r = await read(session, paths=["*.txt"], preferFullRead=True)
+        seen: dict[str, list[tuple[int, int]]] = {}
+        for _ in range(40):
             assert _tokens(r) <= 25000
-            f = r["structuredContent"]["files"][0]
-            assert f["lineStart"] == shown + 1
-            shown, pages = f["lineEnd"], pages + 1
-            assert pages < 20
-        assert shown == 6000
+            assert tokens.count(text(r)) <= 20000
+            for f in r["structuredContent"]["files"]:
+                if f["status"] in ("ok", "partial"):
+                    seen.setdefault(f["path"], []).append(
+                        (f.get("lineStart") or 1, f.get("lineEnd") or f["totalLines"])
+                    )
+            cursor = r["structuredContent"].get("nextCursor")
+            if not cursor:
+                break
+            r = await read(session, cursor=cursor)
+        for path, total in (("a_plain.txt", 3000), ("b_dense.txt", 8000)):
+            spans = seen[path]
+            assert spans[0][0] == 1 and spans[-1][1] == total, spans
+            assert all(b[0] == a[1] + 1 for a, b in itertools.pairwise(spans)), spans
+        # a structure of many entries: asked again smaller, never below the minimums
+        write_tree(tree, {f"pkg{i % 30:02}/d{i % 7}/f{i:05}.txt": f"x{i}\n" for i in range(1500)})
+        r = await read(session, paths=["**/f*.txt"], maxTotalFiles=1000)
+        assert not r.get("isError"), text(r)
+        assert _tokens(r) <= 25000 and r["structuredContent"]["nextCursor"]
 
 
 async def test_the_whole_text_fits_when_names_and_notices_weigh(
