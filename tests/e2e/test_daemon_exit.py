@@ -5,11 +5,13 @@ Real ``readmany serve --socket`` processes, their log on stderr at the default l
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -59,22 +61,30 @@ def test_readmany_stop_is_named(daemon: Daemon) -> None:
     assert lines[0].endswith("): readmany stop")
 
 
-def test_a_daemon_that_does_not_answer_is_named_and_stopped(daemon: Daemon) -> None:
-    # stopped with SIGSTOP, it still holds the socket: status says so (not "no daemon
-    # runs"), and stop ends it (SIGTERM, then SIGCONT so that it handles it)
+@contextlib.contextmanager
+def stopped_with_sigstop(daemon: Daemon) -> Iterator[None]:
+    """``daemon`` started, then stopped with SIGSTOP: it holds its socket and answers
+    nothing; ``readmany stop`` must end it (SIGCONT afterwards whatever happens)."""
     daemon.start()
     assert daemon.proc is not None
     daemon.proc.send_signal(signal.SIGSTOP)
     try:
-        run = cli(daemon.env, "status")
-        assert run.returncode == 1, run.stderr
-        assert f"(pid {daemon.pid}) does not answer; `readmany stop` stops it" in run.stderr
+        yield
         run = cli(daemon.env, "stop")
         assert run.returncode == 0, run.stderr
         assert f"stopped the daemon (pid {daemon.pid})" in run.stderr
     finally:
         daemon.proc.send_signal(signal.SIGCONT)
     ended(daemon)
+
+
+def test_a_daemon_that_does_not_answer_is_named_and_stopped(daemon: Daemon) -> None:
+    # status says so (not "no daemon runs"), and stop ends it (SIGTERM, then SIGCONT so
+    # that it handles it)
+    with stopped_with_sigstop(daemon):
+        run = cli(daemon.env, "status")
+        assert run.returncode == 1, run.stderr
+        assert f"(pid {daemon.pid}) does not answer; `readmany stop` stops it" in run.stderr
     assert cli(daemon.env, "status").returncode == 3
     lines = exit_lines(daemon)
     assert len(lines) == 1 and lines[0].endswith("signal SIGTERM"), daemon.stderr
@@ -83,24 +93,15 @@ def test_a_daemon_that_does_not_answer_is_named_and_stopped(daemon: Daemon) -> N
 def test_stop_ends_a_daemon_that_does_not_answer_while_a_replacement_starts(
     daemon: Daemon, tmp_path: Path
 ) -> None:
-    # a read beside a stopped daemon answers in process and spawns a replacement, which
-    # cannot listen while the stopped one holds the socket: stop waits for it, then
-    # stops the one that holds the socket
+    # a read beside the stopped daemon answers in process and spawns a replacement,
+    # which cannot listen while the stopped one holds the socket: stop waits for it,
+    # then stops the one that holds the socket
     (tmp_path / "a.txt").write_text("a\n")
-    daemon.start()
-    assert daemon.proc is not None
-    daemon.proc.send_signal(signal.SIGSTOP)
-    try:
+    with stopped_with_sigstop(daemon):
         starts = {**daemon.env, "READMANY_NO_DAEMON": "0"}  # the read spawns one
         run = cli(starts, "read", "--root", str(tmp_path), "a.txt")
         assert run.returncode == 0 and "a\n" in run.stdout, run.stderr
         assert os.path.exists(daemon.socket + ".starting")
-        run = cli(daemon.env, "stop")
-        assert run.returncode == 0, run.stderr
-        assert f"stopped the daemon (pid {daemon.pid})" in run.stderr
-    finally:
-        daemon.proc.send_signal(signal.SIGCONT)
-    ended(daemon)
 
 
 def test_idle_timeout_is_named(daemon: Daemon) -> None:
