@@ -131,12 +131,7 @@ def _notice(left: list[tuple[str, str, int, int]], ceiling: int) -> str:
 
 
 def _total(text: str, structure: Mapping[str, Any], blocks: list[dict[str, Any]]) -> int:
-    result = {
-        "content": [{"type": "text", "text": text}, *blocks],
-        "structuredContent": structure,
-        "isError": False,
-    }
-    return count_tokens(_compact(result))
+    return result_tokens([{"type": "text", "text": text}, *blocks], structure)
 
 
 #: What ``_fit_files`` leaves the content blocks and the notices when it trims.
@@ -171,7 +166,7 @@ def _fit_files(text: str, structure: dict[str, Any], ceiling: int) -> None:
     structure["filesLeftOut"] = high
 
 
-#: Room kept under the ceiling when a first page is asked again smaller (``refit``).
+#: Room kept under the ceiling when a page is asked again smaller (``refit``).
 REFIT_ROOM = 500
 
 

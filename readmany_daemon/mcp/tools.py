@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("readmany.mcp")
 
-#: How many times a first page whose whole result passes the ceiling is asked again
+#: How many times a page whose whole result passes the ceiling is asked again
 #: with smaller budgets (``mcp.result.refit``; each time closer, from what the last
 #: one measured).
 REFITS = 3
